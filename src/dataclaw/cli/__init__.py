@@ -1,0 +1,1 @@
+"""The typer command line: one module per command group, kept thin."""

@@ -1,0 +1,84 @@
+"""``dataclaw`` entry point. Command groups are registered in :data:`GROUPS` (name → module with ``app``)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import click
+import typer
+
+from dataclaw import __version__
+from dataclaw.core.errors import DataclawError
+
+# name -> (module, help). Each module exposes a typer ``app``.
+GROUPS: dict[str, tuple[str, str]] = {}
+# top-level commands: name -> module exposing a function of the same name.
+COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart"}
+
+app = typer.Typer(
+    name="dataclaw",
+    help="Training data for agents: Tailor (streams → samples) and EnvCraft (scenarios → RL environments).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+_state = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"dataclaw {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
+) -> None:
+    _state["debug"] = debug
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    for name, module in COMMANDS.items():
+        app.command(name)(getattr(importlib.import_module(module), name))
+    for name, (module, help_) in GROUPS.items():
+        app.add_typer(importlib.import_module(module).app, name=name, help=help_)
+
+
+def _run(argv: list[str]) -> int:
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except DataclawError as exc:
+        if _state["debug"]:
+            raise
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except typer.Abort:
+        typer.secho("aborted", fg=typer.colors.RED, err=True)
+        return 130
+    except typer.Exit as exc:
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the last boundary: one line, not a traceback
+        if _state["debug"] or "--debug" in argv:
+            raise
+        typer.secho(f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", fg=typer.colors.RED, err=True)
+        return 1
+    return 0
+
+
+def main() -> None:
+    sys.exit(_run(sys.argv[1:]))
+
+
+def envcraft_main() -> None:
+    """``envcraft`` is ``dataclaw env``."""
+    sys.exit(_run(["env", *sys.argv[1:]]))

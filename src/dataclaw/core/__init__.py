@@ -1,0 +1,1 @@
+"""Shared plumbing: ids, errors, the JSONL record store, config."""

@@ -1,0 +1,1 @@
+"""EnvCraft: scenarios → executable, sandboxed, stateful tool environments → verifiable RL tasks."""

@@ -1,0 +1,1 @@
+"""Video decode, seek and sampling (PyAV); clip, freeze-frame and still writers."""

@@ -1,0 +1,48 @@
+"""The stage contract: a pure-ish function from one input record to output records or a reject.
+
+A stage never knows which executor runs it and never writes to the store itself; the runner does
+that, which is what lets the same stage run in-process, in a process pool or on Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from dataclaw.core.errors import Reject
+
+Record = dict[str, Any]
+Result = list[Record] | Reject
+
+
+class Resources(StrEnum):
+    """What a stage spends: CPU work goes to a process pool, ASYNC work (model calls) to the event loop."""
+
+    CPU = "cpu"
+    ASYNC = "async"
+
+
+class Stage(ABC):
+    """Subclass and implement :meth:`process` (CPU) or :meth:`aprocess` (ASYNC).
+
+    ``name`` is the stage's output file (``<run>/<name>.jsonl``). Heavy state (models, decoders) is
+    built in :meth:`setup`, once per worker, never in ``__init__``: stages are pickled to workers.
+    """
+
+    name: ClassVar[str]
+    resources: ClassVar[Resources] = Resources.CPU
+
+    def setup(self) -> None:
+        """Load what the stage needs once per worker."""
+
+    def process(self, item: Record) -> Result:
+        raise NotImplementedError(f"stage {self.name} implements neither process nor aprocess")
+
+    async def aprocess(self, item: Record) -> Result:
+        return await asyncio.to_thread(self.process, item)
+
+    def reject(self, item: Record, reason: str, message: str, **detail: Any) -> Reject:
+        """A reject of ``item`` by this stage."""
+        return Reject(id=item["id"], stage=self.name, reason=str(reason), message=message, detail=detail)

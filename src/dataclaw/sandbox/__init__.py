@@ -1,0 +1,1 @@
+"""Run untrusted code: bubblewrap, rlimits, timeouts, classified outcomes."""

@@ -1,0 +1,1 @@
+"""Tailor (DataClaw0): multimodal streams + an intent → schema-valid, evidence-grounded samples."""
