@@ -1,0 +1,100 @@
+"""Frame sampling by seeking vs decoding every frame (Tailor ingestion, paper A.3 / B.2.1).
+
+Samples 24 uniformly spaced frames from the 2-minute OpenCUA screen recording (122.7 s H.264) two ways
+in the same run: (a) ``VideoReader.frames_at`` (seek to the keyframe before each frame, decode forward,
+skip non-reference frames), (b) decode every frame sequentially and keep the same 24. Both return the
+same RGB frames (checked by hash). Prints one JSON line; exits 1 when seek time > 0.3 x full-decode time.
+
+    python benchmarks/bench_frame_sampling.py [--video PATH] [--frames 24] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TARGET_RATIO = 0.3
+DEFAULT_VIDEO = Path(__file__).resolve().parents[1].parent / "shared/data/opencua/raw_recording/recording.mp4"
+
+
+def _hash(frame: Any) -> str:
+    return hashlib.sha256(frame.tobytes()).hexdigest()
+
+
+def full_decode(path: Path, indices: list[int]) -> tuple[float, list[str], int]:
+    """Decode every frame with PyAV in order; convert only the wanted ones. Returns (seconds, hashes, n)."""
+    import av
+
+    wanted = set(indices)
+    hashes: dict[int, str] = {}
+    start = time.perf_counter()
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.codec_context.thread_type = "AUTO"
+        n = 0
+        for i, frame in enumerate(container.decode(stream)):
+            if i in wanted:
+                hashes[i] = _hash(frame.to_ndarray(format="rgb24"))
+            n += 1
+    return time.perf_counter() - start, [hashes[i] for i in indices], n
+
+
+def seek_sample(path: Path, k: int) -> tuple[float, list[str], list[int]]:
+    """Open a VideoReader (including its packet index) and fetch k uniformly spaced frames."""
+    from dataclaw.media.video import VideoReader, sample_indices
+
+    start = time.perf_counter()
+    with VideoReader(path) as reader:
+        indices = sample_indices(reader.frame_count, k)
+        frames = reader.frames_at(indices)
+    elapsed = time.perf_counter() - start
+    return elapsed, [_hash(f) for f in frames], indices
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--video", type=Path, default=DEFAULT_VIDEO)
+    parser.add_argument("--frames", type=int, default=24)
+    parser.add_argument("--repeats", type=int, default=3, help="best of N for each method")
+    args = parser.parse_args()
+    if not args.video.is_file():
+        print(json.dumps({"error": f"{args.video}: video not found"}))
+        return 2
+
+    seek_times, full_times = [], []
+    for _ in range(args.repeats):
+        t_seek, seek_hashes, indices = seek_sample(args.video, args.frames)
+        t_full, full_hashes, n_frames = full_decode(args.video, indices)
+        seek_times.append(t_seek)
+        full_times.append(t_full)
+        if seek_hashes != full_hashes:
+            print(json.dumps({"error": "seek and full decode returned different frames", "indices": indices}))
+            return 1
+    t_seek, t_full = min(seek_times), min(full_times)
+    ratio = t_seek / t_full
+    result = {
+        "bench": "frame_sampling",
+        "video": args.video.name,
+        "video_frames": n_frames,
+        "sampled_frames": len(indices),
+        "seek_s": round(t_seek, 4),
+        "full_decode_s": round(t_full, 4),
+        "seek_frames_per_s": round(len(indices) / t_seek, 2),
+        "full_decode_frames_per_s": round(n_frames / t_full, 2),
+        "full_decode_sampled_frames_per_s": round(len(indices) / t_full, 2),
+        "ratio": round(ratio, 4),
+        "target_ratio_max": TARGET_RATIO,
+        "frames_identical": True,
+        "pass": ratio <= TARGET_RATIO,
+    }
+    print(json.dumps(result))
+    return 0 if ratio <= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
