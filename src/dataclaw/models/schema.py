@@ -1,0 +1,143 @@
+"""Structured output: check a schema before sending it, put it in each server's own request form, and
+validate what came back (every server has open bugs where the schema is not enforced, so we always check).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+from jsonschema.validators import validator_for
+
+from dataclaw.models.errors import InvalidSchemaError, ModelOutputError
+
+SchemaForm = Callable[[dict[str, Any], str], dict[str, Any]]
+"""(schema, name) → top-level fields to merge into the chat-completions request body."""
+
+SCHEMA_FORMS: dict[str, SchemaForm] = {}
+
+
+def register_schema_form(flavour: str) -> Callable[[SchemaForm], SchemaForm]:
+    """Register how a server flavour wants a JSON schema sent; refuses duplicate names."""
+
+    def deco(fn: SchemaForm) -> SchemaForm:
+        if flavour in SCHEMA_FORMS:
+            raise ValueError(f"schema form {flavour!r} is already registered")
+        SCHEMA_FORMS[flavour] = fn
+        return fn
+
+    return deco
+
+
+@register_schema_form("openai")
+def _openai_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """OpenAI ``response_format`` json_schema; also understood by SGLang, recent vLLM and llama.cpp."""
+    return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
+
+
+@register_schema_form("sglang")
+def _sglang_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """SGLang takes the OpenAI form."""
+    return _openai_form(schema, name)
+
+
+@register_schema_form("vllm")
+def _vllm_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """vLLM ≥ 0.10: ``structured_outputs: {"json": schema}`` (the only form since v0.12)."""
+    return {"structured_outputs": {"json": schema}}
+
+
+@register_schema_form("vllm-guided")
+def _vllm_guided_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """Older vLLM (< 0.12): ``guided_json``."""
+    return {"guided_json": schema}
+
+
+@register_schema_form("ollama")
+def _ollama_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """Ollama: ``format`` holds the schema."""
+    return {"format": schema}
+
+
+@register_schema_form("llamacpp")
+def _llamacpp_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """llama.cpp server: top-level ``json_schema`` (converted to a grammar by the server)."""
+    return {"json_schema": schema}
+
+
+def schema_fields(flavour: str, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
+    """Request-body fields that carry ``schema`` for a server of ``flavour``."""
+    try:
+        form = SCHEMA_FORMS[flavour]
+    except KeyError:
+        known = ", ".join(sorted(SCHEMA_FORMS))
+        raise InvalidSchemaError(f"unknown server flavour {flavour!r} (known: {known})") from None
+    return form(schema, name)
+
+
+def check_schema(schema: Any) -> dict[str, Any]:
+    """Raise :class:`InvalidSchemaError` unless ``schema`` is a valid JSON Schema object."""
+    if not isinstance(schema, dict):
+        raise InvalidSchemaError(f"schema must be a JSON object (dict), got {type(schema).__name__}")
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
+        raise InvalidSchemaError(f"schema is not valid JSON Schema at {where}: {exc.message}") from None
+    return schema
+
+
+def _strip_fences(text: str) -> str:
+    """Drop a Markdown code fence around JSON (servers without constrained decoding add them)."""
+    s = text.strip()
+    if s.startswith("```"):
+        first_nl = s.find("\n")
+        if first_nl != -1 and s.endswith("```"):
+            return s[first_nl + 1 : -3].strip()
+    return s
+
+
+def parse_json_answer(text: str | None, schema: dict[str, Any], model: str) -> Any:
+    """Decode ``text`` as JSON and validate it against ``schema``; errors keep the raw text."""
+    if text is None or not text.strip():
+        raise ModelOutputError(
+            f"model {model} returned no text where JSON was required", model=model, raw_text=text
+        )
+    try:
+        value = json.loads(_strip_fences(text))
+    except ValueError as exc:
+        raise ModelOutputError(
+            f"model {model} returned invalid JSON ({exc.msg} at char {exc.pos}): {text[:120]!r}",
+            model=model,
+            raw_text=text,
+        ) from None
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    error = jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "<root>"
+        raise ModelOutputError(
+            f"model {model} returned JSON that does not match the schema at {where}: {error.message}",
+            model=model,
+            raw_text=text,
+        )
+    return value
+
+
+def parse_tool_arguments(tool_calls: list[dict[str, Any]], model: str) -> None:
+    """Check that every tool call's ``arguments`` is a JSON object string (OpenAI format)."""
+    for call in tool_calls:
+        fn = call.get("function") or {}
+        args = fn.get("arguments")
+        try:
+            decoded = json.loads(args) if isinstance(args, str) else None
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, dict):
+            raise ModelOutputError(
+                f"model {model} called tool {fn.get('name')!r} with arguments that are not a JSON object",
+                model=model,
+                raw_text=str(args),
+            )
