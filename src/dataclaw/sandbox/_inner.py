@@ -1,0 +1,389 @@
+"""Code that runs *inside* the sandbox: the one-shot launcher, the warm worker loop and the classifiers.
+
+Standard library only and no import-time side effects: the host passes this file's text to
+``python -I -B -u -c`` inside bubblewrap, and also imports it to share the classification rules. The
+launcher catches the program's uncaught exception and reports a structured record (type, errno, filename)
+on a private status pipe, so outcomes are classified from errno values and exception types, not from text.
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from typing import Any
+
+OK, ERROR, TIMEOUT, RESOURCE, VIOLATION = "ok", "error", "timeout", "resource_limit", "violation"
+
+MESSAGES: dict[str, str] = {
+    "network": "blocked: the sandbox has no network access",
+    "read_only": "blocked: that location is read-only; write inside the workspace",
+    "permission": "blocked: permission denied outside the workspace",
+    "outside": "blocked: that path is outside the sandbox",
+    "operation": "blocked: operation not permitted in the sandbox",
+    "memory": "memory limit reached",
+    "cpu": "CPU time limit reached",
+    "file_size": "file size limit reached",
+    "disk": "no space left in the sandbox",
+    "open_files": "open-file limit reached",
+    "processes": "process limit reached",
+}
+
+# errno -> (status, kind). EACCES/ENOENT depend on where the path is, see classify_exception.
+_ERRNO_CLASS: dict[int, tuple[str, str]] = {
+    errno.ENETUNREACH: (VIOLATION, "network"),
+    errno.EHOSTUNREACH: (VIOLATION, "network"),
+    errno.ENETDOWN: (VIOLATION, "network"),
+    errno.EADDRNOTAVAIL: (VIOLATION, "network"),
+    errno.EAFNOSUPPORT: (VIOLATION, "network"),
+    errno.EROFS: (VIOLATION, "read_only"),
+    errno.EPERM: (VIOLATION, "operation"),
+    errno.EFBIG: (RESOURCE, "file_size"),
+    errno.ENOSPC: (RESOURCE, "disk"),
+    errno.EDQUOT: (RESOURCE, "disk"),
+    errno.EMFILE: (RESOURCE, "open_files"),
+    errno.ENFILE: (RESOURCE, "open_files"),
+    errno.ENOMEM: (RESOURCE, "memory"),
+    errno.EAGAIN: (RESOURCE, "processes"),
+}
+_SIGNAL_CLASS: dict[int, tuple[str, str]] = {
+    signal.SIGXCPU: (RESOURCE, "cpu"),
+    signal.SIGXFSZ: (RESOURCE, "file_size"),
+    # RLIMIT_CPU's hard limit and the kernel's OOM killer both end a process with SIGKILL.
+    signal.SIGKILL: (RESOURCE, "memory"),
+}
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _classify_one(exc: BaseException, roots: list[str], writable: list[str]) -> tuple[str, str] | None:
+    if isinstance(exc, MemoryError):
+        return RESOURCE, "memory"
+    if isinstance(exc, socket.gaierror):
+        return VIOLATION, "network"
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return None
+    name = exc.filename if isinstance(exc.filename, str) else None
+    path = os.path.normpath(os.path.join(os.getcwd(), name)) if name else None
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return (VIOLATION, "outside") if path and not _inside(path, roots) else None
+    if exc.errno == errno.EACCES:
+        return None if path and _inside(path, writable) else (VIOLATION, "permission")
+    if exc.errno == errno.EPERM and path and _inside(path, writable):
+        return None
+    return _ERRNO_CLASS.get(exc.errno)
+
+
+def classify_exception(exc: BaseException, roots: list[str], writable: list[str]) -> tuple[str, str | None]:
+    """(status, kind) of an uncaught exception, following ``__cause__``/``__context__``/``.reason``."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        cur = todo.pop(0)
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        found = _classify_one(cur, roots, writable)
+        if found:
+            return found
+        for nxt in (cur.__cause__, cur.__context__, getattr(cur, "reason", None)):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+    return ERROR, None
+
+
+def classify_exit(exit_code: int | None, record: dict[str, Any] | None, timed_out: bool, wall_s: float) -> dict:
+    """Status, kind and agent-safe message from how a process ended plus the launcher's record."""
+    if timed_out:
+        return {"status": TIMEOUT, "resource": "wall", "message": f"timed out after {wall_s:g} s"}
+    if record and record.get("event") == "exception":
+        status, kind = record["status"], record.get("resource")
+        msg = MESSAGES.get(kind or "", "") or f"the program raised {record.get('type', 'an exception')}"
+        return {"status": status, "resource": kind, "message": msg}
+    deliberate = bool(record and record.get("event") == "exit")
+    if exit_code == 0:
+        return {"status": OK, "resource": None, "message": "ok"}
+    if exit_code is not None and exit_code > 128 and not deliberate:
+        sig = exit_code - 128
+        if sig in _SIGNAL_CLASS:
+            status, kind = _SIGNAL_CLASS[sig]
+            return {"status": status, "resource": kind, "message": MESSAGES[kind]}
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return {"status": ERROR, "resource": None, "message": f"the program was killed by {name}"}
+    return {"status": ERROR, "resource": None, "message": f"the program exited with status {exit_code}"}
+
+
+class _Reporter:
+    """Writes one JSON line per event to the private status pipe (not inherited by the program's children)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_inheritable(fd, False)
+
+    def send(self, **event: Any) -> None:
+        event["pid"] = os.getpid()
+        try:
+            os.write(self.fd, (json.dumps(event, default=repr) + "\n").encode())
+        except OSError:
+            pass
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+def _execute(job: dict[str, Any], report: _Reporter) -> int:
+    """Run one program (``source`` text or a ``call`` of ``module:function``); return its exit code."""
+    roots, writable = job["roots"], job["writable"]
+    try:
+        if job.get("call"):
+            import importlib
+
+            mod_name, _, fn_name = job["call"].partition(":")
+            fn = getattr(importlib.import_module(mod_name), fn_name)
+            value = fn(*job.get("args", []), **job.get("kwargs", {}))
+            report.send(event="result", value=json.loads(json.dumps(value)))
+        else:
+            code = compile(job["source"], "<program>", "exec")
+            sys.argv = ["<program>", *job.get("args", [])]
+            exec(code, {"__name__": "__main__", "__builtins__": builtins})
+    except SystemExit as exc:
+        code = _exit_code(exc)
+        report.send(event="exit", exit_code=code)
+        return code
+    except BaseException as exc:
+        # the program's frames only: the launcher's own frame is not the program's business
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
+        status, kind = classify_exception(exc, roots, writable)
+        report.send(event="exception", status=status, resource=kind, type=type(exc).__name__)
+        return 1
+    report.send(event="exit", exit_code=0)
+    return 0
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def run_oneshot(cfg: dict[str, Any]) -> None:
+    """Launcher entry: run the program file once under the limits bubblewrap and prlimit set up."""
+    report = _Reporter(cfg["status_fd"])
+    report.send(event="started")
+    sys.path[:0] = [os.getcwd(), *cfg.get("sys_path", [])]
+    with open(cfg["main"], encoding="utf-8") as fh:
+        job = {**cfg, "source": fh.read()}
+    code = _execute(job, report)
+    _flush()
+    sys.exit(code)
+
+
+# ---- warm worker -------------------------------------------------------------------------------------
+
+
+def _read_frame(fd: int) -> dict[str, Any] | None:
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    body = _read_exact(fd, struct.unpack(">I", head)[0])
+    return None if body is None else json.loads(body)
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def write_frame(fd: int, obj: dict[str, Any]) -> None:
+    """Length-prefixed JSON (4-byte big-endian length), the worker protocol in both directions."""
+    data = json.dumps(obj).encode()
+    view = memoryview(struct.pack(">I", len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _set_job_limits(lim: dict[str, Any]) -> None:
+    mb = 1 << 20
+    cpu = max(1, int(lim["cpu_s"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (lim["memory_mb"] * mb, lim["memory_mb"] * mb))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_mb"] * mb, lim["file_size_mb"] * mb))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+
+
+def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:
+    """In the forked child: redirect stdio, lower limits, run, and never return."""
+    code = 1
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.chdir(job["cwd"])
+        os.environ.update(job.get("env", {}))
+        _set_job_limits(job["limits"])
+        code = _execute(job, _Reporter(st_w))
+        _flush()
+    finally:
+        os._exit(code)
+
+
+def _kill_strays(keep: set[int]) -> None:
+    """Kill every process in this PID namespace except ``keep`` (background jobs must not outlive a job)."""
+    for _ in range(3):
+        found = False
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in keep:
+                found = True
+                try:
+                    os.kill(int(name), signal.SIGKILL)
+                except OSError:
+                    pass
+        if not found:
+            return
+        time.sleep(0.005)
+
+
+def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, Any]:
+    """Read the child's output and status until it exits or its timeout passes."""
+    cap = job["limits"]["output_bytes"]
+    bufs = {name: bytearray() for name in fds}
+    truncated = False
+    sel = selectors.DefaultSelector()
+    for name, fd in fds.items():
+        sel.register(fd, selectors.EVENT_READ, name)
+    pidfd = os.pidfd_open(pid)
+    sel.register(pidfd, selectors.EVENT_READ, "exit")
+    deadline = time.monotonic() + job["limits"]["wall_s"]
+    timed_out, status, ended = False, None, 0.0
+    while status is None or len(sel.get_map()) > 0:
+        now = time.monotonic()
+        if status is None and not timed_out and now >= deadline:
+            timed_out, ended = True, now
+            _kill_strays({1, os.getpid()})
+        if ended and now > ended + 2:
+            break
+        wait = 0.5 if ended else deadline - now
+        for key, _ in sel.select(timeout=max(wait, 0.001)):
+            if key.data == "exit":
+                sel.unregister(pidfd)
+                status = os.waitpid(pid, 0)[1]
+                ended = ended or time.monotonic()
+                _kill_strays({1, os.getpid()})  # background children would hold the pipes open
+                continue
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fd)
+                continue
+            buf = bufs[key.data]
+            room = (1 << 24 if key.data == "status" else cap) - len(buf)
+            truncated |= len(chunk) > room and key.data != "status"
+            buf += chunk[: max(room, 0)]
+    if status is None:
+        status = os.waitpid(pid, 0)[1]
+    sel.close()
+    os.close(pidfd)
+    code = os.waitstatus_to_exitcode(status)
+    return {"bufs": bufs, "truncated": truncated, "exit_code": 128 - code if code < 0 else code, "to": timed_out}
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Fork a fresh child for one job (so jobs share no state) and classify how it ended."""
+    t0 = time.monotonic()
+    pipes = {name: os.pipe() for name in ("stdout", "stderr", "status")}
+    pid = os.fork()
+    if pid == 0:
+        for r, _ in pipes.values():
+            os.close(r)
+        _job_child(job, pipes["stdout"][1], pipes["stderr"][1], pipes["status"][1])
+    for _, w in pipes.values():
+        os.close(w)
+    got = _collect(job, pid, {name: r for name, (r, _) in pipes.items()})
+    for r, _ in pipes.values():
+        os.close(r)
+    records = [json.loads(line) for line in bytes(got["bufs"]["status"]).decode().splitlines() if line]
+    record = pick_record(records, pid)
+    verdict = classify_exit(got["exit_code"], record, got["to"], job["limits"]["wall_s"])
+    value = next((r.get("value") for r in records if r.get("event") == "result" and r.get("pid") == pid), None)
+    return {
+        **verdict,
+        "exit_code": None if got["to"] else got["exit_code"],
+        "stdout": bytes(got["bufs"]["stdout"]).decode(errors="replace"),
+        "stderr": bytes(got["bufs"]["stderr"]).decode(errors="replace"),
+        "truncated": got["truncated"],
+        "duration_s": time.monotonic() - t0,
+        "result": value,
+    }
+
+
+def pick_record(records: list[dict[str, Any]], main_pid: int | None) -> dict[str, Any] | None:
+    """The main process's final record; a forked child's record only when the main process left none."""
+    finals = [r for r in records if r.get("event") in ("exit", "exception")]
+    main = [r for r in finals if r.get("pid") == main_pid]
+    if main:
+        return main[-1]
+    return finals[0] if finals else None
+
+
+def run_worker(cfg: dict[str, Any]) -> None:
+    """Worker entry: preload modules, then serve length-prefixed JSON jobs on stdin/stdout until EOF."""
+    chan_in, chan_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    sys.path[:0] = [os.getcwd(), *cfg.get("sys_path", [])]
+    import importlib
+
+    failed = []
+    for mod in cfg.get("preload", []):
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:  # reported to the host, which decides what to do
+            failed.append(f"{mod}: {type(exc).__name__}")
+    write_frame(chan_out, {"event": "ready", "pid": os.getpid(), "preload_failed": failed})
+    while True:
+        job = _read_frame(chan_in)
+        if job is None:
+            return
+        job = {**cfg, **job}
+        write_frame(chan_out, run_job(job))
+
+
+def main(argv: list[str]) -> None:
+    cfg = json.loads(argv[1])
+    if cfg["mode"] == "worker":
+        run_worker(cfg)
+    else:
+        run_oneshot(cfg)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,248 @@
+"""Bubblewrap command lines: what is mounted where, which namespaces, which user, which rlimits.
+
+Two modes. As root, bubblewrap runs privileged without a user namespace and ``setpriv`` drops the program to
+an unprivileged uid (RLIMIT_NPROC is never enforced for uid 0, so a root program could fork-bomb the host).
+As a normal user, bubblewrap creates a user namespace (``--disable-userns`` stops nesting) and the uid stays.
+Either way the program sees: read-only system dirs and Python, a minimal /etc, fresh /dev and /proc, a private
+size-capped /tmp, the workspace, explicitly granted paths — and nothing else (no network, no host home).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import dataclaw
+from dataclaw.sandbox.types import Limits, SandboxPolicy
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# /etc entries programs need to start (dynamic linker, alternatives symlinks, time zone, MIME types).
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "nsswitch.conf",
+    "mime.types",
+    "os-release",
+    "locale.alias",
+)
+STATUS_DIR = "/run/dataclaw"
+REFUSAL = (
+    "refusing to run untrusted code: bubblewrap is not usable here ({reason}); install bubblewrap "
+    "(apt-get install bubblewrap) or pass --unsafe-no-sandbox to run without isolation at your own risk"
+)
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Result of :func:`sandbox_available`: truthy when bubblewrap works, else ``reason`` says why not."""
+
+    ok: bool
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @property
+    def refusal(self) -> str:
+        """One line for the user when a run is refused."""
+        return REFUSAL.format(reason=self.reason)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _tool(name: str) -> str | None:
+    return shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin")
+
+
+@functools.cache
+def sandbox_available() -> Availability:
+    """Probe once per process whether bubblewrap can build the sandbox this module asks for."""
+    bwrap = _tool("bwrap")
+    if bwrap is None:
+        return Availability(False, "the bwrap executable was not found")
+    need = ["prlimit", *(["setpriv"] if is_root() else [])]
+    missing = [n for n in need if _tool(n) is None]
+    if missing:
+        return Availability(False, f"util-linux tool(s) missing: {', '.join(missing)}")
+    probe = [bwrap, *namespace_args(), "--ro-bind", "/usr", "/usr", *_system_links(), "--proc", "/proc"]
+    probe += ["--dev", "/dev", "--", *user_switch(65534), "/usr/bin/true"]
+    try:
+        res = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Availability(False, f"bwrap probe failed: {type(exc).__name__}")
+    if res.returncode != 0:
+        first = res.stderr.decode(errors="replace").strip().splitlines()[:1]
+        return Availability(False, f"bwrap probe failed: {first[0] if first else res.returncode}")
+    return Availability(True, "bubblewrap works")
+
+
+def namespace_args() -> list[str]:
+    """Namespaces and privileges: new ipc/pid/net/uts (/cgroup), no capabilities, killed with its parent."""
+    common = ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    if is_root():
+        return [
+            *["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"],
+            *["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"],
+            *["--cap-add", "CAP_SETPCAP"],
+            *common,
+        ]
+    return ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", *common]
+
+
+def user_switch(uid: int) -> list[str]:
+    """As root: drop to ``uid`` with no capabilities and no_new_privs before the program starts."""
+    if not is_root():
+        return []
+    return [
+        _tool("setpriv") or "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
+
+
+def rlimit_args(limits: Limits, *, cpu: bool = True) -> list[str]:
+    """``prlimit`` wrapper that applies the limits inside the sandbox (so RLIMIT_NPROC counts per sandbox)."""
+    mb = 1 << 20
+    args = [_tool("prlimit") or "prlimit"]
+    if cpu:
+        cpu_s = max(1, int(limits.cpu_s + 0.999))
+        args.append(f"--cpu={cpu_s}:{cpu_s + 1}")
+    args += [
+        f"--as={limits.memory_mb * mb}",
+        f"--fsize={limits.file_size_mb * mb}",
+        f"--nofile={limits.open_files}",
+        f"--nproc={limits.processes}",
+        "--core=0",
+        "--",
+    ]
+    return args
+
+
+def _system_links() -> list[str]:
+    out: list[str] = []
+    for d in SYSTEM_DIRS[1:]:
+        if os.path.islink(d):
+            out += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            out += ["--ro-bind", d, d]
+    return out
+
+
+def python_paths(python: Path) -> list[Path]:
+    """Host dirs the interpreter needs: venv, base prefix, the real binary's dir, and dataclaw's source root."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(python)).parent}
+    if python != Path(sys.executable):
+        paths.add(python.parent.parent)
+    paths.add(Path(dataclaw.__file__).resolve().parent.parent)
+    return sorted(p for p in paths if not any(_under(p, Path(d)) for d in SYSTEM_DIRS))
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+@dataclass
+class MountPlan:
+    """Mount arguments plus the temp files whose fds bubblewrap copies into the sandbox."""
+
+    args: list[str] = field(default_factory=list)
+    pass_fds: list[int] = field(default_factory=list)
+    files: list[IO[bytes]] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)
+    writable: list[str] = field(default_factory=list)
+
+    def data_file(self, dest: str, data: bytes) -> None:
+        """Copy ``data`` into a read-only file at ``dest`` (bubblewrap reads it from an inherited fd)."""
+        fh = tempfile.TemporaryFile()
+        fh.write(data)
+        fh.flush()
+        fh.seek(0)
+        self.files.append(fh)
+        self.pass_fds.append(fh.fileno())
+        self.args += ["--perms", "0444", "--ro-bind-data", str(fh.fileno()), dest]
+
+    def close(self) -> None:
+        for fh in self.files:
+            fh.close()
+        self.files.clear()
+
+
+def mount_plan(
+    policy: SandboxPolicy, limits: Limits, workspace: Path, python: Path, uid: int, files: dict[str, bytes]
+) -> MountPlan:
+    """Every mount of one sandbox, parents before children, with 0755 dirs for the paths in between."""
+    plan = MountPlan()
+    plan.args += ["--ro-bind", "/usr", "/usr", *_system_links(), "--perms", "0755", "--dir", "/etc"]
+    for name in ETC_FILES:
+        plan.args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    plan.args += ["--dev", "/dev", "--proc", "/proc"]
+    if limits.tmp_mb:
+        plan.args += ["--size", str(limits.tmp_mb << 20)]
+    plan.args += ["--tmpfs", "/tmp"]
+    grants: list[tuple[Path, str, bool]] = [(p, str(p), False) for p in python_paths(python)]
+    grants += [(p, str(p), False) for p in policy.ro_paths]
+    grants += [(p, str(p), True) for p in policy.rw_paths]
+    grants.append((workspace, policy.workspace_mount, True))
+    made: set[str] = set()
+    for src, dest, rw in sorted(grants, key=lambda g: g[1].count("/")):
+        for parent in reversed(Path(dest).parents):
+            p = str(parent)
+            if p == "/" or p in made or any(_under(parent, Path(r)) for r in [*SYSTEM_DIRS, *plan.roots]):
+                continue
+            made.add(p)
+            plan.args += ["--perms", "0755", "--dir", p]
+        plan.args += ["--bind" if rw else "--ro-bind", str(src), dest]
+        plan.roots.append(dest)
+        if rw:
+            plan.writable.append(dest)
+    home = policy.workspace_mount
+    plan.args += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", STATUS_DIR]
+    plan.data_file("/etc/passwd", f"root:x:0:0::/:/bin/sh\nsandbox:x:{uid}:{uid}::{home}:/bin/sh\n".encode())
+    plan.data_file("/etc/group", f"root:x:0:\nsandbox:x:{uid}:\n".encode())
+    plan.data_file("/etc/hosts", b"127.0.0.1 localhost sandbox\n::1 localhost\n")
+    for dest, data in files.items():
+        plan.data_file(dest, data)
+    etc = [f"/etc/{name}" for name in (*ETC_FILES, "passwd", "group", "hosts")]
+    plan.roots += [*SYSTEM_DIRS, *etc, "/dev", "/proc", "/tmp", STATUS_DIR]
+    plan.writable += ["/tmp", "/dev/shm"]
+    return plan
+
+
+def sandbox_env(policy: SandboxPolicy, python: Path, env: dict[str, str] | None) -> list[str]:
+    """``--clearenv`` plus an explicit environment: nothing of the host's leaks in."""
+    base = {
+        "PATH": f"{python.parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": policy.workspace_mount,
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "DATACLAW_SANDBOX": "1",
+        "DATACLAW_WORKSPACE": policy.workspace_mount,
+        **(env or {}),
+    }
+    args = ["--clearenv"]
+    for key, value in base.items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def inner_config(**cfg: object) -> str:
+    return json.dumps(cfg)

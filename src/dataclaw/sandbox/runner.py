@@ -1,0 +1,398 @@
+"""``run()``: one untrusted program (Python source or argv) in bubblewrap, supervised and classified.
+
+The host starts bubblewrap in its own session, reads stdout/stderr with byte caps, and on the wall-clock
+deadline kills bubblewrap's process group; ``--die-with-parent`` then kills the sandbox's PID-namespace init,
+and the kernel kills everything left in that namespace, background processes included. Python programs run
+under a launcher that reports uncaught exceptions (type, errno, path) on a private pipe, so outcomes are
+classified from errno values and signals. For argv programs only the exit status and, as a fallback, the
+C library's own strerror text for the few errnos that matter are available.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import logging
+import os
+import secrets
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.sandbox import _inner, bwrap
+from dataclaw.sandbox.types import Limits, Outcome, SandboxError, SandboxPolicy, SandboxUnavailable, Status
+
+log = logging.getLogger(__name__)
+
+INNER_SOURCE = Path(_inner.__file__).read_text(encoding="utf-8")
+MAIN_FILE = f"{bwrap.STATUS_DIR}/main.py"
+# A fresh host uid per run (when the caller is root) keeps RLIMIT_NPROC and signals per sandbox.
+UID_BASE, UID_SPAN = 0x40000000, 0x10000000
+UNSAFE_WARNING = (
+    "UNSAFE: running untrusted code WITHOUT the sandbox (--unsafe-no-sandbox): no filesystem, network or "
+    "process isolation, only rlimits and a timeout"
+)
+
+# Fallback for argv programs: the C library's message for an errno, as programs print it via strerror/perror.
+_STDERR_ERRNOS = {
+    errno.EROFS: (Status.VIOLATION, "read_only"),
+    errno.ENETUNREACH: (Status.VIOLATION, "network"),
+    errno.EFBIG: (Status.RESOURCE_LIMIT, "file_size"),
+    errno.ENOSPC: (Status.RESOURCE_LIMIT, "disk"),
+    errno.ENOMEM: (Status.RESOURCE_LIMIT, "memory"),
+}
+# getaddrinfo's messages (gai_strerror) for "no DNS": the sandbox has no resolver at all.
+_GAI_MESSAGES = ("Temporary failure in name resolution", "Name or service not known")
+
+
+@dataclass
+class _Raw:
+    """What the supervisor saw of one process tree."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    truncated: bool
+    timed_out: bool
+    duration_s: float
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run(
+    program: str | Sequence[str],
+    workspace: str | Path,
+    limits: Limits | None = None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    *,
+    policy: SandboxPolicy | None = None,
+    args: Sequence[str] = (),
+    stdin: bytes | None = None,
+    cwd: str | None = None,
+) -> Outcome:
+    """Run ``program`` — Python source (``str``) or an argv list — inside the sandbox and classify the end.
+
+    ``workspace`` is the only writable host directory (mounted at ``policy.workspace_mount``); ``timeout``
+    overrides ``limits.wall_s``; ``env`` is the *whole* extra environment (nothing is inherited); ``args``
+    become ``sys.argv[1:]`` of a Python source; ``cwd`` is relative to the workspace.
+    """
+    policy = policy or SandboxPolicy()
+    limits = limits or Limits()
+    if timeout is not None:
+        limits = dataclasses.replace(limits, wall_s=timeout)
+    ws = _check_workspace(workspace)
+    if isinstance(program, str):
+        kind = "python"
+    elif program and all(isinstance(a, str) for a in program):
+        kind = "argv"
+    else:
+        raise ConfigError("sandbox program must be Python source (str) or a non-empty list of str")
+    if policy.unsafe:
+        return _run_unsafe(program, ws, limits, env, policy, args, stdin, cwd)
+    avail = bwrap.sandbox_available()
+    if not avail:
+        raise SandboxUnavailable(avail.refusal)
+    uid = policy.uid or (UID_BASE + secrets.randbelow(UID_SPAN) if bwrap.is_root() else os.getuid())
+    python = policy.python or Path(sys.executable)
+    files: dict[str, bytes] = {}
+    if kind == "python":
+        files[MAIN_FILE] = str(program).encode()
+    plan = bwrap.mount_plan(policy, limits, ws, python, uid, files)
+    try:
+        with _owned_by(ws, uid), _Pipe() as status:
+            if kind == "python":
+                cfg = _launcher_config(plan, status.w, args, "oneshot")
+                target = [str(python), "-I", "-B", "-u", "-c", INNER_SOURCE, cfg]
+            else:
+                target = list(program)
+            cmd = [_bwrap_exe(), *bwrap.namespace_args(), *plan.args, "--chdir", _inner_cwd(policy, cwd)]
+            cmd += [*bwrap.sandbox_env(policy, python, env), "--"]
+            cmd += [*bwrap.user_switch(uid), *bwrap.rlimit_args(limits), *target]
+            raw = _supervise(cmd, [*plan.pass_fds, status.w], status, stdin, limits)
+    finally:
+        plan.close()
+    return _outcome(raw, kind, limits, sandboxed=True)
+
+
+def _bwrap_exe() -> str:
+    exe = bwrap._tool("bwrap")
+    if exe is None:
+        raise SandboxUnavailable(bwrap.Availability(False, "the bwrap executable was not found").refusal)
+    return exe
+
+
+def _check_workspace(workspace: str | Path) -> Path:
+    ws = Path(workspace).resolve()
+    if not ws.is_dir():
+        raise ConfigError(f"sandbox workspace {str(workspace)!r} is not an existing directory")
+    return ws
+
+
+def _inner_cwd(policy: SandboxPolicy, cwd: str | None) -> str:
+    if not cwd:
+        return policy.workspace_mount
+    rel = Path(cwd)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ConfigError(f"sandbox cwd {cwd!r} must be a relative path inside the workspace")
+    return f"{policy.workspace_mount}/{rel.as_posix()}"
+
+
+def _launcher_config(plan: bwrap.MountPlan, status_w: int, args: Sequence[str], mode: str) -> str:
+    import dataclaw
+
+    src_root = str(Path(dataclaw.__file__).resolve().parent.parent)
+    return json.dumps(
+        {
+            "mode": mode,
+            "main": MAIN_FILE,
+            "status_fd": status_w,
+            "args": list(args),
+            "roots": plan.roots,
+            "writable": plan.writable,
+            "sys_path": [src_root],
+        }
+    )
+
+
+class _Pipe:
+    """A pipe whose ends are closed at most once (a double close could hit another thread's fd)."""
+
+    def __init__(self) -> None:
+        self.r, self.w = os.pipe()
+        self._open = {self.r, self.w}
+
+    def close_write(self) -> None:
+        self._close(self.w)
+
+    def close(self) -> None:
+        for fd in list(self._open):
+            self._close(fd)
+
+    def _close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.discard(fd)
+            os.close(fd)
+
+    def __enter__(self) -> _Pipe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """``lchown`` every entry under ``root`` (never following symlinks) that is not owned by ``uid``."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [".", *dirnames, *filenames]:
+            path = os.path.join(dirpath, name) if name != "." else dirpath
+            try:
+                st = os.lstat(path)
+                if st.st_uid != uid or st.st_gid != gid:
+                    os.lchown(path, uid, gid)
+            except FileNotFoundError:
+                continue
+
+
+@contextmanager
+def _owned_by(workspace: Path, uid: int) -> Iterator[None]:
+    """As root: hand the workspace to the sandbox uid for the run, then back to the caller."""
+    if not bwrap.is_root():
+        yield
+        return
+    chown_tree(workspace, uid, uid)
+    try:
+        yield
+    finally:
+        chown_tree(workspace, os.geteuid(), os.getegid())
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # proc is not reaped yet, so its pid (= its process group) cannot have been reused.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _supervise(cmd: list[str], pass_fds: list[int], status: _Pipe, stdin: bytes | None, limits: Limits) -> _Raw:
+    """Start ``cmd`` in a new session, collect capped output until exit or deadline, kill on deadline."""
+    stdin_file = tempfile.TemporaryFile() if stdin is not None else None
+    if stdin_file is not None:
+        stdin_file.write(stdin or b"")
+        stdin_file.seek(0)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        )
+    except OSError as exc:
+        raise SandboxError(f"could not start the sandbox: {exc.strerror}") from exc
+    finally:
+        if stdin_file is not None:
+            stdin_file.close()
+    status.close_write()  # our copy of the write end, so EOF arrives when the sandbox is gone
+    assert proc.stdout is not None and proc.stderr is not None
+    streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno(), "status": status.r}
+    try:
+        got = _pump(proc, streams, limits, t0)
+    finally:
+        _kill_group(proc)
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    records = []
+    for line in bytes(got["status"]).decode(errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return _Raw(
+        exit_code=None if got["timed_out"] else proc.returncode,
+        stdout=bytes(got["stdout"]),
+        stderr=bytes(got["stderr"]),
+        truncated=got["truncated"],
+        timed_out=got["timed_out"],
+        duration_s=time.monotonic() - t0,
+        records=records,
+    )
+
+
+def _pump(proc: subprocess.Popen[bytes], streams: dict[str, int], limits: Limits, t0: float) -> dict[str, Any]:
+    """Drain the streams with caps until the process exited and every pipe hit EOF (or the deadline)."""
+    bufs: dict[str, Any] = {name: bytearray() for name in streams}
+    sel = selectors.DefaultSelector()
+    for name, fd in streams.items():
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ, name)
+    pidfd = os.pidfd_open(proc.pid)
+    sel.register(pidfd, selectors.EVENT_READ, "exit")
+    deadline = t0 + limits.wall_s
+    open_streams, exited, timed_out, truncated, grace = set(streams), False, False, False, 0.0
+    try:
+        while open_streams or not exited:
+            now = time.monotonic()
+            if not exited and not timed_out and now >= deadline:
+                timed_out, grace = True, now
+                _kill_group(proc)
+            if grace and now > grace + 2.0:
+                break  # something outside our reach holds a pipe; stop waiting for it
+            for key, _ in sel.select(timeout=max(0.25 if grace else deadline - now, 0.001)):
+                if key.data == "exit":
+                    sel.unregister(pidfd)
+                    exited, grace = True, grace or time.monotonic()
+                    _kill_group(proc)  # unsafe mode: leftovers of the same group would hold the pipes
+                    continue
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fd)
+                    open_streams.discard(key.data)
+                    continue
+                capped = key.data in ("stdout", "stderr")
+                buf = bufs[key.data]
+                room = (limits.output_bytes if capped else 1 << 24) - len(buf)
+                truncated |= capped and len(chunk) > room
+                buf += chunk[: max(room, 0)]
+    finally:
+        sel.close()
+        os.close(pidfd)
+    return {**bufs, "truncated": truncated, "timed_out": timed_out}
+
+
+def _outcome(raw: _Raw, kind: str, limits: Limits, *, sandboxed: bool) -> Outcome:
+    started = next((r for r in raw.records if r.get("event") == "started"), None)
+    stderr = raw.stderr.decode(errors="replace")
+    if kind == "python" and started is None and not raw.timed_out:
+        _raise_setup_failure(stderr, raw.exit_code)
+    if kind == "argv" and raw.exit_code == 1 and stderr.startswith("bwrap: "):
+        _raise_setup_failure(stderr, raw.exit_code)
+    record = _inner.pick_record(raw.records, started["pid"] if started else None)
+    verdict = _inner.classify_exit(raw.exit_code, record, raw.timed_out, limits.wall_s)
+    if kind == "argv" and verdict["status"] == Status.ERROR:
+        verdict = _argv_fallback(stderr, raw.exit_code) or verdict
+    return Outcome(
+        status=Status(verdict["status"]),
+        exit_code=raw.exit_code,
+        stdout=raw.stdout.decode(errors="replace"),
+        stderr=stderr,
+        duration_s=raw.duration_s,
+        message=verdict["message"],
+        truncated=raw.truncated,
+        resource=verdict["resource"],
+        sandboxed=sandboxed,
+    )
+
+
+def _raise_setup_failure(stderr: str, exit_code: int | None) -> None:
+    line = next((ln for ln in stderr.splitlines() if ln.startswith(("bwrap:", "setpriv:", "prlimit:"))), "")
+    raise SandboxError(f"the sandbox failed to start (exit {exit_code}): {line or stderr.strip()[:200]}")
+
+
+def _argv_fallback(stderr: str, exit_code: int | None) -> dict[str, Any] | None:
+    """Classify an argv program's failure from the strerror text of the errnos that matter."""
+    if exit_code in (126, 127):
+        return {"status": Status.ERROR, "resource": None, "message": "command not found or not executable"}
+    if any(msg in stderr for msg in _GAI_MESSAGES):
+        return {"status": Status.VIOLATION, "resource": "network", "message": _inner.MESSAGES["network"]}
+    for num, (status, kind) in _STDERR_ERRNOS.items():
+        if os.strerror(num) in stderr:
+            return {"status": status, "resource": kind, "message": _inner.MESSAGES[kind]}
+    return None
+
+
+def _run_unsafe(
+    program: str | Sequence[str],
+    ws: Path,
+    limits: Limits,
+    env: dict[str, str] | None,
+    policy: SandboxPolicy,
+    args: Sequence[str],
+    stdin: bytes | None,
+    cwd: str | None,
+) -> Outcome:
+    """Explicit opt-in: rlimits and timeout only, on the host, with a loud warning every time."""
+    log.warning(UNSAFE_WARNING)
+    print(f"WARNING: {UNSAFE_WARNING}", file=sys.stderr)
+    python = policy.python or Path(sys.executable)
+    run_dir = str(ws / cwd) if cwd else str(ws)
+    full_env = {
+        "PATH": f"{python.parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(ws),
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "DATACLAW_WORKSPACE": str(ws),
+        **(env or {}),
+    }
+    prlimit = bwrap.rlimit_args(limits) if bwrap._tool("prlimit") else []
+    with tempfile.TemporaryDirectory() as tmp, _Pipe() as status:
+        if isinstance(program, str):
+            main = Path(tmp) / "main.py"
+            main.write_text(program, encoding="utf-8")
+            cfg = json.dumps(
+                {"mode": "oneshot", "main": str(main), "status_fd": status.w, "args": list(args)}
+                | {"roots": ["/"], "writable": [str(ws), tempfile.gettempdir()], "sys_path": []}
+            )
+            target = [str(python), "-I", "-B", "-u", "-c", INNER_SOURCE, cfg]
+        else:
+            target = list(program)
+        cmd = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in full_env.items()), "-C", run_dir]
+        raw = _supervise([*cmd, *prlimit, *target], [status.w], status, stdin, limits)
+    return _outcome(raw, "python" if isinstance(program, str) else "argv", limits, sandboxed=False)
