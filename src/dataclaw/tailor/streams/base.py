@@ -149,6 +149,8 @@ class StreamReader(ABC):
     name: ClassVar[str]
     modality: ClassVar[Modality]
     description: ClassVar[str] = ""
+    priority: ClassVar[int] = 50
+    """Detection order: lower first. Generic readers (any video folder) use a high number."""
 
     @abstractmethod
     def detect(self, path: Path) -> bool:
@@ -206,7 +208,7 @@ def detect_reader(path: str | Path) -> StreamReader:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} does not exist")
-    for name in reader_names():
+    for name in sorted(reader_names(), key=lambda n: (_READERS[n].priority, n)):
         reader = _READERS[name]()
         if reader.detect(path):
             return reader
