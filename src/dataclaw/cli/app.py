@@ -36,11 +36,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
 ) -> None:
     _state["debug"] = debug
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 def _register() -> None:
@@ -67,10 +71,14 @@ def _run(argv: list[str]) -> int:
         return 130
     except typer.Exit as exc:
         return exc.exit_code
-    except Exception as exc:  # noqa: BLE001 - the last boundary: one line, not a traceback
+    except Exception as exc:
         if _state["debug"] or "--debug" in argv:
             raise
-        typer.secho(f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", fg=typer.colors.RED, err=True)
+        typer.secho(
+            f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+            fg=typer.colors.RED,
+            err=True,
+        )
         return 1
     return 0
 

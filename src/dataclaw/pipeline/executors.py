@@ -72,13 +72,15 @@ class LocalExecutor:
             for item in items:
                 try:
                     yield item, stage.process(item), True
-                except Exception as exc:  # noqa: BLE001 - one bad record never stops a run
+                except Exception as exc:
                     yield item, _crash_reject(stage, item, exc), False
         else:
             async for out in self._map_pool(stage, items):
                 yield out
 
-    async def _map_async(self, stage: Stage, items: Sequence[Record]) -> AsyncIterator[tuple[Record, Result, bool]]:
+    async def _map_async(
+        self, stage: Stage, items: Sequence[Record]
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
         stage.setup()
         sem = asyncio.Semaphore(self.concurrency)
 
@@ -86,7 +88,7 @@ class LocalExecutor:
             async with sem:
                 try:
                     return item, await stage.aprocess(item), True
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     return item, _crash_reject(stage, item, exc), False
 
         tasks = [asyncio.ensure_future(one(it)) for it in items]
@@ -97,15 +99,19 @@ class LocalExecutor:
             for t in tasks:
                 t.cancel()
 
-    async def _map_pool(self, stage: Stage, items: Sequence[Record]) -> AsyncIterator[tuple[Record, Result, bool]]:
+    async def _map_pool(
+        self, stage: Stage, items: Sequence[Record]
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
         loop = asyncio.get_running_loop()
         ctx = mp.get_context("forkserver")
-        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init, initargs=(stage,)) as pool:
+        with ProcessPoolExecutor(
+            self.workers, mp_context=ctx, initializer=_worker_init, initargs=(stage,)
+        ) as pool:
 
             async def one(item: Record) -> tuple[Record, Result, bool]:
                 try:
                     return item, await loop.run_in_executor(pool, _worker_process, item), True
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     return item, _crash_reject(stage, item, exc), False
 
             for fut in asyncio.as_completed([one(it) for it in items]):

@@ -34,7 +34,7 @@ class Stage(ABC):
     name: ClassVar[str]
     resources: ClassVar[Resources] = Resources.CPU
 
-    def setup(self) -> None:
+    def setup(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Load what the stage needs once per worker."""
 
     def process(self, item: Record) -> Result:
