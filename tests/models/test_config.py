@@ -1,0 +1,102 @@
+"""Prices, the response cache, the usage ledger and the backend registry on their own."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.models import Generation, PriceTable, ResponseCache, Usage, UsageLedger, register_backend
+from dataclaw.models.registry import parse_spec
+from dataclaw.models.schema import register_schema_form
+
+
+def test_price_lookup_matches_names_and_dated_snapshots_only():
+    table = PriceTable.load()
+    assert table.lookup("gpt-4o-mini").input == pytest.approx(0.15)
+    assert table.lookup("gpt-4o-mini-2024-07-18") == table.lookup("gpt-4o-mini")
+    assert table.lookup("gpt-4o-2024-08-06") == table.lookup("gpt-4o")
+    assert table.lookup("gpt-4o-mini") != table.lookup("gpt-4o")
+    assert table.lookup("gpt-4o-turbo-preview") is None
+    assert table.lookup("Qwen/Qwen2.5-7B-Instruct") is None
+
+
+def test_price_overrides_and_bad_prices(tmp_path):
+    table = PriceTable.load({"gpt-4o": {"input": 1, "output": 2}, "mine": (0.5, 0.5)})
+    assert table.lookup("gpt-4o").output == 2 and table.lookup("mine").input == 0.5
+    assert table.lookup("gpt-4o-mini").input == pytest.approx(0.15)  # bundled prices stay
+    cost = table.lookup("mine").cost(Usage(prompt_tokens=2_000_000, completion_tokens=1_000_000))
+    assert cost == pytest.approx(1.5)
+    with pytest.raises(ConfigError, match="price of 'x' must be"):
+        PriceTable.load({"x": {"input": 1}})
+    with pytest.raises(ConfigError, match="negative"):
+        PriceTable.load({"x": [-1, 1]})
+    bad = tmp_path / "p.yaml"
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="must map model names"):
+        PriceTable.load(bad)
+    with pytest.raises(ConfigError, match="does not exist"):
+        PriceTable.load(tmp_path / "missing.yaml")
+
+
+def test_cache_round_trip_and_concurrent_writers(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    gen = Generation(text="hi", usage=Usage(prompt_tokens=3, completion_tokens=1), finish_reason="stop")
+    cache.put("k", "m", gen, 0.5)
+    assert cache.get("k") == (gen, 0.5)
+    assert cache.get("other") is None
+
+    def writer(i: int) -> None:
+        for j in range(20):
+            cache.put(f"{i}-{j}", "m2", Generation(text=str(j)), 0.0)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(cache) == 81
+    reopened = ResponseCache(tmp_path / "c.sqlite")
+    assert reopened.get("3-19")[0].text == "19"
+    assert reopened.clear("m2") == 80 and len(reopened) == 1
+
+
+def test_cache_in_an_unusable_place_is_a_config_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="cannot open the response cache"):
+        ResponseCache(tmp_path / "file" / "c.sqlite")
+
+
+def test_ledger_counts_hits_and_failures_separately():
+    ledger = UsageLedger()
+    u = Usage(prompt_tokens=10, completion_tokens=5)
+    ledger.record("a", u, cost_usd=0.1, priced=True, cached=False, latency_s=1.0)
+    ledger.record("a", u, cost_usd=0.0, priced=True, cached=True, latency_s=0.0)
+    ledger.record("a", u, cost_usd=0.1, priced=True, cached=False, latency_s=1.0, failed=True)
+    ledger.record("local", u, cost_usd=0.0, priced=False, cached=False, latency_s=2.0)
+    a = ledger.models()["a"]
+    assert (a.calls, a.cache_hits, a.failed, a.prompt_tokens, a.cost_usd) == (3, 1, 1, 20, pytest.approx(0.2))
+    total = ledger.totals()
+    assert (total.calls, total.prompt_tokens, total.completion_tokens) == (4, 30, 15)
+    assert not total.priced
+    lines = ledger.render().splitlines()
+    assert lines[2].startswith("a ") and lines[3].startswith("local") and lines[4].startswith("TOTAL")
+
+
+def test_registries_refuse_duplicate_names():
+    import dataclaw.models.openai_compat  # noqa: F401 - registers http/https/openai
+
+    with pytest.raises(ValueError, match="already registered"):
+        register_backend("http")(lambda scheme, rest, options: None)
+    with pytest.raises(ValueError, match="already registered"):
+        register_schema_form("vllm")(lambda schema, name: {})
+
+
+def test_parse_spec_splits_options():
+    assert parse_spec("http://h:1/v1::org/model?server=vllm&timeout=5") == (
+        "http",
+        "//h:1/v1::org/model",
+        {"server": "vllm", "timeout": "5"},
+    )
+    assert parse_spec("local:smollm2-135m") == ("local", "smollm2-135m", {})
