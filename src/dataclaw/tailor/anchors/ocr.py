@@ -1,0 +1,250 @@
+"""OCR anchors: on-screen text with boxes (paper §3.2: "an OCR module for on-screen text").
+
+Backends register by name. ``tesseract`` (default) runs the Debian ``tesseract`` binary once per image
+with ``OMP_THREAD_LIMIT=1`` (its OpenMP threads only fight the process pool) and reads its TSV output;
+it reads English screen text exactly. ``rapidocr`` (``pip install 'dataclaw[ocr]'``) runs the ONNX
+models that ship inside the ``rapidocr-onnxruntime`` wheel; it finds text well but drops the spaces
+between words. Each text line becomes one anchor whose confidence is the backend's own (0–1).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from dataclaw.core.errors import ConfigError, DataclawError, require
+from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
+
+if TYPE_CHECKING:
+    from dataclaw.tailor.streams.base import Stream, StreamSource
+
+
+class OcrError(DataclawError):
+    """An image could not be read by the OCR backend; the message names the image and the problem."""
+
+
+@dataclass(frozen=True)
+class OcrLine:
+    """One line of text; ``box`` is ``(x0, y0, x1, y1)`` in pixels of the image read."""
+
+    text: str
+    box: tuple[int, int, int, int]
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "box": list(self.box), "confidence": self.confidence}
+
+
+class OcrBackend(ABC):
+    """Reads text lines from an RGB ``(H, W, 3)`` uint8 image."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def read(self, image: np.ndarray) -> list[OcrLine]:
+        """Text lines of ``image`` in reading order."""
+
+
+_BACKENDS: dict[str, type[OcrBackend]] = {}
+
+
+def register_backend(cls: type[OcrBackend]) -> type[OcrBackend]:
+    """Class decorator: register an OCR backend under ``cls.name``; duplicates are refused."""
+    if cls.name in _BACKENDS and _BACKENDS[cls.name] is not cls:
+        raise ConfigError(f"OCR backend '{cls.name}' is already registered")
+    _BACKENDS[cls.name] = cls
+    return cls
+
+
+def backend_names() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def get_backend(name: str, **config: Any) -> OcrBackend:
+    """A new OCR backend ``name``; unknown names list the known ones."""
+    cls = _BACKENDS.get(name)
+    if cls is None:
+        raise ConfigError(f"unknown OCR backend '{name}': expected one of {', '.join(backend_names())}")
+    return cls(**config)
+
+
+def _as_rgb(image: np.ndarray) -> np.ndarray:
+    arr = np.asarray(image)
+    if arr.ndim == 2:
+        arr = np.repeat(arr[..., None], 3, axis=2)
+    if arr.ndim != 3 or arr.shape[2] < 3 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise OcrError(f"image has shape {arr.shape}; expected (H, W, 3)")
+    if arr.dtype != np.uint8:
+        arr = np.clip(arr, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(arr[..., :3])
+
+
+@register_backend
+class TesseractBackend(OcrBackend):
+    """The ``tesseract`` CLI (Tesseract 5, LSTM), one process per image, image passed as PPM on stdin."""
+
+    name: ClassVar[str] = "tesseract"
+
+    def __init__(
+        self, lang: str = "eng", psm: int = 11, min_confidence: float = 0.3, timeout_s: float = 60.0
+    ):
+        self.binary = shutil.which("tesseract")
+        if self.binary is None:
+            raise DataclawError(
+                "OCR backend 'tesseract' needs the tesseract binary: run scripts/install-system-deps.sh "
+                "(apt-get install tesseract-ocr tesseract-ocr-eng) or choose --ocr-backend rapidocr"
+            )
+        self.lang, self.psm, self.min_confidence, self.timeout_s = lang, psm, min_confidence, timeout_s
+
+    def read(self, image: np.ndarray) -> list[OcrLine]:
+        rgb = _as_rgb(image)
+        h, w, _ = rgb.shape
+        ppm = f"P6\n{w} {h}\n255\n".encode() + rgb.tobytes()
+        cmd = [self.binary, "stdin", "stdout", "--psm", str(self.psm), "-l", self.lang, "tsv"]
+        env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+        try:
+            proc = subprocess.run(
+                cmd, input=ppm, capture_output=True, env=env, timeout=self.timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise OcrError(f"tesseract took longer than {self.timeout_s:.0f} s") from None
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise OcrError(f"tesseract failed: {err[-1] if err else f'exit {proc.returncode}'}")
+        return parse_tesseract_tsv(proc.stdout.decode("utf-8", errors="replace"), self.min_confidence)
+
+
+def parse_tesseract_tsv(tsv: str, min_confidence: float = 0.0) -> list[OcrLine]:
+    """Group Tesseract's word rows (level 5) into lines by (block, paragraph, line).
+
+    A line's box is the union of its words' boxes and its confidence the mean word confidence;
+    words with no text, and lines below ``min_confidence``, are dropped.
+    """
+    lines: dict[tuple[int, int, int], list[tuple[str, int, int, int, int, float]]] = {}
+    for row in tsv.splitlines()[1:]:
+        cols = row.split("\t")
+        if len(cols) < 12 or cols[0] != "5":
+            continue
+        text = cols[11].strip()
+        conf = float(cols[10])
+        if not text or conf < 0:
+            continue
+        left, top, width, height = (int(c) for c in cols[6:10])
+        key = (int(cols[2]), int(cols[3]), int(cols[4]))
+        lines.setdefault(key, []).append((text, left, top, left + width, top + height, conf / 100.0))
+    out: list[OcrLine] = []
+    for words in lines.values():
+        conf = sum(w[5] for w in words) / len(words)
+        if conf < min_confidence:
+            continue
+        box = (
+            min(w[1] for w in words),
+            min(w[2] for w in words),
+            max(w[3] for w in words),
+            max(w[4] for w in words),
+        )
+        out.append(OcrLine(" ".join(w[0] for w in words), box, round(conf, 4)))
+    return out
+
+
+@register_backend
+class RapidOcrBackend(OcrBackend):
+    """RapidOCR (PP-OCR models in ONNX, shipped in the ``rapidocr-onnxruntime`` wheel). Needs ``[ocr]``."""
+
+    name: ClassVar[str] = "rapidocr"
+
+    def __init__(self, min_confidence: float = 0.3) -> None:
+        module = require("rapidocr_onnxruntime", "OCR backend 'rapidocr'", "ocr")
+        self.engine = module.RapidOCR()
+        self.min_confidence = min_confidence
+
+    def read(self, image: np.ndarray) -> list[OcrLine]:
+        rgb = _as_rgb(image)
+        # RapidOCR follows OpenCV and expects BGR channel order.
+        result, _elapsed = self.engine(np.ascontiguousarray(rgb[..., ::-1]))
+        out: list[OcrLine] = []
+        for points, text, score in result or []:
+            conf = float(score)
+            if not str(text).strip() or conf < self.min_confidence:
+                continue
+            xs = [p[0] for p in points]
+            ys = [p[1] for p in points]
+            box = (int(min(xs)), int(min(ys)), round(max(xs)), round(max(ys)))
+            out.append(OcrLine(str(text).strip(), box, round(conf, 4)))
+        return out
+
+
+def ocr_image(image: np.ndarray | str | Path, backend: str | OcrBackend = "tesseract") -> list[OcrLine]:
+    """Text lines of ``image`` (an array or an image file) read by ``backend``."""
+    engine = get_backend(backend) if isinstance(backend, str) else backend
+    if isinstance(image, str | Path):
+        from dataclaw.media.image import load_image
+
+        image = load_image(image)
+    arr = image
+    return engine.read(arr)
+
+
+def ocr_anchors(
+    stream_id: str, t: float, lines: Sequence[OcrLine], backend: str, where: dict[str, Any]
+) -> list[Anchor]:
+    """One ``ocr_text`` anchor per line read at time ``t``; ``where`` says which image or frame."""
+    return [
+        make_anchor(
+            stream_id,
+            t,
+            "ocr_text",
+            OcrText.name,
+            {"text": line.text, "box": list(line.box), "backend": backend, **where},
+            confidence=line.confidence,
+        )
+        for line in lines
+    ]
+
+
+@register_extractor
+class OcrText(AnchorExtractor):
+    """On-screen text of a stream's screenshots, or of frames sampled from its screen recording.
+
+    Screenshots (GUI step images, image folders) are read as they are. A recording is read at its
+    event times when it has events (the screen the user acted on), else every ``every_s`` seconds;
+    at most ``max_images`` images per stream, spread evenly, bound the cost.
+    """
+
+    name: ClassVar[str] = "ocr"
+
+    def __init__(
+        self, backend: str = "tesseract", max_images: int = 16, every_s: float = 10.0, **config: Any
+    ):
+        self.backend_name = backend
+        self.backend_config = config
+        self.max_images = max_images
+        self.every_s = every_s
+        self._engine: OcrBackend | None = None
+
+    @property
+    def engine(self) -> OcrBackend:
+        if self._engine is None:
+            self._engine = get_backend(self.backend_name, **self.backend_config)
+        return self._engine
+
+    def applies_to(self, stream: Stream) -> bool:
+        from dataclaw.tailor.anchors._video import ocr_targets_apply
+
+        return ocr_targets_apply(stream)
+
+    def extract(self, stream: Stream, source: StreamSource) -> list[Anchor]:
+        from dataclaw.tailor.anchors._video import ocr_targets
+
+        anchors: list[Anchor] = []
+        for t, image, where in ocr_targets(stream, source, self.max_images, self.every_s):
+            anchors.extend(ocr_anchors(stream.id, t, self.engine.read(image), self.backend_name, where))
+        return anchors

@@ -1,0 +1,341 @@
+"""Ingestion: raw inputs → ``streams.jsonl`` → ``anchors.jsonl`` → ``candidates.jsonl`` (paper A.3 step 1).
+
+Three steps, each resumable per record through :class:`~dataclaw.core.store.RunStore`:
+
+1. read every input path with the registered stream readers (a path is marked done once all its units
+   are written; a unit that cannot be used is a reject of stage ``ingest``);
+2. :class:`AnchorStage` runs the anchor extractors that apply to each stream (parser anchors are exact,
+   perception anchors carry a confidence);
+3. :class:`MineStage` runs the candidate miners over each stream and its anchors.
+
+Bad input never stops the run: it becomes a reject with a reason code, and a rerun resumes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from dataclaw.core.errors import ConfigError, DataclawError, Reject
+from dataclaw.core.ids import root_id
+from dataclaw.core.store import RunStore
+from dataclaw.media.errors import MediaError, MediaIssue
+from dataclaw.pipeline import Resources, Stage, StageStats, run_stage
+from dataclaw.pipeline.executors import LocalExecutor
+from dataclaw.pipeline.stage import Record, Result
+from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, extractor_names, get_extractor
+from dataclaw.tailor.anchors.ocr import OcrError
+from dataclaw.tailor.mine import Miner, StreamView, get_miner, miner_names
+from dataclaw.tailor.streams.base import IngestIssue as _IngestIssue
+from dataclaw.tailor.streams.base import Stream, open_source, reject, stream_id
+
+STREAMS = "streams"
+ANCHORS = "anchors"
+CANDIDATES = "candidates"
+INPUTS = "inputs"
+
+
+class AnchorIssue(StrEnum):
+    """Why anchors could not be extracted from a stream."""
+
+    BAD_RECORD = "bad_record"
+    """The stream record does not validate (hand-edited or from another version)."""
+    MISSING_MEDIA = "missing_media"
+    CORRUPT_MEDIA = "corrupt_media"
+    EMPTY_MEDIA = "empty_media"
+    UNSUPPORTED_CODEC = "unsupported_codec"
+    OUT_OF_RANGE = "out_of_range"
+    """An event or frame points outside the stream."""
+    OCR_FAILED = "ocr_failed"
+    EXTRACTOR_FAILED = "extractor_failed"
+    """An extractor refused the stream with a clear error of its own."""
+
+
+_MEDIA_ISSUE = {
+    MediaIssue.NOT_FOUND: AnchorIssue.MISSING_MEDIA,
+    MediaIssue.CORRUPT: AnchorIssue.CORRUPT_MEDIA,
+    MediaIssue.TRUNCATED: AnchorIssue.CORRUPT_MEDIA,
+    MediaIssue.EMPTY: AnchorIssue.EMPTY_MEDIA,
+    MediaIssue.NO_VIDEO: AnchorIssue.EMPTY_MEDIA,
+    MediaIssue.UNSUPPORTED_CODEC: AnchorIssue.UNSUPPORTED_CODEC,
+    MediaIssue.OUT_OF_RANGE: AnchorIssue.OUT_OF_RANGE,
+}
+
+
+class MineIssue(StrEnum):
+    """Why a stream yielded no candidates."""
+
+    BAD_RECORD = "bad_record"
+    NO_CANDIDATES = "no_candidates"
+    """No miner applies, or every miner filtered the stream out (the message says why)."""
+    MINER_FAILED = "miner_failed"
+
+
+@dataclass
+class IngestConfig:
+    """What ``dataclaw tailor ingest`` runs. Extractor/miner config maps a name to its keyword arguments."""
+
+    extractors: list[str] | None = field(default=None, metadata={"help": "anchor extractors (None = all)"})
+    miners: list[str] | None = field(default=None, metadata={"help": "candidate miners (None = all)"})
+    extractor_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    miner_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workers: int = field(default=2, metadata={"help": "processes for anchor extraction and mining"})
+
+    def __post_init__(self) -> None:
+        known = set(extractor_names())
+        for name in [*(self.extractors or []), *self.extractor_config]:
+            if name not in known:
+                raise ConfigError(
+                    f"unknown anchor extractor '{name}': expected one of {', '.join(sorted(known))}"
+                )
+        mknown = set(miner_names())
+        for name in [*(self.miners or []), *self.miner_config]:
+            if name not in mknown:
+                raise ConfigError(f"unknown miner '{name}': expected one of {', '.join(sorted(mknown))}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+
+
+class AnchorStage(Stage):
+    """Stream record → anchor records (``anchors.jsonl``), or a reject with an :class:`AnchorIssue`."""
+
+    name: ClassVar[str] = ANCHORS
+    resources: ClassVar[Resources] = Resources.CPU
+
+    def __init__(self, names: Sequence[str] | None = None, config: dict[str, dict[str, Any]] | None = None):
+        self.names = list(names) if names is not None else None
+        self.config = dict(config or {})
+        self._extractors: list[AnchorExtractor] | None = None
+
+    def setup(self) -> None:
+        names = self.names if self.names is not None else extractor_names()
+        self._extractors = [get_extractor(n, **self.config.get(n, {})) for n in names]
+
+    def process(self, item: Record) -> Result:
+        from dataclaw.tailor.streams.source import StreamSource
+
+        if self._extractors is None:
+            self.setup()
+        assert self._extractors is not None
+        try:
+            stream = Stream.model_validate(item)
+        except ValidationError as exc:
+            return self.reject(
+                item, AnchorIssue.BAD_RECORD, f"stream record does not validate: {_first_error(exc)}"
+            )
+        anchors: list[Anchor] = []
+        with StreamSource(stream) as source:
+            for ext in self._extractors:
+                if not ext.applies_to(stream):
+                    continue
+                try:
+                    anchors.extend(ext.extract(stream, source))
+                except MediaError as exc:
+                    return self.reject(
+                        item, _MEDIA_ISSUE[exc.reason], f"{ext.name}: {exc}", extractor=ext.name
+                    )
+                except OcrError as exc:
+                    return self.reject(item, AnchorIssue.OCR_FAILED, f"{ext.name}: {exc}", extractor=ext.name)
+                except DataclawError as exc:
+                    return self.reject(
+                        item, AnchorIssue.EXTRACTOR_FAILED, f"{ext.name}: {exc}", extractor=ext.name
+                    )
+        anchors.sort(key=lambda a: (a.t, a.kind, a.id))
+        return [a.model_dump() for a in anchors]
+
+
+def stream_view(stream: Stream) -> StreamView:
+    """What miners see of a stream."""
+    cam = stream.cameras.get(stream.main_camera) if stream.main_camera else None
+    has_video = cam is not None and cam.kind == "video"
+    return StreamView(
+        id=stream.id,
+        modality=str(stream.modality),
+        fps=stream.fps if has_video else None,
+        frame_count=stream.frame_count if has_video else None,
+        duration=stream.duration,
+        camera=stream.main_camera,
+        instruction=stream.task or stream.metadata.get("instruction"),
+        steps=len(cam.images) if cam is not None and cam.kind == "images" else 0,
+        metadata=stream.metadata,
+    )
+
+
+class MineStage(Stage):
+    """``{"id": stream id, "stream": …, "anchors": […]}`` → candidate records (``candidates.jsonl``)."""
+
+    name: ClassVar[str] = CANDIDATES
+    resources: ClassVar[Resources] = Resources.CPU
+
+    def __init__(self, names: Sequence[str] | None = None, config: dict[str, dict[str, Any]] | None = None):
+        self.names = list(names) if names is not None else None
+        self.config = dict(config or {})
+        self._miners: list[Miner] | None = None
+
+    def setup(self) -> None:
+        names = self.names if self.names is not None else miner_names()
+        self._miners = [get_miner(n, **self.config.get(n, {})) for n in names]
+
+    def process(self, item: Record) -> Result:
+        if self._miners is None:
+            self.setup()
+        assert self._miners is not None
+        try:
+            stream = Stream.model_validate(item["stream"])
+            anchors = [Anchor.model_validate(a) for a in item.get("anchors", [])]
+        except (ValidationError, KeyError, TypeError) as exc:
+            detail = _first_error(exc) if isinstance(exc, ValidationError) else repr(exc)
+            return self.reject(item, MineIssue.BAD_RECORD, f"stream or anchors do not validate: {detail}")
+        view = stream_view(stream)
+        out: list[Record] = []
+        applied: list[str] = []
+        for miner in self._miners:
+            if not miner.applies_to(view):
+                continue
+            applied.append(miner.name)
+            try:
+                out.extend(c.model_dump(mode="json") for c in miner.mine(view, anchors))
+            except DataclawError as exc:
+                return self.reject(item, MineIssue.MINER_FAILED, f"{miner.name}: {exc}", miner=miner.name)
+        if not out:
+            why = (
+                f"miners {', '.join(applied)} found nothing worth mining in {len(anchors)} anchors"
+                if applied
+                else f"no miner applies to a {view.modality} stream" + ("" if view.fps else " without video")
+            )
+            return self.reject(item, MineIssue.NO_CANDIDATES, why, miners=applied)
+        return out
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}"
+
+
+# ------------------------------------------------------------------------------------------------
+# the run
+
+
+@dataclass
+class IngestSummary:
+    """What an ingest run produced (cumulative over resumed runs)."""
+
+    run: str
+    streams: int
+    anchors: dict[str, int]
+    candidates: dict[str, int]
+    rejects: dict[str, int]
+    stages: dict[str, dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_inputs(
+    paths: Iterable[str | Path], store: RunStore, progress: Callable[[int, int], None] | None = None
+) -> int:
+    """Read every input path not yet done into ``streams.jsonl``; return the streams written now."""
+    paths = [Path(p) for p in paths]
+    done = store.done(INPUTS)
+    out = store.stage(STREAMS)
+    written = 0
+    for n, path in enumerate(paths, 1):
+        key = root_id("input", path.name or "input", str(path.resolve()))
+        if key in done:
+            continue
+        try:
+            source = open_source(path)
+        except ConfigError as exc:
+            store.reject(
+                reject(stream_id(path.name or "input", str(path)), _IngestIssue.NOT_A_DATASET, str(exc))
+            )
+        else:
+            for unit in source:
+                if isinstance(unit, Reject):
+                    store.reject(unit)
+                else:
+                    written += out.append(unit.model_dump(mode="json"))
+        done.append({"id": key, "path": str(path)})
+        if progress:
+            progress(n, len(paths))
+    return written
+
+
+def mine_items(store: RunStore) -> list[Record]:
+    """One item per stream whose anchors are done (and not rejected): the stream and its anchors."""
+    anchored = store.done(ANCHORS).ids()
+    rejected = {r["record_id"] for r in store.rejects(ANCHORS)}
+    by_stream: dict[str, list[dict[str, Any]]] = {}
+    for a in store.records(ANCHORS):
+        by_stream.setdefault(a["stream_id"], []).append(a)
+    return [
+        {"id": s["id"], "stream": s, "anchors": by_stream.get(s["id"], [])}
+        for s in store.records(STREAMS)
+        if s["id"] in anchored and s["id"] not in rejected
+    ]
+
+
+def _stats(stats: StageStats) -> dict[str, Any]:
+    return {k: v for k, v in asdict(stats).items() if k != "stage"}
+
+
+def ingest(
+    inputs: Sequence[str | Path],
+    run_dir: str | Path,
+    config: IngestConfig | None = None,
+    progress: Callable[[str], Any] | None = None,
+) -> IngestSummary:
+    """Run streams → anchors → candidates into ``run_dir``; resumable. ``progress(label)`` may return a
+    context manager yielding ``update(done, total)`` (e.g. :func:`dataclaw.core.progress.progress_bar`)."""
+    config = config or IngestConfig()
+    if not inputs:
+        raise ConfigError("no inputs given: pass dataset folders, recordings, videos or slide decks")
+    executor = LocalExecutor(workers=config.workers)
+    stages: dict[str, dict[str, Any]] = {}
+    with RunStore(run_dir) as store:
+        store.update_manifest(command="tailor ingest", inputs=[str(p) for p in inputs], config=asdict(config))
+        with _bar(progress, "streams") as update:
+            read_inputs(inputs, store, update)
+        anchor_stage = AnchorStage(config.extractors, config.extractor_config)
+        with _bar(progress, "anchors") as update:
+            stats = run_stage(anchor_stage, list(store.records(STREAMS)), store, executor, update)
+        stages[ANCHORS] = _stats(stats)
+        mine_stage = MineStage(config.miners, config.miner_config)
+        with _bar(progress, "candidates") as update:
+            stats = run_stage(mine_stage, mine_items(store), store, executor, update)
+        stages[CANDIDATES] = _stats(stats)
+        store.update_manifest(last_run=stages)
+        return summarize(store, stages)
+
+
+def summarize(store: RunStore, stages: dict[str, dict[str, Any]] | None = None) -> IngestSummary:
+    """Counts of a run directory: streams, anchors and candidates by kind, rejects by stage:reason."""
+    anchors = Counter(a["kind"] for a in store.records(ANCHORS))
+    candidates = Counter(c["kind"] for c in store.records(CANDIDATES))
+    rejects = Counter(f"{r['stage']}:{r['reason']}" for r in store.rejects())
+    return IngestSummary(
+        run=str(store.root),
+        streams=len(store.stage(STREAMS)),
+        anchors=dict(sorted(anchors.items())),
+        candidates=dict(sorted(candidates.items())),
+        rejects=dict(sorted(rejects.items())),
+        stages=stages or store.manifest().get("last_run", {}),
+    )
+
+
+class _NullBar:
+    def __enter__(self) -> Callable[[int, int], None] | None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _bar(progress: Callable[[str], Any] | None, label: str) -> Any:
+    return progress(label) if progress is not None else _NullBar()

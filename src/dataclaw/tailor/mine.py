@@ -1,0 +1,429 @@
+"""Candidate mining (paper A.3 step 1): find the parts of a stream worth turning into a sample.
+
+Deterministic scripts pick compact, verifiable construction units before any model is called:
+
+- ``fault_window`` (A.3.1 fault branch): anchors at fixed fractions of a robot trajectory (35/50/65%),
+  each with an observation range before it (where a stall is synthesised) and a future range after it
+  (evidence of the correct continuation), 8 observation and 4 future frames sampled.
+- ``keyframes`` (A.3.1 understanding branch): K frames (20) sampled uniformly over the episode.
+- ``gui_task`` (A.3.2 Stage 1 + 2): heuristic multi-event filtering of a GUI trajectory into
+  none / sequential / parallel / hybrid, and an initial subtask proposal (see :mod:`.mine_gui`).
+- ``dynamic_segment`` (AIGC / world intents): shots whose motion energy is high enough.
+- ``lecture_segment`` (Education): transcript spans aligned monotonically to slides by text similarity
+  (see :mod:`.mine_lecture`).
+
+Miners register by name like anchor extractors. Every candidate records the anchors it used and a
+human-readable ``why``; its id derives from the stream id and its own inputs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field, model_validator
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.core.ids import child_id
+from dataclaw.tailor.anchors.base import Anchor
+
+
+class CandidateKind(StrEnum):
+    """What a candidate is for (one per construction branch of paper A.3)."""
+
+    FAULT_WINDOW = "fault_window"
+    KEYFRAMES = "keyframes"
+    GUI_TASK = "gui_task"
+    DYNAMIC_SEGMENT = "dynamic_segment"
+    LECTURE_SEGMENT = "lecture_segment"
+
+
+class FrameRange(BaseModel):
+    """Frames ``start..end`` (both inclusive) of the stream's video, with their times in seconds."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    t_start: float = Field(ge=0.0)
+    t_end: float = Field(ge=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FrameRange:
+        if self.end < self.start or self.t_end < self.t_start:
+            raise ValueError(f"range end before start: {self.start}..{self.end}")
+        return self
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start + 1
+
+    def contains(self, frame: int) -> bool:
+        return self.start <= frame <= self.end
+
+
+class Candidate(BaseModel):
+    """One construction unit mined from a stream, with the evidence it was chosen on."""
+
+    id: str
+    stream_id: str
+    kind: CandidateKind
+    camera: str | None = Field(default=None, description="video the frame indices refer to")
+    fps: float | None = None
+    frame_count: int | None = Field(default=None, description="frames in the stream's video")
+    span: FrameRange | None = Field(default=None, description="the whole stretch the candidate covers")
+    observation: FrameRange | None = Field(default=None, description="fault windows: input range")
+    future: FrameRange | None = Field(default=None, description="fault windows: continuation range")
+    frames: list[int] = Field(default_factory=list, description="sampled frame indices (keyframes, segments)")
+    observation_frames: list[int] = Field(default_factory=list)
+    future_frames: list[int] = Field(default_factory=list)
+    t_start: float | None = None
+    t_end: float | None = None
+    anchor_ids: list[str] = Field(default_factory=list, description="anchors this candidate was chosen on")
+    why: str = Field(description="human-readable reason this candidate was chosen")
+    payload: dict[str, Any] = Field(default_factory=dict, description="kind-specific data")
+
+
+@dataclass(frozen=True)
+class StreamView:
+    """What miners need to know about a stream (built from the stream record by the mine stage)."""
+
+    id: str
+    modality: str
+    fps: float | None = None
+    frame_count: int | None = None
+    duration: float | None = None
+    camera: str | None = None
+    instruction: str | None = None
+    steps: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def time_of(self, frame: int) -> float:
+        return round(frame / self.fps, 6) if self.fps else 0.0
+
+    def frame_of(self, t: float) -> int:
+        assert self.fps and self.frame_count
+        return max(0, min(self.frame_count - 1, round(t * self.fps)))
+
+    def frange(self, start: int, end: int) -> FrameRange:
+        return FrameRange(start=start, end=end, t_start=self.time_of(start), t_end=self.time_of(end))
+
+
+class Miner(ABC):
+    """Turns a stream and its anchors into candidates. Subclasses set ``name`` and ``kind``."""
+
+    name: ClassVar[str]
+    kind: ClassVar[CandidateKind]
+
+    @abstractmethod
+    def applies_to(self, stream: StreamView) -> bool:
+        """Whether this miner looks at ``stream`` at all."""
+
+    @abstractmethod
+    def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
+        """Candidates of ``stream`` (may be empty)."""
+
+    def candidate(self, stream: StreamView, key: Any, label: str | None = None, **fields: Any) -> Candidate:
+        """A candidate of this miner's kind with its deterministic id (from the stream id and ``key``)."""
+        return Candidate(
+            id=child_id(stream.id, "cand", [self.name, key], label=label or self.kind.value),
+            stream_id=stream.id,
+            kind=self.kind,
+            **fields,
+        )
+
+
+_MINERS: dict[str, type[Miner]] = {}
+
+
+def register_miner(cls: type[Miner]) -> type[Miner]:
+    """Class decorator: register a miner under ``cls.name``; a duplicate name is an error."""
+    if cls.name in _MINERS and _MINERS[cls.name] is not cls:
+        raise ConfigError(f"miner '{cls.name}' is already registered")
+    _MINERS[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    from dataclaw.tailor import mine_gui, mine_lecture  # noqa: F401 - registers their miners
+
+
+def miner_names() -> list[str]:
+    _load_builtin()
+    return sorted(_MINERS)
+
+
+def get_miner(name: str, **config: Any) -> Miner:
+    """A new miner ``name`` built with ``config``; unknown names list the known ones."""
+    _load_builtin()
+    cls = _MINERS.get(name)
+    if cls is None:
+        raise ConfigError(f"unknown miner '{name}': expected one of {', '.join(sorted(_MINERS))}")
+    return cls(**config)
+
+
+def anchors_between(
+    anchors: Sequence[Anchor], t0: float, t1: float, kinds: set[str] | None = None
+) -> list[Anchor]:
+    """Anchors that start in, or overlap, ``[t0, t1]`` (optionally only the given kinds)."""
+    out = []
+    for a in anchors:
+        if kinds is not None and a.kind not in kinds:
+            continue
+        end = a.t_end if a.t_end is not None else a.t
+        if a.t <= t1 and end >= t0:
+            out.append(a)
+    return out
+
+
+def spread(start: int, end: int, k: int) -> list[int]:
+    """``k`` distinct frame indices spread uniformly over ``start..end`` (inclusive), segment centres."""
+    n = end - start + 1
+    if n <= 0 or k <= 0:
+        return []
+    if k >= n:
+        return list(range(start, end + 1))
+    return [start + min(n - 1, int((j + 0.5) * n / k)) for j in range(k)]
+
+
+def _video_ok(stream: StreamView) -> bool:
+    return bool(stream.fps and stream.frame_count and stream.frame_count > 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# robot branches (A.3.1)
+
+ROBOT = "robot"
+
+
+@register_miner
+class FaultWindows(Miner):
+    """Observation/future windows around anchors at fixed fractions of a robot trajectory (A.3.1).
+
+    The observation range ends at the anchor frame and spans ``observation_s`` seconds; the future
+    range starts right after it and spans ``future_s`` seconds; both are clipped to the episode. An
+    anchor whose ranges cannot hold the frames to sample is skipped and the reason kept in ``why``.
+    """
+
+    name: ClassVar[str] = "fault_window"
+    kind: ClassVar[CandidateKind] = CandidateKind.FAULT_WINDOW
+
+    def __init__(
+        self,
+        fractions: Sequence[float] = (0.35, 0.5, 0.65),
+        observation_s: float = 3.0,
+        future_s: float = 3.0,
+        observation_frames: int = 8,
+        future_frames: int = 4,
+        evidence_kinds: Sequence[str] | None = None,
+    ) -> None:
+        if not fractions or any(not 0.0 < f < 1.0 for f in fractions):
+            raise ConfigError(
+                f"fault-window fractions must lie strictly between 0 and 1, got {list(fractions)}"
+            )
+        if observation_s <= 0 or future_s <= 0 or observation_frames < 1 or future_frames < 1:
+            raise ConfigError("fault-window ranges and frame counts must be positive")
+        self.fractions = tuple(sorted(fractions))
+        self.observation_s, self.future_s = observation_s, future_s
+        self.observation_frames, self.future_frames = observation_frames, future_frames
+        self.evidence_kinds = set(evidence_kinds) if evidence_kinds else None
+
+    def applies_to(self, stream: StreamView) -> bool:
+        return stream.modality == ROBOT and _video_ok(stream)
+
+    def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
+        assert stream.fps and stream.frame_count
+        n, fps = stream.frame_count, stream.fps
+        out: list[Candidate] = []
+        for frac in self.fractions:
+            a = min(n - 2, round(frac * (n - 1)))
+            obs = stream.frange(max(0, a - max(1, round(self.observation_s * fps)) + 1), a)
+            fut = stream.frange(a + 1, min(n - 1, a + max(1, round(self.future_s * fps))))
+            if a < 0 or obs.length < self.observation_frames or fut.length < self.future_frames:
+                continue
+            used = anchors_between(anchors, obs.t_start, fut.t_end, self.evidence_kinds)
+            evidence = _describe(used)
+            why = (
+                f"anchor at {frac:.0%} of {n} frames (frame {a}, {stream.time_of(a):.2f} s); observation "
+                f"{obs.start}-{obs.end}, future {fut.start}-{fut.end}"
+                + (f"; {evidence} in the window" if evidence else "; no event anchors in the window")
+            )
+            out.append(
+                self.candidate(
+                    stream,
+                    [frac, obs.start, obs.end, fut.start, fut.end],
+                    label=f"fault-{round(frac * 100)}",
+                    camera=stream.camera,
+                    fps=fps,
+                    frame_count=n,
+                    span=stream.frange(obs.start, fut.end),
+                    observation=obs,
+                    future=fut,
+                    observation_frames=spread(obs.start, obs.end, self.observation_frames),
+                    future_frames=spread(fut.start, fut.end, self.future_frames),
+                    t_start=obs.t_start,
+                    t_end=fut.t_end,
+                    anchor_ids=[x.id for x in used],
+                    why=why,
+                    payload={"anchor_fraction": frac, "anchor_frame": a},
+                )
+            )
+        return out
+
+
+@register_miner
+class Keyframes(Miner):
+    """``k`` frames sampled uniformly over a whole robot episode (A.3.1 understanding branch)."""
+
+    name: ClassVar[str] = "keyframes"
+    kind: ClassVar[CandidateKind] = CandidateKind.KEYFRAMES
+
+    def __init__(self, k: int = 20, evidence_kinds: Sequence[str] | None = None) -> None:
+        if k < 1:
+            raise ConfigError(f"keyframes k must be >= 1, got {k}")
+        self.k = k
+        self.evidence_kinds = set(evidence_kinds) if evidence_kinds else None
+
+    def applies_to(self, stream: StreamView) -> bool:
+        return stream.modality == ROBOT and _video_ok(stream)
+
+    def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
+        assert stream.fps and stream.frame_count
+        n = stream.frame_count
+        span = stream.frange(0, n - 1)
+        frames = spread(0, n - 1, self.k)
+        used = anchors_between(anchors, span.t_start, span.t_end, self.evidence_kinds)
+        evidence = _describe(used)
+        why = f"{len(frames)} frames sampled uniformly over all {n} frames" + (
+            f"; {evidence}" if evidence else ""
+        )
+        return [
+            self.candidate(
+                stream,
+                [self.k, n],
+                label=f"k{self.k}",
+                camera=stream.camera,
+                fps=stream.fps,
+                frame_count=n,
+                span=span,
+                frames=frames,
+                t_start=span.t_start,
+                t_end=span.t_end,
+                anchor_ids=[x.id for x in used],
+                why=why,
+                payload={"k": self.k},
+            )
+        ]
+
+
+# ------------------------------------------------------------------------------------------------
+# AIGC / world: dynamic segments
+
+
+@register_miner
+class DynamicSegments(Miner):
+    """Shots (or pieces of long shots) whose mean motion energy reaches ``min_energy``.
+
+    Shots come from ``shot`` anchors (the whole video is one shot when there are none); energy is the
+    mean of the ``motion`` anchors overlapping the segment. Segments shorter than ``min_s`` are dropped,
+    longer than ``max_s`` split into equal pieces.
+    """
+
+    name: ClassVar[str] = "dynamic_segment"
+    kind: ClassVar[CandidateKind] = CandidateKind.DYNAMIC_SEGMENT
+
+    def __init__(
+        self,
+        min_energy: float = 0.015,
+        min_s: float = 1.0,
+        max_s: float = 10.0,
+        frames: int = 8,
+        modalities: Sequence[str] = ("video",),
+    ) -> None:
+        if min_s <= 0 or max_s < min_s or frames < 1:
+            raise ConfigError("dynamic segments need 0 < min_s <= max_s and frames >= 1")
+        self.min_energy, self.min_s, self.max_s, self.frames = min_energy, min_s, max_s, frames
+        self.modalities = set(modalities)
+
+    def applies_to(self, stream: StreamView) -> bool:
+        return stream.modality in self.modalities and _video_ok(stream)
+
+    def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
+        assert stream.fps and stream.frame_count
+        n = stream.frame_count
+        duration = n / stream.fps
+        shots = sorted((a for a in anchors if a.kind == "shot"), key=lambda a: a.t)
+        motion = [a for a in anchors if a.kind == "motion"]
+        if not motion:
+            return []
+        pieces: list[tuple[float, float, Anchor | None]] = []
+        for shot in shots or [None]:
+            t0 = shot.t if shot else 0.0
+            t1 = min(duration, shot.t_end if shot and shot.t_end is not None else duration)
+            parts = max(1, int(-(-(t1 - t0) // self.max_s)))
+            step = (t1 - t0) / parts
+            pieces.extend((t0 + i * step, t0 + (i + 1) * step, shot) for i in range(parts))
+        out: list[Candidate] = []
+        for t0, t1, shot in pieces:
+            if t1 - t0 < self.min_s:
+                continue
+            inside = [m for m in anchors_between(motion, t0, t1) if (m.t_end or m.t) > t0 and m.t < t1]
+            if not inside:
+                continue
+            energy = sum(m.payload["energy"] for m in inside) / len(inside)
+            if energy < self.min_energy:
+                continue
+            rng = stream.frange(
+                stream.frame_of(t0), max(stream.frame_of(t0), min(n - 1, stream.frame_of(t1) - 1))
+            )
+            used = ([shot] if shot else []) + inside
+            conf = min([shot.confidence] if shot else [1.0])
+            why = (
+                f"{'shot ' + str(shot.payload.get('index')) if shot else 'whole video'} "
+                f"{t0:.2f}-{t1:.2f} s has mean motion energy {energy:.4f} >= {self.min_energy}"
+                f" over {len(inside)} motion windows"
+            )
+            out.append(
+                self.candidate(
+                    stream,
+                    [round(t0, 4), round(t1, 4)],
+                    camera=stream.camera,
+                    fps=stream.fps,
+                    frame_count=n,
+                    span=rng,
+                    frames=spread(rng.start, rng.end, self.frames),
+                    t_start=rng.t_start,
+                    t_end=round(t1, 6),
+                    anchor_ids=[a.id for a in used],
+                    why=why,
+                    payload={
+                        "motion_energy": round(energy, 6),
+                        "shot_confidence": conf,
+                        "peak_energy": max(m.payload.get("peak", 0.0) for m in inside),
+                    },
+                )
+            )
+        return out
+
+
+def _describe(anchors: Sequence[Anchor], limit: int = 4) -> str:
+    """``"3 gripper_close, 1 shot_boundary"``: a short summary of anchors by kind."""
+    counts: dict[str, int] = {}
+    for a in anchors:
+        counts[a.kind] = counts.get(a.kind, 0) + 1
+    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{c} {k}" for k, c in items[:limit])
+    return text + (", …" if len(items) > limit else "")
+
+
+def mine_stream(
+    stream: StreamView, anchors: Sequence[Anchor], miners: Sequence[Miner] | None = None
+) -> list[Candidate]:
+    """Run every miner that applies to ``stream`` (default: all registered, default config)."""
+    miners = miners if miners is not None else [get_miner(name) for name in miner_names()]
+    out: list[Candidate] = []
+    for miner in miners:
+        if miner.applies_to(stream):
+            out.extend(miner.mine(stream, anchors))
+    return out
