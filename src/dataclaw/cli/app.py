@@ -13,7 +13,9 @@ from dataclaw import __version__
 from dataclaw.core.errors import DataclawError
 
 # name -> (module, help). Each module exposes a typer ``app``.
-GROUPS: dict[str, tuple[str, str]] = {}
+GROUPS: dict[str, tuple[str, str]] = {
+    "models": ("dataclaw.cli.models", "Check models, list backends, show a run's model usage."),
+}
 # top-level commands: name -> module exposing a function of the same name.
 COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart"}
 

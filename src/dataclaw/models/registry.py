@@ -49,7 +49,7 @@ def register_backend(*schemes: str) -> Callable[[BackendFactory], BackendFactory
     return deco
 
 
-def _load_builtins() -> None:
+def load_builtin_backends() -> None:
     global _loaded
     if not _loaded:
         for module in _BUILTIN_MODULES:
@@ -99,7 +99,7 @@ def refuse_unknown_options(options: dict[str, Any], spec: str, known: list[str])
 
 def build_backend(spec: str, **options: Any) -> Backend:
     """The backend for ``spec`` without cache or accounting (for wrapping, e.g. recording)."""
-    _load_builtins()
+    load_builtin_backends()
     scheme, rest, query = parse_spec(spec)
     if scheme not in BACKENDS:
         raise UnknownModelError(
