@@ -1,25 +1,18 @@
 """Code that runs *inside* the sandbox: the one-shot launcher, the warm worker loop and the classifiers.
 
-Standard library only and no import-time side effects: the host passes this file's text to
-``python -I -B -u -c`` inside bubblewrap, and also imports it to share the classification rules. The
-launcher catches the program's uncaught exception and reports a structured record (type, errno, filename)
-on a private status pipe, so outcomes are classified from errno values and exception types, not from text.
+Standard library only and no import-time side effects: the host compiles this file and runs it with
+``python -I -B -u`` inside bubblewrap, and also imports it to share the classification rules. The launcher
+catches the program's uncaught exception and reports a structured record (type, errno, path) on a private
+status pipe, so outcomes are classified from errno values and exception types, not from text. Startup cost
+matters (one launch per run), so only modules the interpreter has already loaded are imported at the top.
 """
 
 from __future__ import annotations
 
 import builtins
 import errno
-import json
 import os
-import resource
-import selectors
-import signal
-import socket
-import struct
 import sys
-import time
-import traceback
 from typing import Any
 
 OK, ERROR, TIMEOUT, RESOURCE, VIOLATION = "ok", "error", "timeout", "resource_limit", "violation"
@@ -55,11 +48,12 @@ _ERRNO_CLASS: dict[int, tuple[str, str]] = {
     errno.ENOMEM: (RESOURCE, "memory"),
     errno.EAGAIN: (RESOURCE, "processes"),
 }
+# Linux signal numbers (the signal module is not loaded at startup): SIGXCPU, SIGXFSZ, SIGKILL.
+# RLIMIT_CPU's hard limit and the kernel's OOM killer both end a process with SIGKILL.
 _SIGNAL_CLASS: dict[int, tuple[str, str]] = {
-    signal.SIGXCPU: (RESOURCE, "cpu"),
-    signal.SIGXFSZ: (RESOURCE, "file_size"),
-    # RLIMIT_CPU's hard limit and the kernel's OOM killer both end a process with SIGKILL.
-    signal.SIGKILL: (RESOURCE, "memory"),
+    24: (RESOURCE, "cpu"),
+    25: (RESOURCE, "file_size"),
+    9: (RESOURCE, "memory"),
 }
 
 
@@ -70,7 +64,8 @@ def _inside(path: str, roots: list[str]) -> bool:
 def _classify_one(exc: BaseException, roots: list[str], writable: list[str]) -> tuple[str, str] | None:
     if isinstance(exc, MemoryError):
         return RESOURCE, "memory"
-    if isinstance(exc, socket.gaierror):
+    sock = sys.modules.get("socket")  # a gaierror needs the socket module, so never import it here
+    if sock is not None and isinstance(exc, sock.gaierror):
         return VIOLATION, "network"
     if not isinstance(exc, OSError) or exc.errno is None:
         return None
@@ -103,7 +98,9 @@ def classify_exception(exc: BaseException, roots: list[str], writable: list[str]
     return ERROR, None
 
 
-def classify_exit(exit_code: int | None, record: dict[str, Any] | None, timed_out: bool, wall_s: float) -> dict:
+def classify_exit(
+    exit_code: int | None, record: dict[str, Any] | None, timed_out: bool, wall_s: float
+) -> dict:
     """Status, kind and agent-safe message from how a process ended plus the launcher's record."""
     if timed_out:
         return {"status": TIMEOUT, "resource": "wall", "message": f"timed out after {wall_s:g} s"}
@@ -119,6 +116,8 @@ def classify_exit(exit_code: int | None, record: dict[str, Any] | None, timed_ou
         if sig in _SIGNAL_CLASS:
             status, kind = _SIGNAL_CLASS[sig]
             return {"status": status, "resource": kind, "message": MESSAGES[kind]}
+        import signal
+
         try:
             name = signal.Signals(sig).name
         except ValueError:
@@ -128,7 +127,10 @@ def classify_exit(exit_code: int | None, record: dict[str, Any] | None, timed_ou
 
 
 class _Reporter:
-    """Writes one JSON line per event to the private status pipe (not inherited by the program's children)."""
+    """Writes one record per event to the private status pipe (not inherited by the program's children).
+
+    A record is one line of tab-separated ``key=value`` fields; values never contain tabs or newlines.
+    """
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -136,10 +138,24 @@ class _Reporter:
 
     def send(self, **event: Any) -> None:
         event["pid"] = os.getpid()
+        line = "\t".join(f"{k}={str(v).replace(chr(9), ' ').replace(chr(10), ' ')}" for k, v in event.items())
         try:
-            os.write(self.fd, (json.dumps(event, default=repr) + "\n").encode())
+            os.write(self.fd, (line + "\n").encode(errors="replace"))
         except OSError:
             pass
+
+
+def parse_records(data: bytes) -> list[dict[str, Any]]:
+    """Decode the status pipe's records; malformed lines (a program may write there too) are skipped."""
+    out = []
+    for line in data.decode(errors="replace").splitlines():
+        rec: dict[str, Any] = dict(f.split("=", 1) for f in line.split("\t") if "=" in f)
+        try:
+            rec["pid"] = int(rec["pid"])
+        except (KeyError, ValueError):
+            continue
+        out.append(rec)
+    return out
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -161,7 +177,9 @@ def _execute(job: dict[str, Any], report: _Reporter) -> int:
             mod_name, _, fn_name = job["call"].partition(":")
             fn = getattr(importlib.import_module(mod_name), fn_name)
             value = fn(*job.get("args", []), **job.get("kwargs", {}))
-            report.send(event="result", value=json.loads(json.dumps(value)))
+            import json
+
+            report.send(event="result", value=json.dumps(value))
         else:
             code = compile(job["source"], "<program>", "exec")
             sys.argv = ["<program>", *job.get("args", [])]
@@ -171,6 +189,8 @@ def _execute(job: dict[str, Any], report: _Reporter) -> int:
         report.send(event="exit", exit_code=code)
         return code
     except BaseException as exc:
+        import traceback
+
         # the program's frames only: the launcher's own frame is not the program's business
         traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
         status, kind = classify_exception(exc, roots, writable)
@@ -204,6 +224,9 @@ def run_oneshot(cfg: dict[str, Any]) -> None:
 
 
 def _read_frame(fd: int) -> dict[str, Any] | None:
+    import json
+    import struct
+
     head = _read_exact(fd, 4)
     if head is None:
         return None
@@ -223,6 +246,9 @@ def _read_exact(fd: int, n: int) -> bytes | None:
 
 def write_frame(fd: int, obj: dict[str, Any]) -> None:
     """Length-prefixed JSON (4-byte big-endian length), the worker protocol in both directions."""
+    import json
+    import struct
+
     data = json.dumps(obj).encode()
     view = memoryview(struct.pack(">I", len(data)) + data)
     while view:
@@ -230,6 +256,8 @@ def write_frame(fd: int, obj: dict[str, Any]) -> None:
 
 
 def _set_job_limits(lim: dict[str, Any]) -> None:
+    import resource
+
     mb = 1 << 20
     cpu = max(1, int(lim["cpu_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -258,6 +286,9 @@ def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:
 
 def _kill_strays(keep: set[int]) -> None:
     """Kill every process in this PID namespace except ``keep`` (background jobs must not outlive a job)."""
+    import signal
+    import time
+
     for _ in range(3):
         found = False
         for name in os.listdir("/proc"):
@@ -274,6 +305,9 @@ def _kill_strays(keep: set[int]) -> None:
 
 def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, Any]:
     """Read the child's output and status until it exits or its timeout passes."""
+    import selectors
+    import time
+
     cap = job["limits"]["output_bytes"]
     bufs = {name: bytearray() for name in fds}
     truncated = False
@@ -312,11 +346,19 @@ def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, An
     sel.close()
     os.close(pidfd)
     code = os.waitstatus_to_exitcode(status)
-    return {"bufs": bufs, "truncated": truncated, "exit_code": 128 - code if code < 0 else code, "to": timed_out}
+    return {
+        "bufs": bufs,
+        "truncated": truncated,
+        "exit_code": 128 - code if code < 0 else code,
+        "to": timed_out,
+    }
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Fork a fresh child for one job (so jobs share no state) and classify how it ended."""
+    import json
+    import time
+
     t0 = time.monotonic()
     pipes = {name: os.pipe() for name in ("stdout", "stderr", "status")}
     pid = os.fork()
@@ -329,10 +371,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     got = _collect(job, pid, {name: r for name, (r, _) in pipes.items()})
     for r, _ in pipes.values():
         os.close(r)
-    records = [json.loads(line) for line in bytes(got["bufs"]["status"]).decode().splitlines() if line]
+    records = parse_records(bytes(got["bufs"]["status"]))
     record = pick_record(records, pid)
     verdict = classify_exit(got["exit_code"], record, got["to"], job["limits"]["wall_s"])
-    value = next((r.get("value") for r in records if r.get("event") == "result" and r.get("pid") == pid), None)
+    value = next((r["value"] for r in records if r.get("event") == "result" and r["pid"] == pid), None)
     return {
         **verdict,
         "exit_code": None if got["to"] else got["exit_code"],
@@ -340,7 +382,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "stderr": bytes(got["bufs"]["stderr"]).decode(errors="replace"),
         "truncated": got["truncated"],
         "duration_s": time.monotonic() - t0,
-        "result": value,
+        "result": None if value is None else json.loads(value),
     }
 
 
@@ -378,7 +420,9 @@ def run_worker(cfg: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> None:
-    cfg = json.loads(argv[1])
+    import marshal
+
+    cfg = marshal.loads(bytes.fromhex(argv[1]))
     if cfg["mode"] == "worker":
         run_worker(cfg)
     else:

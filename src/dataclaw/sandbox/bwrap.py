@@ -24,19 +24,11 @@ import dataclaw
 from dataclaw.sandbox.types import Limits, SandboxPolicy
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# /etc entries programs need to start (dynamic linker, alternatives symlinks, time zone, MIME types).
-ETC_FILES = (
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "alternatives",
-    "localtime",
-    "nsswitch.conf",
-    "mime.types",
-    "os-release",
-    "locale.alias",
-)
+# /etc entries programs need: copied in (a copy is cheaper than a bind mount), except the alternatives dir.
+ETC_COPIES = ("ld.so.cache", "nsswitch.conf")
+ETC_BINDS = ("alternatives",)
 STATUS_DIR = "/run/dataclaw"
+PIPE_DATA_MAX = 60_000
 REFUSAL = (
     "refusing to run untrusted code: bubblewrap is not usable here ({reason}); install bubblewrap "
     "(apt-get install bubblewrap) or pass --unsafe-no-sandbox to run without isolation at your own risk"
@@ -136,27 +128,50 @@ def rlimit_args(limits: Limits, *, cpu: bool = True) -> list[str]:
     return args
 
 
-def _system_links() -> list[str]:
+@functools.cache
+def _system_links() -> tuple[str, ...]:
     out: list[str] = []
     for d in SYSTEM_DIRS[1:]:
         if os.path.islink(d):
             out += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             out += ["--ro-bind", d, d]
+    return tuple(out)
+
+
+@functools.cache
+def python_paths(python: Path) -> tuple[str, ...]:
+    """Host dirs Python needs: venv, base prefix, the real binary's dir and dataclaw's source root."""
+    paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(python))}
+    if python != Path(sys.executable):
+        paths.add(str(python.parent.parent))
+    paths.add(str(Path(dataclaw.__file__).resolve().parent.parent))
+    keep = [p for p in paths if not any(under(p, d) for d in SYSTEM_DIRS)]
+    return tuple(sorted(p for p in keep if not any(q != p and under(p, q) for q in keep)))
+
+
+@functools.cache
+def _etc_copies() -> dict[str, bytes]:
+    out = {}
+    for name in ETC_COPIES:
+        try:
+            out[name] = Path("/etc", name).read_bytes()
+        except OSError:
+            continue
     return out
 
 
-def python_paths(python: Path) -> list[Path]:
-    """Host dirs the interpreter needs: venv, base prefix, the real binary's dir, and dataclaw's source root."""
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(python)).parent}
-    if python != Path(sys.executable):
-        paths.add(python.parent.parent)
-    paths.add(Path(dataclaw.__file__).resolve().parent.parent)
-    return sorted(p for p in paths if not any(_under(p, Path(d)) for d in SYSTEM_DIRS))
+@functools.cache
+def _memfd(data: bytes) -> int:
+    """A process-lifetime in-memory file holding ``data``; each run opens its own read description."""
+    fd = os.memfd_create("dataclaw-sandbox", os.MFD_CLOEXEC)
+    os.write(fd, data)
+    return fd
 
 
-def _under(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+def under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or inside it (plain string test on normalised absolute paths)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 @dataclass
@@ -166,50 +181,79 @@ class MountPlan:
     args: list[str] = field(default_factory=list)
     pass_fds: list[int] = field(default_factory=list)
     files: list[IO[bytes]] = field(default_factory=list)
+    fds: list[int] = field(default_factory=list)
     roots: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
 
-    def data_file(self, dest: str, data: bytes) -> None:
-        """Copy ``data`` into a read-only file at ``dest`` (bubblewrap reads it from an inherited fd)."""
-        fh = tempfile.TemporaryFile()
-        fh.write(data)
-        fh.flush()
-        fh.seek(0)
-        self.files.append(fh)
-        self.pass_fds.append(fh.fileno())
-        self.args += ["--perms", "0444", "--ro-bind-data", str(fh.fileno()), dest]
+    def data_file(self, dest: str, data: bytes, *, static: bool = False) -> None:
+        """Copy ``data`` into a read-only file at ``dest`` (bubblewrap reads it from an inherited fd).
+
+        Static data (the same every run) is read from a cached memfd; small data goes through a pipe
+        (cheaper than a temp file, and it fits the pipe buffer); the rest through a temp file.
+        """
+        if static:
+            fd = os.open(f"/proc/self/fd/{_memfd(data)}", os.O_RDONLY | os.O_CLOEXEC)
+            self.fds.append(fd)
+        elif len(data) <= PIPE_DATA_MAX:
+            r, w = os.pipe()
+            os.write(w, data)
+            os.close(w)
+            self.fds.append(r)
+            fd = r
+        else:
+            fh = tempfile.TemporaryFile()
+            fh.write(data)
+            fh.flush()
+            fh.seek(0)
+            self.files.append(fh)
+            fd = fh.fileno()
+        self.pass_fds.append(fd)
+        self.args += ["--perms", "0444", "--file", str(fd), dest]
 
     def close(self) -> None:
         for fh in self.files:
             fh.close()
+        for fd in self.fds:
+            os.close(fd)
         self.files.clear()
+        self.fds.clear()
 
 
 def mount_plan(
-    policy: SandboxPolicy, limits: Limits, workspace: Path, python: Path, uid: int, files: dict[str, bytes]
+    policy: SandboxPolicy,
+    limits: Limits,
+    workspace: Path,
+    python: Path,
+    uid: int,
+    files: dict[str, bytes],
+    static: frozenset[str] = frozenset(),
 ) -> MountPlan:
     """Every mount of one sandbox, parents before children, with 0755 dirs for the paths in between."""
     plan = MountPlan()
     plan.args += ["--ro-bind", "/usr", "/usr", *_system_links(), "--perms", "0755", "--dir", "/etc"]
-    for name in ETC_FILES:
+    for name in ETC_BINDS:
         plan.args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for name, data in _etc_copies().items():
+        plan.data_file(f"/etc/{name}", data, static=True)
+    if os.path.islink("/etc/localtime"):
+        plan.args += ["--symlink", os.readlink("/etc/localtime"), "/etc/localtime"]
     plan.args += ["--dev", "/dev", "--proc", "/proc"]
     if limits.tmp_mb:
         plan.args += ["--size", str(limits.tmp_mb << 20)]
     plan.args += ["--tmpfs", "/tmp"]
-    grants: list[tuple[Path, str, bool]] = [(p, str(p), False) for p in python_paths(python)]
-    grants += [(p, str(p), False) for p in policy.ro_paths]
-    grants += [(p, str(p), True) for p in policy.rw_paths]
-    grants.append((workspace, policy.workspace_mount, True))
+    grants: list[tuple[str, str, bool]] = [(p, p, False) for p in python_paths(python)]
+    grants += [(str(p), str(p), False) for p in policy.ro_paths]
+    grants += [(str(p), str(p), True) for p in policy.rw_paths]
+    grants.append((str(workspace), policy.workspace_mount, True))
     made: set[str] = set()
     for src, dest, rw in sorted(grants, key=lambda g: g[1].count("/")):
         for parent in reversed(Path(dest).parents):
             p = str(parent)
-            if p == "/" or p in made or any(_under(parent, Path(r)) for r in [*SYSTEM_DIRS, *plan.roots]):
+            if p == "/" or p in made or any(under(p, r) for r in (*SYSTEM_DIRS, *plan.roots)):
                 continue
             made.add(p)
             plan.args += ["--perms", "0755", "--dir", p]
-        plan.args += ["--bind" if rw else "--ro-bind", str(src), dest]
+        plan.args += ["--bind" if rw else "--ro-bind", src, dest]
         plan.roots.append(dest)
         if rw:
             plan.writable.append(dest)
@@ -219,8 +263,8 @@ def mount_plan(
     plan.data_file("/etc/group", f"root:x:0:\nsandbox:x:{uid}:\n".encode())
     plan.data_file("/etc/hosts", b"127.0.0.1 localhost sandbox\n::1 localhost\n")
     for dest, data in files.items():
-        plan.data_file(dest, data)
-    etc = [f"/etc/{name}" for name in (*ETC_FILES, "passwd", "group", "hosts")]
+        plan.data_file(dest, data, static=dest in static)
+    etc = [f"/etc/{name}" for name in (*ETC_COPIES, *ETC_BINDS, "localtime", "passwd", "group", "hosts")]
     plan.roots += [*SYSTEM_DIRS, *etc, "/dev", "/proc", "/tmp", STATUS_DIR]
     plan.writable += ["/tmp", "/dev/shm"]
     return plan

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import json
+import functools
 import logging
+import marshal
 import os
 import secrets
 import selectors
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 
 INNER_SOURCE = Path(_inner.__file__).read_text(encoding="utf-8")
 MAIN_FILE = f"{bwrap.STATUS_DIR}/main.py"
+INNER_FILE = f"{bwrap.STATUS_DIR}/inner.bin"
+# Loads the launcher precompiled by the host (same interpreter), saving a compile per run.
+STUB = f"import marshal;exec(marshal.loads(open({INNER_FILE!r},'rb').read()))"
 # A fresh host uid per run (when the caller is root) keeps RLIMIT_NPROC and signals per sandbox.
 UID_BASE, UID_SPAN = 0x40000000, 0x10000000
 UNSAFE_WARNING = (
@@ -107,12 +111,13 @@ def run(
     files: dict[str, bytes] = {}
     if kind == "python":
         files[MAIN_FILE] = str(program).encode()
-    plan = bwrap.mount_plan(policy, limits, ws, python, uid, files)
+        files.update(launcher_files(python))
+    plan = bwrap.mount_plan(policy, limits, ws, python, uid, files, frozenset({INNER_FILE}))
     try:
         with _owned_by(ws, uid), _Pipe() as status:
             if kind == "python":
-                cfg = _launcher_config(plan, status.w, args, "oneshot")
-                target = [str(python), "-I", "-B", "-u", "-c", INNER_SOURCE, cfg]
+                cfg = launcher_config(plan.roots, plan.writable, status.w, args, "oneshot")
+                target = launcher_argv(python, cfg)
             else:
                 target = list(program)
             cmd = [_bwrap_exe(), *bwrap.namespace_args(), *plan.args, "--chdir", _inner_cwd(policy, cwd)]
@@ -147,21 +152,36 @@ def _inner_cwd(policy: SandboxPolicy, cwd: str | None) -> str:
     return f"{policy.workspace_mount}/{rel.as_posix()}"
 
 
-def _launcher_config(plan: bwrap.MountPlan, status_w: int, args: Sequence[str], mode: str) -> str:
+@functools.cache
+def _inner_code() -> bytes:
+    return marshal.dumps(compile(INNER_SOURCE, "<dataclaw-sandbox>", "exec"))
+
+
+def _same_interpreter(python: Path) -> bool:
+    return os.path.realpath(python) == os.path.realpath(sys.executable)
+
+
+def launcher_files(python: Path) -> dict[str, bytes]:
+    """Files the launcher needs inside the sandbox: the precompiled launcher, if the interpreter matches."""
+    return {INNER_FILE: _inner_code()} if _same_interpreter(python) else {}
+
+
+def launcher_argv(python: Path, cfg: str) -> list[str]:
+    """``python -I -B -u`` running the launcher: precompiled when possible, else from source."""
+    code = STUB if _same_interpreter(python) else INNER_SOURCE
+    return [str(python), "-I", "-B", "-u", "-c", code, cfg]
+
+
+def launcher_config(
+    roots: list[str], writable: list[str], status_w: int, args: Sequence[str], mode: str, **extra: Any
+) -> str:
+    """The launcher's settings, marshalled and hex-encoded into one argv string (no json import inside)."""
     import dataclaw
 
     src_root = str(Path(dataclaw.__file__).resolve().parent.parent)
-    return json.dumps(
-        {
-            "mode": mode,
-            "main": MAIN_FILE,
-            "status_fd": status_w,
-            "args": list(args),
-            "roots": plan.roots,
-            "writable": plan.writable,
-            "sys_path": [src_root],
-        }
-    )
+    cfg = {"mode": mode, "main": MAIN_FILE, "status_fd": status_w, "args": list(args), "roots": roots}
+    cfg |= {"writable": writable, "sys_path": [src_root], **extra}
+    return marshal.dumps(cfg).hex()
 
 
 class _Pipe:
@@ -224,7 +244,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def _supervise(cmd: list[str], pass_fds: list[int], status: _Pipe, stdin: bytes | None, limits: Limits) -> _Raw:
+def _supervise(
+    cmd: list[str], pass_fds: list[int], status: _Pipe, stdin: bytes | None, limits: Limits
+) -> _Raw:
     """Start ``cmd`` in a new session, collect capped output until exit or deadline, kill on deadline."""
     stdin_file = tempfile.TemporaryFile() if stdin is not None else None
     if stdin_file is not None:
@@ -256,12 +278,7 @@ def _supervise(cmd: list[str], pass_fds: list[int], status: _Pipe, stdin: bytes 
         proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-    records = []
-    for line in bytes(got["status"]).decode(errors="replace").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+    records = _inner.parse_records(bytes(got["status"]))
     return _Raw(
         exit_code=None if got["timed_out"] else proc.returncode,
         stdout=bytes(got["stdout"]),
@@ -273,7 +290,9 @@ def _supervise(cmd: list[str], pass_fds: list[int], status: _Pipe, stdin: bytes 
     )
 
 
-def _pump(proc: subprocess.Popen[bytes], streams: dict[str, int], limits: Limits, t0: float) -> dict[str, Any]:
+def _pump(
+    proc: subprocess.Popen[bytes], streams: dict[str, int], limits: Limits, t0: float
+) -> dict[str, Any]:
     """Drain the streams with caps until the process exited and every pipe hit EOF (or the deadline)."""
     bufs: dict[str, Any] = {name: bytearray() for name in streams}
     sel = selectors.DefaultSelector()
@@ -386,10 +405,8 @@ def _run_unsafe(
         if isinstance(program, str):
             main = Path(tmp) / "main.py"
             main.write_text(program, encoding="utf-8")
-            cfg = json.dumps(
-                {"mode": "oneshot", "main": str(main), "status_fd": status.w, "args": list(args)}
-                | {"roots": ["/"], "writable": [str(ws), tempfile.gettempdir()], "sys_path": []}
-            )
+            cfg = launcher_config(["/"], [str(ws), tempfile.gettempdir()], status.w, args, "oneshot")
+            cfg = marshal.dumps({**marshal.loads(bytes.fromhex(cfg)), "main": str(main)}).hex()
             target = [str(python), "-I", "-B", "-u", "-c", INNER_SOURCE, cfg]
         else:
             target = list(program)

@@ -57,7 +57,15 @@ class Limits:
     """Size of the private, memory-backed /tmp."""
 
     def __post_init__(self) -> None:
-        for name in ("cpu_s", "memory_mb", "file_size_mb", "open_files", "processes", "wall_s", "output_bytes"):
+        for name in (
+            "cpu_s",
+            "memory_mb",
+            "file_size_mb",
+            "open_files",
+            "processes",
+            "wall_s",
+            "output_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"sandbox Limits.{name} must be positive, got {getattr(self, name)!r}")
         if self.tmp_mb < 0:
@@ -146,4 +154,3 @@ class Runtime(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
-
