@@ -122,8 +122,9 @@ class VideoReader:
             raise MediaError(MediaIssue.NO_VIDEO, f"{self.path}: the file has no video stream")
         stream = self._container.streams.video[0]
         if stream.codec_context is None:
-            name = getattr(stream.codec, "name", None) or "unknown"
-            raise self._error(MediaIssue.UNSUPPORTED_CODEC, f"no decoder for codec '{name}' in this FFmpeg")
+            raise self._error(
+                MediaIssue.UNSUPPORTED_CODEC, "no decoder for the video codec in this FFmpeg build"
+            )
         if threads:
             stream.codec_context.thread_type = "AUTO"
         self._stream = stream

@@ -1,0 +1,114 @@
+"""VideoReader: exact metadata, frame-exact seeking (hash-compared with a full decode), bad files."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import av
+import pytest
+
+from dataclaw.media import MediaError, MediaIssue, VideoReader, frame_hash, probe, sample_indices
+from dataclaw.media.video import decode_all
+
+
+def _full_hashes(path: Path) -> list[str]:
+    return [frame_hash(f) for f in decode_all(path)]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "videos/dj_video1.mp4",  # H.264 with B-frames, 3 keyframes
+        "lerobot_g1/videos/chunk-000/observation.images.cam_high/episode_000002.mp4",  # AV1
+    ],
+)
+def test_seek_is_frame_exact_against_full_decode(shared_data: Path, rel: str) -> None:
+    path = shared_data / rel
+    full = _full_hashes(path)
+    with VideoReader(path) as reader:
+        assert reader.frame_count == len(full)
+        rng = random.Random(7)
+        shuffled = rng.sample(range(len(full)), 40)
+        assert [frame_hash(f) for f in reader.frames_at(shuffled)] == [full[i] for i in shuffled]
+        for i in sorted(rng.sample(range(len(full)), 12)):  # ascending single requests reuse the decoder
+            assert frame_hash(reader.frame_at(i)) == full[i]
+        for i in (len(full) - 1, 0, len(full) // 2):  # backwards jumps seek again
+            assert frame_hash(reader.frame_at(i)) == full[i]
+        plan = sample_indices(reader.frame_count, 8)
+        assert [frame_hash(f) for f in reader.frames_at(plan)] == [full[i] for i in plan]
+
+
+def test_metadata_is_exact(shared_data: Path) -> None:
+    info = probe(shared_data / "opencua/raw_recording/recording.mp4")
+    assert (info.codec, info.width, info.height, info.fps) == ("h264", 1276, 718, 30.0)
+    assert info.frame_count == 3678 and info.frame_count_source == "container"
+    assert info.duration == pytest.approx(122.6667, abs=1e-3)
+    av1 = probe(shared_data / "lerobot_g1/videos/chunk-000/observation.images.cam_high/episode_000001.mp4")
+    assert av1.frame_count == 393 and av1.fps == 30.0
+
+
+def test_time_and_index_agree(shared_data: Path) -> None:
+    with VideoReader(shared_data / "videos/dj_video1.mp4") as reader:
+        assert reader.time_of(24) == pytest.approx(1.0)
+        assert reader.index_at_time(1.0) == 24
+        assert reader.index_at_time(1.04) == 24
+        assert reader.index_at_time(1.0 + 1 / 24) == 25
+        assert reader.index_at_time(reader.info.duration) == reader.frame_count - 1
+        frame = reader.frame_at_time(2.0)
+        assert frame.shape == (360, 640, 3) and frame.dtype.name == "uint8"
+        with pytest.raises(MediaError) as err:
+            reader.frame_at(reader.frame_count)
+        assert err.value.reason is MediaIssue.OUT_OF_RANGE
+        with pytest.raises(MediaError):
+            reader.index_at_time(-0.1)
+
+
+def test_sample_indices_are_uniform_and_distinct() -> None:
+    assert sample_indices(100, 4) == [12, 37, 62, 87]
+    assert sample_indices(3, 10) == [0, 1, 2]
+    assert sample_indices(0, 5) == []
+    for n, k in [(3678, 24), (7, 7), (1000, 999)]:
+        plan = sample_indices(n, k)
+        assert len(plan) == k and plan == sorted(set(plan)) and plan[-1] < n
+
+
+def _faststart_copy(src: Path, dst: Path) -> None:
+    """Remux with the index (moov) at the front, so a truncated copy still opens."""
+    with av.open(str(src)) as inp, av.open(str(dst), "w", options={"movflags": "faststart"}) as out:
+        stream = inp.streams.video[0]
+        ostream = out.add_stream_from_template(stream)
+        for packet in inp.demux(stream):
+            if packet.dts is None:
+                continue
+            packet.stream = ostream
+            out.mux(packet)
+
+
+def test_bad_videos_fail_with_a_reason(shared_data: Path, tmp_path: Path) -> None:
+    data = (shared_data / "videos/dj_video1.mp4").read_bytes()
+    cases: dict[str, MediaIssue] = {}
+
+    (tmp_path / "empty.mp4").write_bytes(b"")
+    cases["empty.mp4"] = MediaIssue.EMPTY
+    (tmp_path / "garbage.mp4").write_bytes(b"not a video at all " * 200)
+    cases["garbage.mp4"] = MediaIssue.CORRUPT
+    (tmp_path / "cut.mp4").write_bytes(data[: len(data) // 2])  # index at the end: lost
+    cases["cut.mp4"] = MediaIssue.CORRUPT
+    _faststart_copy(shared_data / "videos/dj_video1.mp4", tmp_path / "fs.mp4")
+    fs = (tmp_path / "fs.mp4").read_bytes()
+    (tmp_path / "truncated.mp4").write_bytes(fs[: len(fs) // 2])  # index kept, half the frames gone
+    cases["truncated.mp4"] = MediaIssue.TRUNCATED
+    stsd = data.find(b"avc1", data.find(b"moov"))
+    (tmp_path / "codec.mp4").write_bytes(data[:stsd] + b"zzz9" + data[stsd + 4 :])
+    cases["codec.mp4"] = MediaIssue.UNSUPPORTED_CODEC
+    cases["missing.mp4"] = MediaIssue.NOT_FOUND
+
+    for name, reason in cases.items():
+        with pytest.raises(MediaError) as err:
+            VideoReader(tmp_path / name)
+        assert err.value.reason is reason, (name, err.value)
+        assert name in str(err.value)
+    shutil.copy(tmp_path / "fs.mp4", tmp_path / "ok.mp4")
+    assert probe(tmp_path / "ok.mp4").frame_count == 282
