@@ -7,7 +7,7 @@ run is refused unless the caller sets ``SandboxPolicy(unsafe=True)`` (the CLI's 
 """
 
 from dataclaw.sandbox.bwrap import REFUSAL, Availability, sandbox_available
-from dataclaw.sandbox.runner import run
+from dataclaw.sandbox.runner import OneShotRuntime, run
 from dataclaw.sandbox.types import (
     UNSAFE_FLAG,
     Limits,
@@ -18,18 +18,21 @@ from dataclaw.sandbox.types import (
     SandboxUnavailable,
     Status,
 )
+from dataclaw.sandbox.worker import WarmWorker
 
 __all__ = [
     "REFUSAL",
     "UNSAFE_FLAG",
     "Availability",
     "Limits",
+    "OneShotRuntime",
     "Outcome",
     "Runtime",
     "SandboxError",
     "SandboxPolicy",
     "SandboxUnavailable",
     "Status",
+    "WarmWorker",
     "run",
     "sandbox_available",
 ]

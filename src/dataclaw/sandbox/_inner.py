@@ -271,11 +271,14 @@ def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:
     code = 1
     try:
         os.setsid()
+        for fd in job.get("close_fds", []):  # the worker's protocol channel is not the job's business
+            os.close(fd)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         os.chdir(job["cwd"])
+        sys.path[0] = job["cwd"]
         os.environ.update(job.get("env", {}))
         _set_job_limits(job["limits"])
         code = _execute(job, _Reporter(st_w))
@@ -284,23 +287,41 @@ def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:
         os._exit(code)
 
 
+def _kill_job(job: dict[str, Any], pid: int) -> None:
+    """Kill the job and everything it started: the whole PID namespace but us, or its process group."""
+    import signal
+
+    if job.get("pidns"):
+        _kill_strays({1, os.getpid()})
+    else:  # no PID namespace of our own (unsafe mode): only the job's session can be reached safely
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def _kill_strays(keep: set[int]) -> None:
-    """Kill every process in this PID namespace except ``keep`` (background jobs must not outlive a job)."""
+    """Kill every live process in this PID namespace except ``keep`` (no job may outlive its call)."""
     import signal
     import time
 
-    for _ in range(3):
+    for _ in range(50):
         found = False
         for name in os.listdir("/proc"):
-            if name.isdigit() and int(name) not in keep:
+            if not name.isdigit() or int(name) in keep:
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    state = fh.read().rsplit(b")", 1)[1].split()[0]
+                if state in (b"Z", b"X"):
+                    continue  # already dead, waiting to be reaped
+                os.kill(int(name), signal.SIGKILL)
                 found = True
-                try:
-                    os.kill(int(name), signal.SIGKILL)
-                except OSError:
-                    pass
+            except (OSError, IndexError):
+                continue
         if not found:
             return
-        time.sleep(0.005)
+        time.sleep(0.002)
 
 
 def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, Any]:
@@ -322,16 +343,16 @@ def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, An
         now = time.monotonic()
         if status is None and not timed_out and now >= deadline:
             timed_out, ended = True, now
-            _kill_strays({1, os.getpid()})
+            _kill_job(job, pid)
         if ended and now > ended + 2:
             break
         wait = 0.5 if ended else deadline - now
         for key, _ in sel.select(timeout=max(wait, 0.001)):
             if key.data == "exit":
                 sel.unregister(pidfd)
+                _kill_job(job, pid)  # background children would hold the pipes; pid is a zombie, not reused
                 status = os.waitpid(pid, 0)[1]
                 ended = ended or time.monotonic()
-                _kill_strays({1, os.getpid()})  # background children would hold the pipes open
                 continue
             chunk = os.read(key.fd, 65536)
             if not chunk:
@@ -404,6 +425,9 @@ def run_worker(cfg: dict[str, Any]) -> None:
     sys.path[:0] = [os.getcwd(), *cfg.get("sys_path", [])]
     import importlib
 
+    # what every job needs, imported once here so forked jobs start with it
+    for mod in ("json", "resource", "selectors", "signal", "struct", "time", "traceback"):
+        importlib.import_module(mod)
     failed = []
     for mod in cfg.get("preload", []):
         try:
@@ -415,7 +439,7 @@ def run_worker(cfg: dict[str, Any]) -> None:
         job = _read_frame(chan_in)
         if job is None:
             return
-        job = {**cfg, **job}
+        job = {**cfg, **job, "close_fds": [chan_in, chan_out, null]}
         write_frame(chan_out, run_job(job))
 
 

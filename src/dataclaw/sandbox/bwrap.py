@@ -240,7 +240,7 @@ def mount_plan(
     plan.args += ["--dev", "/dev", "--proc", "/proc"]
     if limits.tmp_mb:
         plan.args += ["--size", str(limits.tmp_mb << 20)]
-    plan.args += ["--tmpfs", "/tmp"]
+    plan.args += ["--perms", "1777", "--tmpfs", "/tmp"]
     grants: list[tuple[str, str, bool]] = [(p, p, False) for p in python_paths(python)]
     grants += [(str(p), str(p), False) for p in policy.ro_paths]
     grants += [(str(p), str(p), True) for p in policy.rw_paths]

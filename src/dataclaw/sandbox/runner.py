@@ -31,7 +31,15 @@ from typing import Any
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox import _inner, bwrap
-from dataclaw.sandbox.types import Limits, Outcome, SandboxError, SandboxPolicy, SandboxUnavailable, Status
+from dataclaw.sandbox.types import (
+    Limits,
+    Outcome,
+    Runtime,
+    SandboxError,
+    SandboxPolicy,
+    SandboxUnavailable,
+    Status,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +58,7 @@ UNSAFE_WARNING = (
 # Fallback for argv programs: the C library's message for an errno, as programs print it via strerror/perror.
 _STDERR_ERRNOS = {
     errno.EROFS: (Status.VIOLATION, "read_only"),
+    errno.EACCES: (Status.VIOLATION, "permission"),
     errno.ENETUNREACH: (Status.VIOLATION, "network"),
     errno.EFBIG: (Status.RESOURCE_LIMIT, "file_size"),
     errno.ENOSPC: (Status.RESOURCE_LIMIT, "disk"),
@@ -127,6 +136,33 @@ def run(
     finally:
         plan.close()
     return _outcome(raw, kind, limits, sandboxed=True)
+
+
+class OneShotRuntime(Runtime):
+    """:func:`run` behind the :class:`Runtime` interface: a fresh sandbox per program, nothing held between."""
+
+    def __init__(
+        self, workspace: str | Path, limits: Limits | None = None, policy: SandboxPolicy | None = None
+    ):
+        self.workspace = _check_workspace(workspace)
+        self.limits = limits or Limits()
+        self.policy = policy or SandboxPolicy()
+
+    def run(
+        self,
+        program: str | list[str],
+        *,
+        args: Sequence[str] = (),
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        limits: Limits | None = None,
+    ) -> Outcome:
+        lim = limits or self.limits
+        return run(program, self.workspace, lim, timeout, env, policy=self.policy, args=args, cwd=cwd)
+
+    def cleanup(self) -> None:
+        """Nothing to release: every run tears its sandbox down before returning."""
 
 
 def _bwrap_exe() -> str:

@@ -6,6 +6,7 @@ Plain dataclasses on purpose: this module is imported by every caller of the san
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -142,8 +143,17 @@ class Runtime(abc.ABC):
     """Something that runs untrusted programs and holds resources until ``cleanup()`` (idempotent)."""
 
     @abc.abstractmethod
-    def run(self, program: str | list[str], **kwargs: Any) -> Outcome:
-        """Run one program (Python source or argv) and classify how it ended."""
+    def run(
+        self,
+        program: str | list[str],
+        *,
+        args: Sequence[str] = (),
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        limits: Limits | None = None,
+    ) -> Outcome:
+        """Run one program (Python source, or an argv list where supported) and classify how it ended."""
 
     @abc.abstractmethod
     def cleanup(self) -> None:
