@@ -135,10 +135,7 @@ class OpenAIServer:
         class Handler(_Handler):
             owner = server
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        httpd.block_on_close = False
-        httpd.request_queue_size = 256
+        httpd = _ThreadingServer(("127.0.0.1", 0), Handler)
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -197,6 +194,14 @@ class OpenAIServer:
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
         }
+
+
+class _ThreadingServer(ThreadingHTTPServer):
+    """One thread per connection; a listen backlog deep enough for bursts of concurrent connects."""
+
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 512
 
 
 class _Handler(BaseHTTPRequestHandler):

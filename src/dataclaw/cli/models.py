@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -14,7 +15,9 @@ app = typer.Typer(no_args_is_help=True, help="Check models, list backends, show 
 
 @app.command("check")
 def check(
-    spec: str = typer.Argument(..., help="Model string: local:smollm2-135m, openai:<model>, http://host/v1::<model>"),
+    spec: str = typer.Argument(
+        ..., help="Model string: local:smollm2-135m, openai:<model>, http://host/v1::<model>"
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON line instead of text."),
 ) -> None:
     """Send one tiny structured request (no cache) and print latency, tokens and the parsed answer."""
@@ -51,7 +54,7 @@ def list_backends() -> None:
 
 
 @app.command("usage")
-def usage(run: Path = typer.Argument(..., help="Run directory (with manifest.json).")) -> None:
+def usage(run: Annotated[Path, typer.Argument(help="Run directory (with manifest.json).")]) -> None:
     """Print the model usage (calls, cache hits, tokens, cost) recorded in a run's manifest."""
     from dataclaw.models.ledger import render_summary
 

@@ -6,6 +6,7 @@ fakes work: a part that cannot run says why and the command fails.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ PARTS: list[tuple[str, Part]] = []
 
 def quickstart(
     out: Path = typer.Option(Path("runs/quickstart"), "--out", help="Run directory for everything produced."),
-    model: str = typer.Option(DEFAULT_MODEL, "--model", help="Model string (local:…, openai:…, http://host/v1::name)."),
+    model: str = typer.Option(
+        DEFAULT_MODEL, "--model", help="Model string (local:…, openai:…, http://host/v1::name)."
+    ),
 ) -> None:
     """Run every engine end to end on the bundled examples (offline, embedded model by default)."""
     console = Console()
@@ -37,3 +40,51 @@ def quickstart(
         table.add_row(name, "\n".join(f"{k}: {v}" for k, v in summary.items()))
     console.print(table)
     console.print(f"output written under [bold]{out.resolve()}[/bold]")
+
+
+# --- part "model": the model layer answers a small structured question about a bundled example ---------
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+TASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "maxLength": 120},
+        "action": {"type": "string", "maxLength": 30},
+        "object": {"type": "string", "maxLength": 40},
+        "location": {"type": "string", "maxLength": 40},
+        "steps": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 60},
+            "minItems": 2,
+            "maxItems": 4,
+        },
+    },
+    "required": ["task", "action", "object", "location", "steps"],
+    "additionalProperties": False,
+}
+
+
+def _model_part(out: Path, model: str) -> dict[str, Any]:
+    """Describe the LeRobot G1 task (examples/lerobot_g1/tasks.jsonl) as schema-valid JSON → answer.json."""
+    from dataclaw.core.errors import ConfigError
+    from dataclaw.models.structured import ask_json
+
+    tasks_file = EXAMPLES / "lerobot_g1" / "tasks.jsonl"
+    if not tasks_file.is_file():
+        raise ConfigError(f"bundled example {tasks_file} is missing")
+    task = json.loads(tasks_file.read_text(encoding="utf-8").splitlines()[0])["task"]
+    prompt = (
+        f'A humanoid robot dataset has this task: "{task}"\n'
+        "Describe the task as JSON: the task, the main action verb, the object, where the object is, "
+        "and 2 to 4 short steps the robot performs."
+    )
+    done = ask_json(model, prompt, TASK_SCHEMA, out=out / "answer.json", temperature=0, max_tokens=400)
+    return {
+        "model": done.model,
+        "latency_s": round(done.latency_s, 2),
+        "tokens": f"{done.usage.prompt_tokens} in / {done.usage.completion_tokens} out",
+        "cached": done.cached,
+        "answer": out / "answer.json",
+    }
+
+
+PARTS.append(("model", _model_part))

@@ -33,7 +33,9 @@ def ask_json(
     """Ask ``model`` (a Model or a model string) for a JSON answer valid under ``schema``; with ``out``,
     write ``{model, prompt, answer, usage, cost_usd, latency_s, cached}`` there as JSON."""
     m = get_model(model) if isinstance(model, str) else model
-    messages: list[Message] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    messages: list[Message] = (
+        [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    )
     if system:
         messages = [{"role": "system", "content": system}, *messages]
     done = m.complete_sync(messages, schema=schema, **params)
