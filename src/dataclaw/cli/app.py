@@ -6,7 +6,6 @@ import importlib
 import logging
 import sys
 
-import click
 import typer
 
 from dataclaw import __version__
@@ -15,6 +14,7 @@ from dataclaw.core.errors import DataclawError
 # name -> (module, help). Each module exposes a typer ``app``.
 GROUPS: dict[str, tuple[str, str]] = {
     "models": ("dataclaw.cli.models", "Check models, list backends, show a run's model usage."),
+    "env": ("dataclaw.cli.env", "EnvCraft environments: list, show, tools, call, contract."),
 }
 # top-level commands: name -> module exposing a function of the same name.
 COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart"}
@@ -26,9 +26,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-
-_state = {"debug": False}
-
 
 def _version(value: bool) -> None:
     if value:
@@ -43,7 +40,6 @@ def _root(
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
 ) -> None:
-    _state["debug"] = debug
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
@@ -57,30 +53,22 @@ def _register() -> None:
 
 
 def _run(argv: list[str]) -> int:
+    """Run the app; a DataclawError (or any unexpected error) becomes one line on stderr, not a traceback."""
     _register()
+    debug = "--debug" in argv
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="dataclaw")
+    except SystemExit as exc:  # typer/click exit: help, usage errors, typer.Exit
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except DataclawError as exc:
-        if _state["debug"]:
+        if debug:
             raise
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         return 1
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except typer.Abort:
-        typer.secho("aborted", fg=typer.colors.RED, err=True)
-        return 130
-    except typer.Exit as exc:
-        return exc.exit_code
-    except Exception as exc:
-        if _state["debug"] or "--debug" in argv:
+    except Exception as exc:  # noqa: BLE001 - the last boundary: one line, not a traceback
+        if debug:
             raise
-        typer.secho(
-            f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-            fg=typer.colors.RED,
-            err=True,
-        )
+        typer.secho(f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", fg=typer.colors.RED, err=True)
         return 1
     return 0
 

@@ -171,7 +171,7 @@ class Environment:
     ) -> str:
         """Create a session from a scenario and bind it; returns the session id."""
         scenario = self.scenario(scenario_id)
-        sid = session_id or f"{scenario_id[:80]}-{uuid.uuid4().hex[:12]}"
+        sid = session_id if session_id is not None else f"{scenario_id[:80]}-{uuid.uuid4().hex[:12]}"
         self.store.create(sid, self.initial_state(scenario, sid, long_context=long_context))
         self.session_id = sid
         return sid

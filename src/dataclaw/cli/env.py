@@ -1,0 +1,159 @@
+"""``dataclaw env`` (also ``envcraft``): list, inspect and poke at EnvCraft environments by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dataclaw.core.errors import ConfigError
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="EnvCraft environments: list, show, tools, call."
+)
+_DEFAULT_ROOT = Path(".envcraft_state")
+
+
+def _package(name: str) -> Any:
+    """An archetype by name, else anything the loader accepts (import name or package folder)."""
+    from dataclaw.envcraft import archetypes
+    from dataclaw.envcraft.runtime import load_env_package
+
+    if name in archetypes.names():
+        return archetypes.get(name)
+    if Path(name).is_dir() or "." in name:
+        return load_env_package(Path(name) if Path(name).is_dir() else name)
+    raise ConfigError(
+        f"unknown environment {name!r}; known archetypes: {', '.join(archetypes.names()) or 'none'}"
+    )
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+@app.command("list")
+def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """List the built-in archetype environments."""
+    from dataclaw.envcraft import archetypes
+
+    rows = []
+    for pkg in archetypes.all_packages():
+        doc = (pkg.env_cls.__doc__ or "").strip().split("\n")[0]
+        n_scenarios = len(pkg.env_cls.scenarios())
+        n_tools = len(pkg.env_cls.tools)
+        rows.append({"name": pkg.name, "tools": n_tools, "scenarios": n_scenarios, "description": doc})
+    if as_json:
+        _echo_json(rows)
+        return
+    table = Table("name", "tools", "scenarios", "description")
+    for r in rows:
+        table.add_row(r["name"], str(r["tools"]), str(r["scenarios"]), r["description"])
+    Console().print(table)
+
+
+@app.command()
+def show(name: str = typer.Argument(..., help="Archetype name, import name or package folder.")) -> None:
+    """Describe an environment: bindings, scenarios, evaluator dimensions and tools."""
+    pkg = _package(name)
+    env_cls = pkg.env_cls
+    prefix = env_cls.prefix()
+    _echo_json({
+        "name": pkg.name,
+        "module": pkg.module,
+        "description": " ".join((env_cls.__doc__ or "").split()),
+        "cli": f"python -m {pkg.module} <command>",
+        "bindings": [f"{prefix}_SESSION_ID", f"{prefix}_STATE_ROOT", f"{prefix}_SCENARIO_ID"],
+        "scenarios": {sid: sc.title for sid, sc in env_cls.scenarios().items()},
+        "evaluator": {d.name: d.weight for d in env_cls.evaluator.dimensions},
+        "tools": {s.name: s.side_effect for s in env_cls.tools},
+        "layout_problems": pkg.layout_problems(),
+    })  # fmt: skip
+
+
+@app.command()
+def tools(
+    name: str = typer.Argument(..., help="Archetype name, import name or package folder."),
+    fmt: str = typer.Option("unified", "--format", help="unified (EnvCraft C.3) or openai."),
+) -> None:
+    """Print the tool schemas of an environment as JSON."""
+    env_cls = _package(name).env_cls
+    if fmt not in ("unified", "openai"):
+        raise ConfigError(f"--format must be 'unified' or 'openai', not {fmt!r}")
+    _echo_json(env_cls.tools.unified_schemas() if fmt == "unified" else env_cls.tools.openai_schemas())
+
+
+def _parse_args(spec: Any, pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs → typed params: JSON for non-strings, raw text for string parameters."""
+    params: dict[str, Any] = {}
+    by_name = {p.name: p for p in spec.params}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--arg {pair!r}: expected key=value")
+        param = by_name.get(key)
+        if param is not None and param.schema.get("type") == "string":
+            params[key] = raw
+            continue
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw  # let the tool's validation name what is wrong
+    return params
+
+
+@app.command()
+def call(
+    name: str = typer.Argument(..., help="Archetype name, import name or package folder."),
+    tool: str = typer.Argument(..., help="Tool name (see `dataclaw env tools NAME`)."),
+    arg: Annotated[
+        list[str] | None,
+        typer.Option("--arg", help="key=value (JSON for numbers, booleans, lists, objects)."),
+    ] = None,
+    scenario: str | None = typer.Option(
+        None, "--scenario", help="Scenario for a new session (default: the first)."
+    ),
+    session: str | None = typer.Option(None, "--session", help="Session id (default: poke-<scenario>)."),
+    state_root: Annotated[
+        Path, typer.Option("--state-root", help="Where sessions are stored.")
+    ] = _DEFAULT_ROOT,
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Delete the session first and start from the scenario."
+    ),
+    evaluate: bool = typer.Option(False, "--evaluate", help="Also print the session's evaluation."),
+) -> None:
+    """Call one tool in a persistent poke session (created from a scenario on first use)."""
+    env_cls = _package(name).env_cls
+    scenarios = env_cls.scenarios()
+    scenario_id = scenario or next(iter(scenarios))
+    env = env_cls(state_root / env_cls.name)
+    sid = session or f"poke-{scenario_id}"
+    if fresh and env.store.exists(sid):
+        env.delete_session(sid)
+    if not env.store.exists(sid):
+        env.create_session(scenario_id, sid)
+    tool = tool if tool in env_cls.tools else tool.replace("-", "_")  # accept CLI spelling too
+    params = _parse_args(env_cls.tools.get(tool), arg or []) if tool in env_cls.tools else {}
+    out = env.call(sid, tool, **params)
+    if evaluate:
+        out = {**out, "evaluation": env.evaluate_session(sid)}
+    _echo_json(out)
+    if out["status"] != "ok":
+        raise SystemExit(1)  # the JSON above is the message; only the exit status is left to set
+
+
+@app.command()
+def contract(name: str = typer.Argument(..., help="Archetype name, import name or package folder.")) -> None:
+    """Run the runtime contract test-suite against an environment package."""
+    from dataclaw.envcraft.runtime.contract import run_contract
+
+    report = run_contract(_package(name))
+    for check in report.checks:
+        typer.echo(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
+    typer.echo(report.summary().splitlines()[0])
+    if not report.passed:
+        raise SystemExit(1)
