@@ -105,7 +105,7 @@ def classify_exit(
     if timed_out:
         return {"status": TIMEOUT, "resource": "wall", "message": f"timed out after {wall_s:g} s"}
     if record and record.get("event") == "exception":
-        status, kind = record["status"], record.get("resource")
+        status, kind = record.get("status", ERROR), record.get("resource")
         msg = MESSAGES.get(kind or "", "") or f"the program raised {record.get('type', 'an exception')}"
         return {"status": status, "resource": kind, "message": msg}
     deliberate = bool(record and record.get("event") == "exit")
@@ -138,7 +138,12 @@ class _Reporter:
 
     def send(self, **event: Any) -> None:
         event["pid"] = os.getpid()
-        line = "\t".join(f"{k}={str(v).replace(chr(9), ' ').replace(chr(10), ' ')}" for k, v in event.items())
+        fields = (
+            f"{k}={str(v).replace(chr(9), ' ').replace(chr(10), ' ')}"
+            for k, v in event.items()
+            if v is not None
+        )
+        line = "\t".join(fields)
         try:
             os.write(self.fd, (line + "\n").encode(errors="replace"))
         except OSError:
