@@ -27,6 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"dataclaw {__version__}")
@@ -65,10 +66,14 @@ def _run(argv: list[str]) -> int:
             raise
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         return 1
-    except Exception as exc:  # noqa: BLE001 - the last boundary: one line, not a traceback
+    except Exception as exc:  # the last boundary: one line, not a traceback
         if debug:
             raise
-        typer.secho(f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", fg=typer.colors.RED, err=True)
+        typer.secho(
+            f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+            fg=typer.colors.RED,
+            err=True,
+        )
         return 1
     return 0
 

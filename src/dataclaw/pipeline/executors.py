@@ -72,7 +72,7 @@ class LocalExecutor:
             for item in items:
                 try:
                     yield item, stage.process(item), True
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - one bad record never stops a run
                     yield item, _crash_reject(stage, item, exc), False
         else:
             async for out in self._map_pool(stage, items):
@@ -88,7 +88,7 @@ class LocalExecutor:
             async with sem:
                 try:
                     return item, await stage.aprocess(item), True
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - one bad record never stops a run
                     return item, _crash_reject(stage, item, exc), False
 
         tasks = [asyncio.ensure_future(one(it)) for it in items]
@@ -111,7 +111,7 @@ class LocalExecutor:
             async def one(item: Record) -> tuple[Record, Result, bool]:
                 try:
                     return item, await loop.run_in_executor(pool, _worker_process, item), True
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - one bad record never stops a run
                     return item, _crash_reject(stage, item, exc), False
 
             for fut in asyncio.as_completed([one(it) for it in items]):

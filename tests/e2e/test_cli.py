@@ -1,0 +1,55 @@
+"""The CLI as a user runs it: the installed ``dataclaw`` / ``envcraft`` console scripts in a subprocess."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def dataclaw(*args: str, script: str = "dataclaw", timeout: float = 120) -> subprocess.CompletedProcess:
+    exe = shutil.which(script, path=str(BIN)) or shutil.which(script)
+    assert exe, f"console script {script} is not installed"
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_version():
+    from dataclaw import __version__
+
+    res = dataclaw("--version")
+    assert res.returncode == 0
+    assert res.stdout.strip() == f"dataclaw {__version__}"
+
+
+def test_help_lists_command_groups():
+    from dataclaw.cli.app import COMMANDS, GROUPS
+
+    res = dataclaw("--help")
+    assert res.returncode == 0
+    for name in [*GROUPS, *COMMANDS]:
+        assert name in res.stdout
+
+
+def test_envcraft_is_an_alias_of_dataclaw_env():
+    from dataclaw.cli.app import GROUPS
+
+    if "env" not in GROUPS:
+        pytest.skip("the env command group is not registered in this build")
+    assert dataclaw("--help", script="envcraft").stdout == dataclaw("env", "--help").stdout
+
+
+def test_bad_model_string_is_one_clear_line_without_traceback(tmp_path):
+    res = dataclaw("quickstart", "--out", str(tmp_path / "run"), "--model", "nosuchbackend:foo")
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip().startswith("error:")]
+    assert len(lines) == 1 and "nosuchbackend" in lines[0]
+
+
+def test_unknown_command_fails_with_usage_error():
+    res = dataclaw("no-such-command")
+    assert res.returncode == 2
+    assert "No such command" in res.stderr
