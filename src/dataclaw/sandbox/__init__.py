@@ -6,6 +6,7 @@ network, a read-only system, a private /tmp and only the workspace (plus granted
 run is refused unless the caller sets ``SandboxPolicy(unsafe=True)`` (the CLI's ``--unsafe-no-sandbox``).
 """
 
+from dataclaw.sandbox import bwrap
 from dataclaw.sandbox.bwrap import REFUSAL, Availability, sandbox_available
 from dataclaw.sandbox.runner import OneShotRuntime, run
 from dataclaw.sandbox.types import (
@@ -33,6 +34,7 @@ __all__ = [
     "SandboxUnavailable",
     "Status",
     "WarmWorker",
+    "bwrap",
     "run",
     "sandbox_available",
 ]

@@ -110,6 +110,9 @@ def run(
         kind = "argv"
     else:
         raise ConfigError("sandbox program must be Python source (str) or a non-empty list of str")
+    for granted in (*policy.ro_paths, *policy.rw_paths):
+        if not granted.exists():
+            raise ConfigError(f"sandbox granted path {str(granted)!r} does not exist")
     if policy.unsafe:
         return _run_unsafe(program, ws, limits, env, policy, args, stdin, cwd)
     avail = bwrap.sandbox_available()
@@ -202,9 +205,9 @@ def launcher_files(python: Path) -> dict[str, bytes]:
     return {INNER_FILE: _inner_code()} if _same_interpreter(python) else {}
 
 
-def launcher_argv(python: Path, cfg: str) -> list[str]:
-    """``python -I -B -u`` running the launcher: precompiled when possible, else from source."""
-    code = STUB if _same_interpreter(python) else INNER_SOURCE
+def launcher_argv(python: Path, cfg: str, *, sandboxed: bool = True) -> list[str]:
+    """``python -I -B -u`` running the launcher: precompiled inside the sandbox when possible, else source."""
+    code = STUB if sandboxed and _same_interpreter(python) else INNER_SOURCE
     return [str(python), "-I", "-B", "-u", "-c", code, cfg]
 
 
@@ -443,9 +446,9 @@ def _run_unsafe(
             main.write_text(program, encoding="utf-8")
             cfg = launcher_config(["/"], [str(ws), tempfile.gettempdir()], status.w, args, "oneshot")
             cfg = marshal.dumps({**marshal.loads(bytes.fromhex(cfg)), "main": str(main)}).hex()
-            target = [str(python), "-I", "-B", "-u", "-c", INNER_SOURCE, cfg]
+            target = launcher_argv(python, cfg, sandboxed=False)
         else:
             target = list(program)
-        cmd = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in full_env.items()), "-C", run_dir]
+        cmd = ["/usr/bin/env", "-i", "-C", run_dir, *(f"{k}={v}" for k, v in full_env.items())]
         raw = _supervise([*cmd, *prlimit, *target], [status.w], status, stdin, limits)
     return _outcome(raw, "python" if isinstance(program, str) else "argv", limits, sandboxed=False)

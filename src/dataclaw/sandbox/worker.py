@@ -117,8 +117,11 @@ class WarmWorker(Runtime):
             cfg = self._config(pidns=False, cwd=str(self.workspace))
             env = {"PATH": f"{self.python.parent}:/usr/bin:/bin", "DATACLAW_WORKSPACE": str(self.workspace)}
             env |= self.env
-            cmd = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), "-C", str(self.workspace)]
-            cmd += [*bwrap.rlimit_args(self.limits, cpu=False), *runner.launcher_argv(self.python, cfg)]
+            cmd = ["/usr/bin/env", "-i", "-C", str(self.workspace), *(f"{k}={v}" for k, v in env.items())]
+            cmd += [
+                *bwrap.rlimit_args(self.limits, cpu=False),
+                *runner.launcher_argv(self.python, cfg, sandboxed=False),
+            ]
             return cmd, [], plan
         avail = bwrap.sandbox_available()
         if not avail:

@@ -1,0 +1,120 @@
+"""``WarmWorker``: many jobs through one sandboxed process, isolated from each other, classified, restartable."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.sandbox import Limits, SandboxPolicy, Status, WarmWorker
+
+pytestmark = pytest.mark.usefixtures("require_bwrap")
+
+
+def test_jobs_run_in_fresh_children_and_share_no_state(workspace, limits, policy):
+    with WarmWorker(workspace, limits, policy=policy, preload=["json"]) as worker:
+        assert worker.run("import os\nPREVIOUS = 1\nprint(os.getpid())").ok
+        fresh = worker.run("print(PREVIOUS)")
+        assert fresh.status is Status.ERROR and fresh.message == "the program raised NameError"
+        worker.run("import json\njson.SHARED = 1")
+        second = worker.run("import json\nprint(hasattr(json, 'SHARED'))")
+        assert second.ok and second.stdout.strip() == "False"
+        out = worker.run(
+            "import sys, os\nprint(sys.argv[1:], os.getcwd(), os.environ['K'])", args=["x"], env={"K": "v"}
+        )
+        assert out.stdout.strip() == "['x'] /workspace v"
+        assert worker.restarts == 0
+
+
+def test_call_returns_the_json_value(workspace, limits, policy):
+    with WarmWorker(workspace, limits, policy=policy) as worker:
+        out = worker.call("os.path:join", "a", "b")
+        assert out.ok and out.result == "a/b"
+        out = worker.call("dataclaw.core.ids:canonical_json", {"b": 1, "a": 2})
+        assert out.ok, out.stderr
+        bad = worker.call("os:getcwd_that_does_not_exist")
+        assert bad.status is Status.ERROR and bad.message == "the program raised AttributeError"
+        nonjson = worker.call("os:getcwdb")
+        assert nonjson.status is Status.ERROR
+    with pytest.raises(ConfigError, match="module:function"):
+        worker.call("no_colon")
+
+
+def test_workspace_writes_are_visible_to_the_host(workspace, limits, policy):
+    with WarmWorker(workspace, limits, policy=policy) as worker:
+        (workspace / "input.txt").write_text("from host")  # added after start: re-owned before the job
+        out = worker.run("open('output.txt', 'w').write(open('input.txt').read().upper())")
+        assert out.ok, out.stderr
+    assert (workspace / "output.txt").read_text() == "FROM HOST"
+    assert (workspace / "output.txt").stat().st_uid == os.geteuid()
+
+
+def test_hostile_jobs_are_classified_and_the_worker_keeps_serving(workspace, limits, policy, survivors):
+    cases = [
+        ("import socket\nsocket.create_connection(('93.184.216.34', 80))", Status.VIOLATION, "network"),
+        ("open('/usr/x', 'w')", Status.VIOLATION, "read_only"),
+        ("bytearray(8 << 30)", Status.RESOURCE_LIMIT, "memory"),
+        (
+            "f = open('big', 'wb')\nwhile True:\n    f.write(b'0' * (1 << 20))",
+            Status.RESOURCE_LIMIT,
+            "file_size",
+        ),
+        ("import os\nwhile True:\n    os.fork()", Status.RESOURCE_LIMIT, "processes"),
+    ]
+    with WarmWorker(workspace, limits, policy=policy) as worker:
+        for src, status, resource in cases:
+            out = worker.run(src)
+            assert (out.status, out.resource) == (status, resource), (src, out.message, out.stderr[-300:])
+        assert worker.run("print('alive')").stdout == "alive\n"
+        assert worker.restarts == 0
+    assert survivors() == []
+
+
+def test_timeout_kills_the_job_and_its_background_children(workspace, limits, policy):
+    marker = f"{os.getpid()}.{time.monotonic_ns() % 100000}"
+    src = f"import subprocess, time\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)\ntime.sleep(60)"
+    with WarmWorker(workspace, limits, policy=policy) as worker:
+        t0 = time.monotonic()
+        out = worker.run(src, timeout=1.0)
+        assert out.status is Status.TIMEOUT and time.monotonic() - t0 < 5
+        cmdlines = [p.read_bytes() for p in Path("/proc").glob("[0-9]*/cmdline") if p.exists()]
+        assert not any(marker.encode() in c for c in cmdlines)
+        assert worker.run("print(1)").ok and worker.restarts == 0
+
+
+def test_cpu_limit_applies_per_job(workspace, policy):
+    with WarmWorker(workspace, Limits(cpu_s=1, wall_s=30, memory_mb=256), policy=policy) as worker:
+        out = worker.run("while True:\n    pass")
+        assert (out.status, out.resource) == (Status.RESOURCE_LIMIT, "cpu")
+        assert worker.run("print('next')").ok
+
+
+def test_a_job_that_kills_the_worker_gets_an_error_and_the_worker_restarts(workspace, limits, policy):
+    with WarmWorker(workspace, limits, policy=policy) as worker:
+        out = worker.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+        assert out.status is Status.ERROR and "worker" in out.message
+        assert worker.restarts == 1
+        assert worker.run("print('back')").stdout == "back\n"
+
+
+def test_cleanup_is_idempotent_and_leaves_nothing_running(workspace, limits, policy, survivors):
+    worker = WarmWorker(workspace, limits, policy=policy)
+    worker.start()
+    assert survivors() != []
+    worker.cleanup()
+    worker.cleanup()
+    deadline = time.monotonic() + 2
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert survivors() == []
+
+
+def test_argv_is_refused_and_unsafe_worker_runs(workspace, limits):
+    with WarmWorker(workspace, limits, policy=SandboxPolicy(unsafe=True)) as worker:
+        with pytest.raises(ConfigError, match="argv"):
+            worker.run(["ls"])
+        out = worker.run("import os\nprint(os.getcwd())")
+        assert out.ok and not out.sandboxed and out.stdout.strip() == str(workspace.resolve())
