@@ -42,7 +42,8 @@ class MotionParams:
 
 
 def to_gray_thumb(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """An ``(h, w)`` float32 grey thumbnail in [0, 1] of an ``(H, W)`` or ``(H, W, 3)`` uint8 frame.
+    """An ``(h, w)`` float32 grey thumbnail in [0, 1] of an ``(H, W)`` or ``(H, W, 3)`` uint8 frame
+    (``size`` = ``(w, h)``, capped at the frame's own size).
 
     Block-averages (area resampling) with numpy so results do not depend on an image library.
     """
@@ -51,11 +52,10 @@ def to_gray_thumb(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
         arr = arr[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
     else:
         arr = arr.astype(np.float32)
-    w, h = size
+    # never upsample: a thumbnail is at most the frame's size, so every block holds >= 1 pixel
+    w, h = min(size[0], arr.shape[1]), min(size[1], arr.shape[0])
     rows = np.linspace(0, arr.shape[0], h + 1).astype(int)
     cols = np.linspace(0, arr.shape[1], w + 1).astype(int)
-    rows[1:] = np.maximum(rows[1:], rows[:-1] + 1)
-    cols[1:] = np.maximum(cols[1:], cols[:-1] + 1)
     summed = np.add.reduceat(np.add.reduceat(arr, rows[:-1], axis=0), cols[:-1], axis=1)
     counts = np.outer(np.diff(rows), np.diff(cols)).astype(np.float32)
     return summed / counts / 255.0
@@ -95,7 +95,7 @@ def sample_gray_thumbs(
         raise MediaError(MediaIssue.EMPTY, f"{path.name}: video file is missing or empty")
     try:
         container = av.open(str(path))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - PyAV and scenedetect raise many types for one cause
         raise MediaError(
             MediaIssue.CORRUPT, f"{path.name}: cannot open video ({type(exc).__name__}: {exc})"
         ) from None
@@ -121,7 +121,7 @@ def sample_gray_thumbs(
                 small = frame.reformat(width=size[0], height=size[1], format="gray")
                 yield round(t - start_s, 6), small.to_ndarray().astype(np.float32) / 255.0
                 next_t = t + step
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - PyAV and scenedetect raise many types for one cause
             raise MediaError(
                 MediaIssue.CORRUPT, f"{path.name}: video cannot be decoded ({type(exc).__name__}: {exc})"
             ) from None

@@ -27,12 +27,16 @@ SCORE_KEY = "content_val"
 
 @dataclass(frozen=True)
 class ShotParams:
-    """ContentDetector settings (PySceneDetect names). ``threading`` is PyAV's decoder threading mode."""
+    """ContentDetector settings (PySceneDetect names).
+
+    ``threading`` is PyAV's decoder threading mode; the default (none) keeps every frame: with frame
+    threading scenedetect's PyAV backend loses the frames still inside the decoder at the end.
+    """
 
     threshold: float = 27.0
     min_scene_len: int = 15
     luma_only: bool = False
-    threading: str | None = "AUTO"
+    threading: str | None = None
 
     def __post_init__(self) -> None:
         if self.threshold <= 0:
@@ -72,12 +76,18 @@ def boundary_confidence(score: float, threshold: float) -> float:
 
 
 def detect_shots(
-    path: str | Path, params: ShotParams | None = None, start_s: float = 0.0, end_s: float | None = None
+    path: str | Path,
+    params: ShotParams | None = None,
+    start_s: float = 0.0,
+    end_s: float | None = None,
+    frame_count: int | None = None,
 ) -> list[Shot]:
     """Shots of the video at ``path`` (at least one for a readable, non-empty video).
 
     ``start_s``/``end_s`` restrict detection to part of the file (a stream that is a range of a larger
-    file); frames and times in the result are then relative to ``start_s``.
+    file); frames and times in the result are then relative to ``start_s``. ``frame_count`` (exact,
+    e.g. from the stream's packet index) ends the last shot: scenedetect's PyAV backend does not drain
+    the decoder at the end of the file and stops a frame or two short.
 
     Raises :class:`~dataclaw.media.errors.MediaError` when the file cannot be opened or has no frames.
     """
@@ -90,7 +100,7 @@ def detect_shots(
         raise MediaError(MediaIssue.EMPTY, f"{path.name}: video file is empty (0 bytes)")
     try:
         video = scenedetect.open_video(str(path), backend="pyav", threading_mode=params.threading)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - PyAV and scenedetect raise many types for one cause
         raise MediaError(
             MediaIssue.CORRUPT, f"{path.name}: cannot open video ({type(exc).__name__}: {exc})"
         ) from None
@@ -106,7 +116,7 @@ def detect_shots(
             video.seek(start_s)
         end = None if end_s is None or end_s == float("inf") else end_s
         decoded = manager.detect_scenes(video, end_time=end, show_progress=False)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - PyAV and scenedetect raise many types for one cause
         raise MediaError(
             MediaIssue.CORRUPT, f"{path.name}: video cannot be decoded ({type(exc).__name__}: {exc})"
         ) from None
@@ -114,7 +124,10 @@ def detect_shots(
         raise MediaError(MediaIssue.EMPTY, f"{path.name}: video has no decodable frames")
     scenes = manager.get_scene_list(start_in_scene=True)
     fps = float(video.frame_rate)
-    return _rebase(_shots_from_scenes(scenes, stats, params.threshold, fps), fps)
+    shots = _rebase(_shots_from_scenes(scenes, stats, params.threshold, fps), fps)
+    if frame_count and shots and frame_count > shots[-1].end_frame:
+        shots[-1] = replace(shots[-1], end_frame=frame_count, end_s=round(frame_count / fps, 6))
+    return shots
 
 
 def _rebase(shots: list[Shot], fps: float) -> list[Shot]:
@@ -222,5 +235,6 @@ class ShotBoundaries(AnchorExtractor):
         video = main_video(stream)
         if video is None:
             return []
-        shots = detect_shots(video.path, self.params, video.time_start, video.time_end)
+        count = stream.cameras[video.camera].frame_count or None
+        shots = detect_shots(video.path, self.params, video.time_start, video.time_end, frame_count=count)
         return shot_anchors(stream.id, shots, self.params, video.camera)
