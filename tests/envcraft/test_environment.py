@@ -16,8 +16,12 @@ def test_initial_state_has_c1_template_and_overrides(counter_env) -> None:
     s = counter_env.get_session_state(sid)
     assert s["session_id"] == sid and s["scenario_id"] == "reach_three"
     assert s["created_at"] == "2026-01-01T00:00:00+00:00" and s["workspace_account"] == "tester"
-    assert s["meta"] == {"base_time": "2026-01-01T00:00:00+00:00", "action_index": 0, "time_step_s": 60,
-                         "long_context": False}  # fmt: skip
+    assert s["meta"] == {
+        "base_time": "2026-01-01T00:00:00+00:00",
+        "action_index": 0,
+        "time_step_s": 60,
+        "long_context": False,
+    }
     assert s["actions"] == [] and s["notes"]["seed"]["text"] == "from scenario" and "extra" not in s["notes"]
     long_sid = counter_env.create_session("reach_three", long_context=True)
     assert counter_env.get_session_state(long_sid)["notes"]["extra"]["text"] == "long context"
@@ -104,18 +108,26 @@ def test_harness_interface_load_snapshot_restore(counter_pkg: EnvPackage, tmp_pa
     env.call(sid, "increment", by=5)
     env.restore_env_state(snap)
     assert env.get_env_state() == snap
-    inline = {"scenario_id": "inline", "title": "t", "task_prompt": "p", "base_time": "2026-02-02T00:00:00Z",
-              "overrides": {"counter": {"value": 7}}, "evaluation": {"target": 8}}  # fmt: skip
+    inline = {
+        "scenario_id": "inline",
+        "title": "t",
+        "task_prompt": "p",
+        "base_time": "2026-02-02T00:00:00Z",
+        "overrides": {"counter": {"value": 7}},
+        "evaluation": {"target": 8},
+    }
     env._load_scenario(inline)
     state = env.get_env_state()
     assert env.session_id == sid and state["counter"]["value"] == 7 and state["actions"] == []
 
 
 def test_scenario_validation_names_the_problem() -> None:
-    with pytest.raises(ValueError, match="x.json: scenario is missing task_prompt"):
+    with pytest.raises(ValueError, match=r"x\.json: scenario is missing task_prompt"):
         Scenario.from_dict({"scenario_id": "a", "title": "b", "base_time": "c"}, "x.json")
     with pytest.raises(ValueError, match="unknown scenario keys colour"):
-        Scenario.from_dict({"scenario_id": "a", "title": "b", "task_prompt": "p", "base_time": "c", "colour": 1}, "x")
+        Scenario.from_dict(
+            {"scenario_id": "a", "title": "b", "task_prompt": "p", "base_time": "c", "colour": 1}, "x"
+        )
 
 
 def test_unknown_scenario_lists_known_ones(counter_env) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dataclaw.envcraft.runtime import EnvError, ErrorCategory, EnvPackage, state_hash
+from dataclaw.envcraft.runtime import EnvError, EnvPackage, ErrorCategory, state_hash
 from dataclaw.envcraft.runtime.store import JOURNAL, LOCK, SNAPSHOT, decode_entry, encode_entry
 
 
@@ -57,7 +57,9 @@ def test_torn_tail_is_ignored_then_cut(counter_pkg: EnvPackage, tmp_path: Path) 
     env.call(sid, "append_item", value=1)
     journal = tmp_path / "t" / JOURNAL
     whole = journal.read_bytes()
-    line = encode_entry({"record": {"index": 1, "tool": "append_item", "params": {"value": 2}}, "apply": True, "seq": 2})
+    line = encode_entry(
+        {"record": {"index": 1, "tool": "append_item", "params": {"value": 2}}, "apply": True, "seq": 2}
+    )
     journal.write_bytes(whole + line[: len(line) // 2])  # a writer died mid-append
     fresh = counter_pkg.env_cls(tmp_path)
     assert _items(fresh, sid) == [1]
@@ -154,7 +156,7 @@ def test_sigkill_during_writes_always_leaves_a_prefix(counter_pkg: EnvPackage, t
     for _ in range(50):
         r, w = os.pipe()
 
-        def write() -> None:
+        def write(w: int = w) -> None:
             child = counter_pkg.env_cls(tmp_path, compact_every=64)
             start = len(child.get_session_state(sid)["items"])
             os.write(w, b"go")

@@ -12,8 +12,16 @@ from dataclaw.envcraft.runtime.tools import parse_docstring
 
 
 @tool("write", fields=["things"], returns=["thing"])
-def make_thing(session: dict, name: str, size: int, kind: Literal["a", "b"] = "a", ratio: float = 0.5,
-               tags: list[str] | None = None, extra: dict | None = None, on: bool = False) -> dict:  # fmt: skip
+def make_thing(
+    session: dict,
+    name: str,
+    size: int,
+    kind: Literal["a", "b"] = "a",
+    ratio: float = 0.5,
+    tags: list[str] | None = None,
+    extra: dict | None = None,
+    on: bool = False,
+) -> dict:
     """Make a thing.
 
     Longer explanation on a second paragraph.
@@ -72,7 +80,11 @@ def test_openai_schema_is_valid_json_schema() -> None:
         ({"name": "x", "size": 2**70}, ErrorCategory.INVALID_ARGUMENT, "64-bit"),
         ({"name": "x", "size": 1, "kind": "z"}, ErrorCategory.INVALID_ARGUMENT, "one of 'a', 'b'"),
         ({"name": "x", "size": 1, "tags": ["ok", 3]}, ErrorCategory.INVALID_ARGUMENT, "item 1"),
-        ({"name": "x", "size": 1, "colour": "red"}, ErrorCategory.INVALID_ARGUMENT, "unknown parameter 'colour'"),
+        (
+            {"name": "x", "size": 1, "colour": "red"},
+            ErrorCategory.INVALID_ARGUMENT,
+            "unknown parameter 'colour'",
+        ),
         ({"name": "\ud800", "size": 1}, ErrorCategory.INVALID_ARGUMENT, "UTF-8"),
         ({"name": "x", "size": 1, "ratio": float("nan")}, ErrorCategory.INVALID_ARGUMENT, "number"),
     ],
@@ -86,7 +98,15 @@ def test_validation_rejects_bad_params(params: dict, category: ErrorCategory, ne
 
 def test_validation_fills_defaults_and_widens_int_to_float() -> None:
     out = SPEC.validate({"name": "x", "size": 2, "ratio": 1, "tags": None})
-    assert out == {"name": "x", "size": 2, "kind": "a", "ratio": 1.0, "tags": None, "extra": None, "on": False}
+    assert out == {
+        "name": "x",
+        "size": 2,
+        "kind": "a",
+        "ratio": 1.0,
+        "tags": None,
+        "extra": None,
+        "on": False,
+    }
     assert isinstance(out["ratio"], float)
 
 
@@ -129,5 +149,7 @@ def test_toolset_refuses_duplicates_and_reports_unknown_tools() -> None:
 
 
 def test_parse_docstring_sections() -> None:
-    desc, args, ret = parse_docstring("Title line.\n\nArgs:\n    a (int): first.\n    b: second\n\nReturns:\n    x.")
+    desc, args, ret = parse_docstring(
+        "Title line.\n\nArgs:\n    a (int): first.\n    b: second\n\nReturns:\n    x."
+    )
     assert desc == "Title line." and args == {"a": "first.", "b": "second"} and ret == "x."
