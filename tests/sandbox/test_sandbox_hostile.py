@@ -229,3 +229,14 @@ def test_nothing_is_left_writable_but_the_workspace(workspace, limits, policy, s
     out = run(src, workspace, Limits(cpu_s=10, wall_s=30, memory_mb=512), policy=policy)
     _contained(out, survivors, Status.OK, None)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_program_has_no_capabilities_and_no_new_privileges(workspace, limits, policy, survivors, uid):
+    src = "print(open('/proc/self/status').read())"
+    out = run(src, workspace, limits, policy=policy)
+    _contained(out, survivors, Status.OK, None)
+    status = dict(line.split(":\t", 1) for line in out.stdout.splitlines() if ":\t" in line)
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(status[cap], 16) == 0, (cap, status[cap])
+    assert status["NoNewPrivs"].strip() == "1"
+    assert status["Uid"].split()[:2] == [str(uid), str(uid)]

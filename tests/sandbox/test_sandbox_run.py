@@ -44,6 +44,16 @@ def test_python_source_gets_args_stdin_env_and_the_workspace(workspace, limits, 
 
 
 @needs_bwrap
+def test_private_0700_workspace_works_and_keeps_its_mode(tmp_path, limits, policy):
+    ws = tmp_path / "private"
+    ws.mkdir(mode=0o700)
+    out = run(["bash", "-c", "pwd; echo hi > f"], ws, limits, policy=policy)
+    assert out.ok, out.stderr
+    assert (ws / "f").read_text() == "hi\n"
+    assert ws.stat().st_mode & 0o777 == 0o700 and ws.stat().st_uid == os.geteuid()
+
+
+@needs_bwrap
 def test_argv_program_runs_with_the_sandbox_path(workspace, limits, policy):
     out = run(["bash", "-c", "echo $HOME; command -v python; exit 3"], workspace, limits, policy=policy)
     assert out.status is Status.ERROR and out.exit_code == 3

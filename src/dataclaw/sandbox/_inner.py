@@ -13,7 +13,10 @@ import builtins
 import errno
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # importing typing would cost a few ms of every sandboxed start
+if TYPE_CHECKING:
+    from typing import Any
 
 OK, ERROR, TIMEOUT, RESOURCE, VIOLATION = "ok", "error", "timeout", "resource_limit", "violation"
 
@@ -276,8 +279,6 @@ def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:
     code = 1
     try:
         os.setsid()
-        for fd in job.get("close_fds", []):  # the worker's protocol channel is not the job's business
-            os.close(fd)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_w, 1)
@@ -380,22 +381,59 @@ def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, An
     }
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Fork a fresh child for one job (so jobs share no state) and classify how it ended."""
+def fork_child(close_fds: list[int]) -> tuple[int, int, dict[str, int]]:
+    """Fork a fresh child that waits for its job on a pipe: (pid, job pipe, stdout/stderr/status pipes).
+
+    The worker forks the next child right after answering a job, so the fork is off the critical path.
+    """
+    job_r, job_w = os.pipe()
+    pipes = {name: os.pipe() for name in ("stdout", "stderr", "status")}
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in [job_w, *(r for r, _ in pipes.values()), *close_fds]:
+                os.close(fd)  # incl. the worker's protocol channel: not the job's business
+            data = bytearray()
+            while chunk := os.read(job_r, 1 << 20):
+                data += chunk
+            if data:
+                import json
+
+                _job_child(json.loads(data), pipes["stdout"][1], pipes["stderr"][1], pipes["status"][1])
+        finally:
+            os._exit(0)
+    os.close(job_r)
+    for _, w in pipes.values():
+        os.close(w)
+    return pid, job_w, {name: r for name, (r, _) in pipes.items()}
+
+
+def discard_child(child: tuple[int, int, dict[str, int]]) -> None:
+    """Release a forked child that got no job: EOF on its job pipe makes it exit."""
+    pid, job_w, reads = child
+    os.close(job_w)
+    for fd in reads.values():
+        os.close(fd)
+    os.waitpid(pid, 0)
+
+
+def run_job(job: dict[str, Any], child: tuple[int, int, dict[str, int]] | None = None) -> dict[str, Any]:
+    """Hand one job to a fresh forked child (so jobs share no state) and classify how it ended."""
     import json
     import time
 
     t0 = time.monotonic()
-    pipes = {name: os.pipe() for name in ("stdout", "stderr", "status")}
-    pid = os.fork()
-    if pid == 0:
-        for r, _ in pipes.values():
-            os.close(r)
-        _job_child(job, pipes["stdout"][1], pipes["stderr"][1], pipes["status"][1])
-    for _, w in pipes.values():
-        os.close(w)
-    got = _collect(job, pid, {name: r for name, (r, _) in pipes.items()})
-    for r, _ in pipes.values():
+    pid, job_w, reads = child or fork_child(job.get("close_fds", []))
+    try:
+        view = memoryview(json.dumps(job).encode())
+        while view:
+            view = view[os.write(job_w, view) :]
+    except OSError:
+        pass  # the child is gone already; _collect sees how it ended
+    finally:
+        os.close(job_w)
+    got = _collect(job, pid, reads)
+    for r in reads.values():
         os.close(r)
     records = parse_records(bytes(got["bufs"]["status"]))
     record = pick_record(records, pid)
@@ -439,13 +477,16 @@ def run_worker(cfg: dict[str, Any]) -> None:
             importlib.import_module(mod)
         except Exception as exc:  # reported to the host, which decides what to do
             failed.append(f"{mod}: {type(exc).__name__}")
+    close = [chan_in, chan_out, null]
+    spare = fork_child(close)
     write_frame(chan_out, {"event": "ready", "pid": os.getpid(), "preload_failed": failed})
     while True:
         job = _read_frame(chan_in)
         if job is None:
+            discard_child(spare)
             return
-        job = {**cfg, **job, "close_fds": [chan_in, chan_out, null]}
-        write_frame(chan_out, run_job(job))
+        write_frame(chan_out, run_job({**cfg, **job}, spare))
+        spare = fork_child(close)
 
 
 def main(argv: list[str]) -> None:

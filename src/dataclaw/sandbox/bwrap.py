@@ -88,7 +88,8 @@ def namespace_args() -> list[str]:
         return [
             *["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"],
             *["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"],
-            *["--cap-add", "CAP_SETPCAP"],
+            # enter a 0700 workspace owned by the sandbox uid; all capabilities go when setpriv switches uid
+            *["--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_DAC_READ_SEARCH"],
             *common,
         ]
     return ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", *common]

@@ -196,8 +196,16 @@ def _inner_code() -> bytes:
     return marshal.dumps(compile(INNER_SOURCE, "<dataclaw-sandbox>", "exec"))
 
 
+@functools.cache
 def _same_interpreter(python: Path) -> bool:
     return os.path.realpath(python) == os.path.realpath(sys.executable)
+
+
+@functools.cache
+def _src_root() -> str:
+    import dataclaw
+
+    return str(Path(dataclaw.__file__).resolve().parent.parent)
 
 
 def launcher_files(python: Path) -> dict[str, bytes]:
@@ -215,11 +223,8 @@ def launcher_config(
     roots: list[str], writable: list[str], status_w: int, args: Sequence[str], mode: str, **extra: Any
 ) -> str:
     """The launcher's settings, marshalled and hex-encoded into one argv string (no json import inside)."""
-    import dataclaw
-
-    src_root = str(Path(dataclaw.__file__).resolve().parent.parent)
     cfg = {"mode": mode, "main": MAIN_FILE, "status_fd": status_w, "args": list(args), "roots": roots}
-    cfg |= {"writable": writable, "sys_path": [src_root], **extra}
+    cfg |= {"writable": writable, "sys_path": [_src_root()], **extra}
     return marshal.dumps(cfg).hex()
 
 
