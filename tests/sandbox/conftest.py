@@ -1,4 +1,4 @@
-"""Shared fixtures: small limits so hostile programs hit them fast, a fresh uid per test to check leftovers."""
+"""Fixtures: small limits so hostile programs hit them fast, a fresh uid per test to check leftovers."""
 
 from __future__ import annotations
 

@@ -123,3 +123,11 @@ def test_frames_round_trip():
     assert _inner._read_frame(r) == {"a": [1, "ü"]}
     assert _inner._read_frame(r) is None
     os.close(r)
+
+
+def test_seccomp_filter_layout():
+    from dataclaw.sandbox.seccomp import no_userns_filter
+
+    prog = no_userns_filter("x86_64")
+    assert prog is not None and len(prog) == 13 * 8  # 13 classic-BPF instructions of 8 bytes
+    assert no_userns_filter("riscv64") is None

@@ -186,7 +186,8 @@ def test_killing_the_parent_is_a_violation_and_does_not_reach_the_host(workspace
     src = (
         "import os, signal\n"
         "try:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n    pass\n"
-        f"try:\n    os.kill({os.getpid()}, signal.SIGKILL)\nexcept ProcessLookupError:\n    print('host pid not visible')\n"
+        f"try:\n    os.kill({os.getpid()}, signal.SIGKILL)\n"
+        "except ProcessLookupError:\n    print('host pid not visible')\n"
         "print('still here')"
     )
     out = run(src, workspace, limits, policy=policy)
@@ -220,7 +221,8 @@ def test_nothing_is_left_writable_but_the_workspace(workspace, limits, policy, s
         "import os\nbad = []\n"
         "for top in ('/', '/usr', '/etc', '/root', '/run', '/work', '/proc/sys', '/dev'):\n"
         "    for dirpath, dirs, files in os.walk(top):\n"
-        "        if dirpath.startswith(('/proc/', '/workspace', '/dev/shm', '/tmp')) and dirpath != '/proc/sys':\n"
+        "        private = dirpath.startswith(('/proc/', '/workspace', '/dev/shm', '/tmp'))\n"
+        "        if private and dirpath != '/proc/sys':\n"
         "            dirs[:] = []\n            continue\n"
         "        if os.access(dirpath, os.W_OK):\n            bad.append(dirpath)\n"
         "        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(dirpath, d))][:50]\n"
@@ -240,3 +242,15 @@ def test_the_program_has_no_capabilities_and_no_new_privileges(workspace, limits
         assert int(status[cap], 16) == 0, (cap, status[cap])
     assert status["NoNewPrivs"].strip() == "1"
     assert status["Uid"].split()[:2] == [str(uid), str(uid)]
+
+
+def test_creating_a_user_namespace_to_become_root_is_blocked(workspace, limits, policy, survivors):
+    out = run(["unshare", "--user", "--map-root-user", "id"], workspace, limits, policy=policy)
+    _contained(out, survivors, Status.VIOLATION, "operation")
+    assert "uid=0" not in out.stdout
+    src = "import threading, subprocess\n"
+    src += "t = threading.Thread(target=print, args=('thread',))\nt.start()\nt.join()\n"
+    src += "print(subprocess.run(['echo', 'child'], capture_output=True, text=True).stdout)"
+    out = run(src, workspace, limits, policy=policy)  # threads and subprocesses still work under the filter
+    _contained(out, survivors, Status.OK, None)
+    assert out.stdout.split() == ["thread", "child"]

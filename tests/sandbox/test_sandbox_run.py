@@ -1,4 +1,4 @@
-"""``run()`` contract: outputs, arguments, environment, caps, ownership, bad input, refusal and unsafe mode."""
+"""``run()`` contract: outputs, arguments, environment, caps, ownership, bad input, refusal, unsafe mode."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_python_source_gets_args_stdin_env_and_the_workspace(workspace, limits, 
     (workspace / "sub").mkdir()
     src = (
         "import os, sys\n"
-        "print(sys.argv[1:], sys.stdin.read(), os.environ['GIVEN'], os.environ['DATACLAW_WORKSPACE'], os.getcwd())\n"
+        "env = os.environ\n"
+        "print(sys.argv[1:], sys.stdin.read(), env['GIVEN'], env['DATACLAW_WORKSPACE'], os.getcwd())\n"
         "open('out.txt', 'w').write('written')"
     )
     out = run(

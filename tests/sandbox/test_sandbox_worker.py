@@ -1,4 +1,4 @@
-"""``WarmWorker``: many jobs through one sandboxed process, isolated from each other, classified, restartable."""
+"""``WarmWorker``: many jobs through one sandboxed process, isolated, classified, restartable."""
 
 from __future__ import annotations
 
@@ -75,7 +75,8 @@ def test_hostile_jobs_are_classified_and_the_worker_keeps_serving(workspace, lim
 
 def test_timeout_kills_the_job_and_its_background_children(workspace, limits, policy):
     marker = f"{os.getpid()}.{time.monotonic_ns() % 100000}"
-    src = f"import subprocess, time\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)\ntime.sleep(60)"
+    src = "import subprocess, time\n"
+    src += f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\ntime.sleep(60)"
     with WarmWorker(workspace, limits, policy=policy) as worker:
         t0 = time.monotonic()
         out = worker.run(src, timeout=1.0)

@@ -196,7 +196,7 @@ def _execute(job: dict[str, Any], report: _Reporter) -> int:
         code = _exit_code(exc)
         report.send(event="exit", exit_code=code)
         return code
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - whatever the program raises is classified, not lost
         import traceback
 
         # the program's frames only: the launcher's own frame is not the program's business
@@ -212,7 +212,7 @@ def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a closed stream at exit must not mask the program's outcome
             pass
 
 
@@ -475,7 +475,7 @@ def run_worker(cfg: dict[str, Any]) -> None:
     for mod in cfg.get("preload", []):
         try:
             importlib.import_module(mod)
-        except Exception as exc:  # reported to the host, which decides what to do
+        except Exception as exc:  # noqa: BLE001 - reported to the host, which decides what to do
             failed.append(f"{mod}: {type(exc).__name__}")
     close = [chan_in, chan_out, null]
     spare = fork_child(close)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 import dataclaw
+from dataclaw.sandbox.seccomp import no_userns_filter
 from dataclaw.sandbox.types import Limits, SandboxPolicy
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -93,6 +94,17 @@ def namespace_args() -> list[str]:
             *common,
         ]
     return ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", *common]
+
+
+def seccomp_args(plan: MountPlan) -> list[str]:
+    """As root (no user namespace of bubblewrap's own): a filter that blocks creating user namespaces."""
+    prog = no_userns_filter() if is_root() else None
+    if prog is None:
+        return []
+    fd = os.open(f"/proc/self/fd/{_memfd(prog)}", os.O_RDONLY | os.O_CLOEXEC)
+    plan.fds.append(fd)
+    plan.pass_fds.append(fd)
+    return ["--seccomp", str(fd)]
 
 
 def user_switch(uid: int) -> list[str]:
@@ -265,6 +277,7 @@ def mount_plan(
     plan.data_file("/etc/hosts", b"127.0.0.1 localhost sandbox\n::1 localhost\n")
     for dest, data in files.items():
         plan.data_file(dest, data, static=dest in static)
+    plan.args += seccomp_args(plan)
     etc = [f"/etc/{name}" for name in (*ETC_COPIES, *ETC_BINDS, "localtime", "passwd", "group", "hosts")]
     plan.roots += [*SYSTEM_DIRS, *etc, "/dev", "/proc", "/tmp", STATUS_DIR]
     plan.writable += ["/tmp", "/dev/shm"]

@@ -59,6 +59,7 @@ UNSAFE_WARNING = (
 _STDERR_ERRNOS = {
     errno.EROFS: (Status.VIOLATION, "read_only"),
     errno.EACCES: (Status.VIOLATION, "permission"),
+    errno.EPERM: (Status.VIOLATION, "operation"),
     errno.ENETUNREACH: (Status.VIOLATION, "network"),
     errno.EFBIG: (Status.RESOURCE_LIMIT, "file_size"),
     errno.ENOSPC: (Status.RESOURCE_LIMIT, "disk"),
@@ -142,7 +143,7 @@ def run(
 
 
 class OneShotRuntime(Runtime):
-    """:func:`run` behind the :class:`Runtime` interface: a fresh sandbox per program, nothing held between."""
+    """:func:`run` as a :class:`Runtime`: a fresh sandbox per program, nothing held in between."""
 
     def __init__(
         self, workspace: str | Path, limits: Limits | None = None, policy: SandboxPolicy | None = None

@@ -75,7 +75,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """What a sandboxed program may see besides its workspace (system dirs and Python are always read-only)."""
+    """What a sandboxed program may see besides its workspace (system dirs and Python: always, read-only)."""
 
     ro_paths: tuple[Path, ...] = ()
     """Extra host paths mounted read-only at the same path."""
