@@ -11,7 +11,6 @@ appear in help.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -139,6 +138,8 @@ def _bindings(env_cls: type[Environment], environ: dict[str, str]) -> tuple[str,
 
 def _attach_server_log(state_root: str) -> None:
     """Infrastructure details go to ``<state_root>/server.log``, never to the agent."""
+    import logging
+
     logger = logging.getLogger("dataclaw.envcraft.runtime")
     if logger.handlers or not os.path.isdir(state_root):
         return
@@ -184,7 +185,7 @@ def main(
         return _emit(out, env.call(sid, ns._tool, **params))
     except EnvError as exc:
         return _emit(out, {"status": "error", "error": exc.to_dict()})
-    except Exception as exc:  # the last boundary: logged server-side, generic text to the agent
+    except Exception as exc:  # noqa: BLE001 - the last boundary: logged server-side, generic text to the agent
         err = infrastructure_error(exc, context=f"{env_cls.name} cli", ref_seed=" ".join(argv))
         return _emit(out, {"status": "error", "error": err.to_dict()})
 

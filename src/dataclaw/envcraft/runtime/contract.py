@@ -354,7 +354,7 @@ def run_contract(
                 report.checks.append(CheckResult(name, True, check(pkg, root)))
             except _Fail as exc:
                 report.checks.append(CheckResult(name, False, str(exc)))
-            except Exception as exc:  # a crash is a failed check, reported with its origin
+            except Exception as exc:  # noqa: BLE001 - a crash is a failed check, reported with its origin
                 tb = traceback.extract_tb(exc.__traceback__)[-1]
                 report.checks.append(
                     CheckResult(

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import tempfile
-import uuid
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -98,11 +97,7 @@ class Environment:
         compact_every: int = 256,
         durable: bool = False,
     ) -> None:
-        root = (
-            Path(state_root)
-            if state_root is not None
-            else Path(tempfile.mkdtemp(prefix=f"envcraft-{self.name}-"))
-        )
+        root = Path(state_root) if state_root is not None else _temp_root(self.name)
         self.state_root = root
         self.store = SessionStore(
             root,
@@ -171,7 +166,7 @@ class Environment:
     ) -> str:
         """Create a session from a scenario and bind it; returns the session id."""
         scenario = self.scenario(scenario_id)
-        sid = session_id if session_id is not None else f"{scenario_id[:80]}-{uuid.uuid4().hex[:12]}"
+        sid = session_id if session_id is not None else f"{scenario_id[:80]}-{os.urandom(6).hex()}"
         self.store.create(sid, self.initial_state(scenario, sid, long_context=long_context))
         self.session_id = sid
         return sid
@@ -222,7 +217,7 @@ class Environment:
         else:
             sc = Scenario.from_dict(scenario, "scenario argument")
         if self.session_id is None or not self.store.exists(self.session_id):
-            sid = self.session_id or f"{sc.scenario_id[:80]}-{uuid.uuid4().hex[:12]}"
+            sid = self.session_id or f"{sc.scenario_id[:80]}-{os.urandom(6).hex()}"
             self.store.create(sid, self.initial_state(sc, sid, long_context=long_context))
             self.session_id = sid
             return
@@ -248,7 +243,7 @@ class Environment:
                 return self._call_locked(txn, tool, params)
         except EnvError as exc:
             return {"status": "error", "error": exc.to_dict()}
-        except Exception as exc:  # infrastructure: the store could not be read or written
+        except Exception as exc:  # noqa: BLE001 - infrastructure: the store could not be read or written
             err = infrastructure_error(
                 exc, context=f"{self.name}.call({tool})", ref_seed=f"{session_id}:{tool}"
             )
@@ -291,7 +286,7 @@ class Environment:
             record["status"] = "error"
             record["error"] = exc.to_dict()
             envelope = {"status": "error", "error": record["error"]}
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug in domain code: generic error, logged server-side
             err = infrastructure_error(
                 exc, context=f"{self.name}.{tool}", ref_seed=f"{txn.session_id}:{index}"
             )
@@ -308,6 +303,12 @@ class Environment:
         if entry.get("apply"):
             self.tools.get(record["tool"]).fn(state, **record["params"])
         _log_action(state, record)
+
+
+def _temp_root(name: str) -> Path:
+    import tempfile  # only for throwaway in-process environments; keeps CLI start-up lean
+
+    return Path(tempfile.mkdtemp(prefix=f"envcraft-{name}-"))
 
 
 def _log_action(state: dict[str, Any], record: dict[str, Any]) -> None:

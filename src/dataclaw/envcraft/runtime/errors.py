@@ -8,12 +8,11 @@ with a short reference; the full detail (traceback, paths) goes only to the serv
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 from enum import StrEnum
 from typing import Any
 
-log = logging.getLogger("dataclaw.envcraft.runtime")
+LOGGER_NAME = "dataclaw.envcraft.runtime"
 
 # Echoed user values are cut to this length so an error never becomes a dump.
 _ECHO_MAX = 80
@@ -87,7 +86,9 @@ def _safe_value(value: Any) -> Any:
 def infrastructure_error(exc: BaseException, *, context: str, ref_seed: str) -> EnvError:
     """Log ``exc`` with its traceback server-side; return a generic agent-safe error with a reference."""
     ref = hashlib.sha1(ref_seed.encode()).hexdigest()[:10]
-    log.error("infrastructure failure [ref %s] in %s", ref, context, exc_info=exc)
+    import logging  # only on the failure path
+
+    logging.getLogger(LOGGER_NAME).error("infrastructure failure [ref %s] in %s", ref, context, exc_info=exc)
     return EnvError(
         ErrorCategory.INFRASTRUCTURE,
         f"The environment had an internal problem (ref {ref}). Retry the command; if it keeps failing, "

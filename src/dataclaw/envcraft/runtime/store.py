@@ -23,10 +23,8 @@ import errno
 import fcntl
 import os
 import re
-import shutil
 import threading
 import time
-import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -44,6 +42,12 @@ LOCK = ".lock"
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 Replay = Callable[[dict[str, Any], dict[str, Any]], None]
+
+
+def _rmtree(path: Path, ignore_errors: bool = False) -> None:
+    import shutil  # rarely needed (create failures, deletes): imported lazily for CLI start-up
+
+    shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def session_not_found(session_id: str) -> EnvError:
@@ -180,7 +184,7 @@ class SessionStore:
         if final.exists():
             raise EnvError(ErrorCategory.INVALID_ARGUMENT, f"Session {echo(session_id)} already exists.")
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".creating-{session_id}-{uuid.uuid4().hex[:8]}"
+        tmp = self.root / f".creating-{session_id}-{os.urandom(4).hex()}"
         tmp.mkdir()
         try:
             self._write_snapshot(tmp, 0, state)
@@ -188,7 +192,7 @@ class SessionStore:
             (tmp / LOCK).touch()
             os.rename(tmp, final)
         except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _rmtree(tmp, ignore_errors=True)
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
                 raise EnvError(
                     ErrorCategory.INVALID_ARGUMENT, f"Session {echo(session_id)} already exists."
@@ -198,10 +202,10 @@ class SessionStore:
     def delete(self, session_id: str) -> None:
         """Remove a session (waits for its lock, so no writer is cut off)."""
         with self._locked_dir(session_id) as directory:
-            grave = self.root / f".deleted-{session_id}-{uuid.uuid4().hex[:8]}"
+            grave = self.root / f".deleted-{session_id}-{os.urandom(4).hex()}"
             os.rename(directory, grave)
             self._evict(session_id)
-        shutil.rmtree(grave, ignore_errors=True)
+        _rmtree(grave, ignore_errors=True)
 
     # ---- locking and loading ------------------------------------------------------------------------
 
