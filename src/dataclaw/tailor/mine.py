@@ -97,6 +97,8 @@ class StreamView:
     camera: str | None = None
     instruction: str | None = None
     steps: int = 0
+    document: str | None = None
+    """slide PDF of a lecture, if any"""
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def time_of(self, frame: int) -> float:

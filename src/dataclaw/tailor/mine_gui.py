@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from dataclaw.tailor.anchors.base import Anchor
 from dataclaw.tailor.mine import Candidate, CandidateKind, Miner, StreamView, register_miner
 
-GUI = "gui"
+GUI_MODALITIES = frozenset({"gui", "trajectory"})
 
 
 class MultiEvent(StrEnum):
@@ -58,9 +58,8 @@ CLAUSE_SPLIT = re.compile(
 )
 CONTEXT_KEYS = ("app", "application", "window", "window_title", "url", "page", "domain")
 TARGET_KEYS = ("target", "target_title", "title", "element", "name")
-NON_ACTION_KINDS = frozenset(
-    {"shot", "shot_boundary", "motion", "ocr_text", "window", "window_change", "app_switch", "instruction"}
-)
+GUI_SOURCE = "gui"  # the GUI event parser (dataclaw.tailor.anchors.gui)
+CONTEXT_KINDS = frozenset({"window_change", "app_switch", "url_change"})
 
 
 def instruction_goals(instruction: str) -> list[str]:
@@ -93,18 +92,25 @@ def _target(a: Anchor) -> str:
 
 
 def action_events(anchors: Sequence[Anchor]) -> list[Anchor]:
-    """Exact GUI action anchors (parser anchors that are not context, perception or layout facts)."""
+    """The GUI parser's action anchors (clicks, typing, shortcuts, …), not its context changes."""
     return sorted(
-        (
-            a
-            for a in anchors
-            if a.exact
-            and a.kind not in NON_ACTION_KINDS
-            and not a.kind.startswith("slide")
-            and not a.kind.startswith("transcript")
-        ),
+        (a for a in anchors if a.source == GUI_SOURCE and a.kind not in CONTEXT_KINDS),
         key=lambda a: (a.t, a.id),
     )
+
+
+def event_contexts(anchors: Sequence[Anchor], events: Sequence[Anchor]) -> list[str | None]:
+    """The application/window/URL each action happened in: the latest context-change anchor at or
+    before it (the top-window log), else what the action's own payload says."""
+    changes = sorted((a for a in anchors if a.kind in CONTEXT_KINDS), key=lambda a: a.t)
+    out: list[str | None] = []
+    j, current = 0, None
+    for ev in events:
+        while j < len(changes) and changes[j].t <= ev.t:
+            current = _context(changes[j]) or current
+            j += 1
+        out.append(_context(ev) or current)
+    return out
 
 
 def repeated_pattern(kinds: Sequence[str], min_repeats: int = 3) -> tuple[tuple[str, ...], list[int]] | None:
@@ -139,6 +145,7 @@ class Signals:
     pattern: tuple[tuple[str, ...], list[int]] | None
     parallel_markers: list[str]
     phase_changes: list[Anchor]
+    per_event: list[str | None]
 
     @property
     def multi_goal(self) -> bool:
@@ -202,8 +209,8 @@ def gather_signals(instruction: str, anchors: Sequence[Anchor], events: Sequence
     contexts: list[str] = []
     switches: list[int] = []
     last: str | None = None
-    for i, ev in enumerate(events):
-        ctx = _context(ev)
+    per_event = event_contexts(anchors, events)
+    for i, ctx in enumerate(per_event):
         if ctx is None:
             continue
         contexts.append(ctx)
@@ -219,6 +226,7 @@ def gather_signals(instruction: str, anchors: Sequence[Anchor], events: Sequence
         pattern=repeated_pattern([e.kind for e in events]),
         parallel_markers=[m.group(0) for m in PARALLEL_MARKERS.finditer(instruction or "")],
         phase_changes=sorted(phases, key=lambda a: a.t),
+        per_event=per_event,
     )
 
 
@@ -292,7 +300,7 @@ def propose_subtasks(events: Sequence[Anchor], sig: Signals, cls: MultiEvent) ->
         labels = (
             sig.goals
             if len(sig.goals) == len(stages)
-            else [_context(s[0]) or f"stage {j + 1}" for j, s in enumerate(stages)]
+            else [sig.per_event[bounds[j]] or f"stage {j + 1}" for j in range(len(stages))]
         )
         frags = []
         for stage, label in zip(stages, labels, strict=True):
@@ -325,7 +333,7 @@ class GuiTasks(Miner):
         self.min_events = min_events
 
     def applies_to(self, stream: StreamView) -> bool:
-        return stream.modality == GUI
+        return stream.modality in GUI_MODALITIES
 
     def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
         events = action_events(anchors)

@@ -1,6 +1,7 @@
 """Lecture segments (Education): which stretch of the talk explains which slide.
 
-A slide deck has no clock, so slides are aligned to the transcript: the transcript is cut into chunks
+When the lecture comes with a slide/time alignment, its ``slide_change`` anchors give the visits
+exactly. Otherwise a slide deck has no clock, so slides are aligned to the transcript: it is cut into chunks
 of ``chunk_s`` seconds, every chunk is compared with every slide's text (TF-IDF cosine over content
 words), and a monotone alignment (slides only move forward, skipping a slide costs ``skip_penalty``)
 is found by dynamic programming in O(chunks × slides). Consecutive chunks on the same slide form one
@@ -13,10 +14,14 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
+from dataclaw.core.errors import require
+from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.tailor.anchors.base import Anchor
 from dataclaw.tailor.mine import Candidate, CandidateKind, Miner, StreamView, register_miner
 
@@ -98,9 +103,36 @@ def _text(a: Anchor) -> str:
     return str(a.payload.get("text") or a.payload.get("title") or "")
 
 
+def slide_texts(pdf: str | Path) -> list[str]:
+    """The text layer of every page of a slide PDF (pypdfium2); unreadable files are a MediaError."""
+    pdfium = require("pypdfium2", "lecture segment mining", "media")
+    try:
+        doc = pdfium.PdfDocument(str(pdf))
+    except (pdfium.PdfiumError, OSError) as exc:
+        raise MediaError(MediaIssue.CORRUPT, f"{Path(pdf).name}: not a readable PDF ({exc})") from None
+    try:
+        return [" ".join(doc[i].get_textpage().get_text_range().split()) for i in range(len(doc))]
+    finally:
+        doc.close()
+
+
+@dataclass(frozen=True)
+class _Span:
+    slide: int
+    t0: float
+    t1: float
+    score: float | None
+    anchor: Anchor | None
+
+
 @register_miner
 class LectureSegments(Miner):
-    """Transcript spans aligned to slides (monotone TF-IDF alignment); one candidate per slide visit."""
+    """One candidate per slide visit: the transcript spoken while that slide was up.
+
+    With a slide/time alignment (``slide_change`` anchors) the visits are read from it (exact); without
+    one, transcript chunks of ``chunk_s`` seconds are aligned to the slides' text layer monotonically
+    (TF-IDF cosine, ``skip_penalty`` per skipped slide). Visits shorter than ``min_s`` are dropped.
+    """
 
     name: ClassVar[str] = "lecture_segment"
     kind: ClassVar[CandidateKind] = CandidateKind.LECTURE_SEGMENT
@@ -112,49 +144,68 @@ class LectureSegments(Miner):
         return stream.modality == LECTURE
 
     def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
-        slides = sorted(
-            (a for a in anchors if a.kind == "slide"), key=lambda a: (a.payload.get("page", 0), a.t)
-        )
-        transcript = [a for a in anchors if a.kind.startswith("transcript") and _text(a)]
-        chunks = chunk_transcript(transcript, self.chunk_s)
-        if not slides or not chunks:
+        transcript = sorted((a for a in anchors if a.kind == "transcript" and _text(a)), key=lambda a: a.t)
+        texts = slide_texts(stream.document) if stream.document else []
+        changes = sorted((a for a in anchors if a.kind == "slide_change"), key=lambda a: a.t)
+        if changes:
+            end = stream.duration or max((a.t_end or a.t for a in transcript), default=changes[-1].t)
+            spans = [
+                _Span(int(c.payload["slide"]), c.t, nxt.t if nxt else end, None, c)
+                for c, nxt in zip(changes, [*changes[1:], None], strict=True)
+            ]
+            how = "slide/time alignment"
+        elif texts and transcript:
+            spans = self._aligned(transcript, texts)
+            how = f"TF-IDF alignment of {self.chunk_s:.0f} s transcript chunks to slide text"
+        else:
             return []
-        sim = tfidf_similarity([" ".join(_text(a) for a in c) for c in chunks], [_text(s) for s in slides])
-        path = monotone_align(sim, self.skip_penalty)
         out: list[Candidate] = []
+        for span in spans:
+            said = [a for a in transcript if span.t0 <= a.t < span.t1]
+            if span.t1 - span.t0 < self.min_s or not said:
+                continue
+            page = span.slide + 1
+            why = (
+                f"slide {page} on screen {span.t0:.1f}-{span.t1:.1f} s ({how}); "
+                f"{len(said)} transcript segments"
+            )
+            if span.score is not None:
+                why += f", mean similarity {span.score:.3f}"
+            payload = {
+                "slide": span.slide,
+                "page": page,
+                "slide_text": texts[span.slide][:1000] if span.slide < len(texts) else None,
+                "transcript": " ".join(_text(a) for a in said)[:4000],
+                "aligned_by": "alignment" if changes else "tfidf",
+                "similarity": None if span.score is None else round(span.score, 4),
+            }
+            used = ([span.anchor] if span.anchor else []) + said
+            out.append(
+                self.candidate(
+                    stream,
+                    [span.slide, round(span.t0, 3), round(span.t1, 3)],
+                    label=f"slide-{page}",
+                    t_start=round(span.t0, 6),
+                    t_end=round(span.t1, 6),
+                    anchor_ids=[a.id for a in used],
+                    why=why,
+                    payload=payload,
+                )
+            )
+        return out
+
+    def _aligned(self, transcript: list[Anchor], texts: list[str]) -> list[_Span]:
+        chunks = chunk_transcript(transcript, self.chunk_s)
+        sim = tfidf_similarity([" ".join(_text(a) for a in c) for c in chunks], texts)
+        path = monotone_align(sim, self.skip_penalty)
+        spans: list[_Span] = []
         j = 0
         while j < len(chunks):
             k = j
             while k + 1 < len(chunks) and path[k + 1] == path[j]:
                 k += 1
-            slide = slides[path[j]]
-            span = [a for c in chunks[j : k + 1] for a in c]
-            t0 = span[0].t
-            t1 = max(a.t_end if a.t_end is not None else a.t for a in span)
-            score = float(np.mean([sim[x, path[j]] for x in range(j, k + 1)]))
-            if t1 - t0 >= self.min_s:
-                text = " ".join(_text(a) for a in span)
-                page = slide.payload.get("page", path[j])
-                out.append(
-                    self.candidate(
-                        stream,
-                        [page, round(t0, 3), round(t1, 3)],
-                        label=f"slide-{page}",
-                        t_start=t0,
-                        t_end=t1,
-                        anchor_ids=[slide.id, *(a.id for a in span)],
-                        why=(
-                            f"transcript {t0:.1f}-{t1:.1f} s aligned to slide {page} "
-                            f"(mean TF-IDF similarity {score:.3f} over {k - j + 1} chunks"
-                            f" of {self.chunk_s:.0f} s)"
-                        ),
-                        payload={
-                            "slide": page,
-                            "slide_text": _text(slide)[:500],
-                            "transcript": text[:2000],
-                            "similarity": round(score, 4),
-                        },
-                    )
-                )
+            t0 = chunks[j][0].t
+            t1 = chunks[k + 1][0].t if k + 1 < len(chunks) else max(a.t_end or a.t for a in chunks[k]) + 1e-6
+            spans.append(_Span(path[j], t0, t1, float(np.mean(sim[j : k + 1, path[j]])), None))
             j = k + 1
-        return out
+        return spans
