@@ -1,4 +1,4 @@
-"""Sandbox startup overhead: sandboxed ``python -c pass`` vs a plain subprocess, and warm-worker per-call cost.
+"""Sandbox startup: sandboxed ``python -c pass`` vs a plain subprocess, and the warm worker's per-call cost.
 
 All variants are measured in this one run, interleaved call by call so machine load hits them alike; p50 over
 ``--runs`` calls each. Target (DESIGN.md, sandbox issue): sandboxed/plain <= 1.5, or a warm-worker mode whose

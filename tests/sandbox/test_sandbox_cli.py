@@ -1,0 +1,33 @@
+"""``dataclaw sandbox check|run`` through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dataclaw.sandbox.cli import app
+
+runner = CliRunner()
+
+
+@pytest.mark.usefixtures("require_bwrap")
+def test_check_and_run_print_the_outcome(workspace, tmp_path):
+    assert runner.invoke(app, ["check"]).exit_code == 0
+    res = runner.invoke(app, ["run", "-w", str(workspace), "--", "bash", "-c", "echo hi > f; cat f"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["stdout"] == "hi\n"
+    script = tmp_path / "net.py"
+    script.write_text("import socket\nsocket.create_connection(('93.184.216.34', 80))")
+    res = runner.invoke(app, ["run", "-w", str(workspace), "--python", str(script)])
+    assert res.exit_code == 1
+    assert json.loads(res.stdout)["status"] == "violation"
+
+
+def test_unsafe_flag_is_spelled_out_and_bad_usage_is_named(workspace):
+    res = runner.invoke(app, ["run", "-w", str(workspace), "--unsafe-no-sandbox", "--", "true"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout.splitlines()[-1])["sandboxed"] is False
+    res = runner.invoke(app, ["run", "-w", str(workspace)])
+    assert res.exit_code != 0 and "either a command" in str(res.exception)
