@@ -18,7 +18,8 @@ from typing import Any
 
 import re2
 
-from dataclaw.envcraft.runtime import EnvError, ErrorCategory, echo, invalid_argument, missing_field
+from dataclaw.envcraft.runtime import EnvError, ErrorCategory, invalid_argument, missing_field
+from dataclaw.envcraft.runtime.errors import echo
 
 MAX_PATTERN_CHARS = 200
 MAX_TEXT_CHARS = 2000  # longest payload string an event may carry (enforced on injection)
@@ -101,7 +102,9 @@ def _register(op: Operator) -> None:
 for _op in (
     Operator("eq", "equality", "equal (numbers numerically, anything else as text)", _equal),
     Operator("ne", "equality", "not equal (a missing field is not equal)", lambda a, b: not _equal(a, b)),
-    Operator("gt", "numeric", "greater than (false unless both sides are numbers)", _numeric(lambda a, b: a > b)),
+    Operator(
+        "gt", "numeric", "greater than (false unless both sides are numbers)", _numeric(lambda a, b: a > b)
+    ),
     Operator("gte", "numeric", "greater than or equal", _numeric(lambda a, b: a >= b)),
     Operator("lt", "numeric", "less than", _numeric(lambda a, b: a < b)),
     Operator("lte", "numeric", "less than or equal", _numeric(lambda a, b: a <= b)),
@@ -132,7 +135,9 @@ def compile_pattern(pattern: str) -> Any:
         ) from None
 
 
-def validate_condition(condition: dict[str, Any], fields: dict[str, str], trigger_type: str) -> dict[str, Any]:
+def validate_condition(
+    condition: dict[str, Any], fields: dict[str, str], trigger_type: str
+) -> dict[str, Any]:
     """Check a condition against the payload fields the trigger type declares; return it normalised."""
     unknown = sorted(set(condition) - {"field", "op", "value"})
     if unknown:
@@ -147,7 +152,9 @@ def validate_condition(condition: dict[str, Any], fields: dict[str, str], trigge
             f"{echo(field)} is not a payload field of '{trigger_type}' events; fields: {', '.join(fields)}",
         )
     if op not in OPERATORS:
-        raise invalid_argument("condition.op", f"{echo(op)} is not an operator; use one of {', '.join(OPERATORS)}")
+        raise invalid_argument(
+            "condition.op", f"{echo(op)} is not an operator; use one of {', '.join(OPERATORS)}"
+        )
     family = OPERATORS[op].family
     if family == "numeric" and as_number(value) is None:
         raise invalid_argument("condition.value", f"operator '{op}' needs a number (got {echo(value)})")
