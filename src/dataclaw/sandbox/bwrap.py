@@ -97,8 +97,8 @@ def namespace_args() -> list[str]:
 
 
 def seccomp_args(plan: MountPlan) -> list[str]:
-    """As root (no user namespace of bubblewrap's own): a filter that blocks creating user namespaces."""
-    prog = no_userns_filter() if is_root() else None
+    """A filter that blocks creating user namespaces (as non-root, ``--disable-userns`` also does)."""
+    prog = no_userns_filter()
     if prog is None:
         return []
     fd = os.open(f"/proc/self/fd/{_memfd(prog)}", os.O_RDONLY | os.O_CLOEXEC)

@@ -5,7 +5,8 @@ available; an unprivileged program could otherwise create a user namespace and b
 not an escape (bind mounts stay locked), but a large kernel attack surface. The filter makes ``unshare``
 and ``clone`` with ``CLONE_NEWUSER`` fail with EPERM, makes ``clone3`` report ENOSYS (its flags live in
 memory that BPF cannot read; the C library then falls back to ``clone``), and refuses foreign syscall ABIs
-(x32, i386).
+(x32, i386). As a normal user bubblewrap's ``--disable-userns`` applies too; the filter still runs first,
+so an attempt reads as EPERM in both modes.
 """
 
 from __future__ import annotations
