@@ -12,7 +12,7 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,8 +38,8 @@ def minilm_path() -> Path:
 class Embedder:
     """Text → unit vectors. One model per process (loaded on first use, thread-safe)."""
 
-    _shared: dict[str, Any] = {}
-    _lock = threading.Lock()
+    _shared: ClassVar[dict[str, Any]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
