@@ -178,3 +178,17 @@ def test_sigkill_during_writes_always_leaves_a_prefix(counter_pkg: EnvPackage, t
         assert n >= previous  # nothing that was applied before is lost
         previous = n
     assert previous > 0
+
+
+def test_cache_is_bounded_and_list_skips_temporaries(counter_pkg: EnvPackage, tmp_path: Path) -> None:
+    env = counter_pkg.env_cls(tmp_path)
+    env.store.cache_size = 3
+    sids = [env.create_session("reach_three", f"s{i}") for i in range(6)]
+    for sid in sids:
+        env.call(sid, "increment")
+    assert len(env.store._cache) == 3
+    assert all(env.get_session_state(sid)["counter"]["value"] == 1 for sid in sids)  # evicted ones reload
+    (tmp_path / ".creating-x").mkdir()
+    (tmp_path / ".creating-x" / SNAPSHOT).write_text("{}")
+    assert env.store.list_sessions() == sids
+    env.store.close()

@@ -270,9 +270,9 @@ class Environment:
                     raise TypeError(f"tool {tool} returned {type(result).__name__}, not dict")
                 warnings = list(result.pop("warnings", []) or [])
                 data = jsoncopy(result)
-            except BaseException:
-                if spec.side_effect == "write":
-                    txn.rollback()  # a half-applied write must not survive
+            except BaseException as exc:
+                if spec.side_effect == "write" or not isinstance(exc, EnvError):
+                    txn.rollback()  # a half-applied write (or a crashed tool) must not survive
                     state = txn.state
                 raise
             record["status"] = "ok"

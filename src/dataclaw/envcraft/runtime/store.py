@@ -88,6 +88,7 @@ class _Cached:
     torn: bool  # a partial line follows ``offset``
     state: dict[str, Any]
     busy: bool = False
+    snap_size: int = 0
 
     def close(self) -> None:
         for fd in (self.snap_fd, self.journal_fd):
@@ -106,7 +107,8 @@ def _pin(cached: _Cached, directory: Path) -> None:
         os.close(cached.snap_fd)
         cached.snap_fd = -1
         raise
-    cached.snap_ino = os.fstat(cached.snap_fd).st_ino
+    snap_stat = os.fstat(cached.snap_fd)
+    cached.snap_ino, cached.snap_size = snap_stat.st_ino, snap_stat.st_size
     cached.journal_ino = os.fstat(cached.journal_fd).st_ino
     cached.offset, cached.entries, cached.torn = 0, 0, False
 
@@ -149,7 +151,8 @@ class SessionStore:
         lock_timeout_s: float = 5.0,
         compact_every: int = 256,
         durable: bool = False,
-        cache_size: int = 64,
+        cache_size: int = 32,
+        cache_bytes: int = 256 * 2**20,
     ) -> None:
         self.root = Path(root)
         self.replay = replay
@@ -157,6 +160,7 @@ class SessionStore:
         self.compact_every = max(1, compact_every)
         self.durable = durable
         self.cache_size = cache_size
+        self.cache_bytes = cache_bytes  # bound on the summed snapshot sizes of cached sessions
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._mutex = threading.Lock()
 
@@ -176,7 +180,9 @@ class SessionStore:
     def list_sessions(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if (p / SNAPSHOT).is_file())
+        return sorted(
+            p.name for p in self.root.iterdir() if not p.name.startswith(".") and (p / SNAPSHOT).is_file()
+        )
 
     def create(self, session_id: str, state: dict[str, Any]) -> None:
         """Create a session atomically (a fully written temp directory renamed into place)."""
@@ -372,7 +378,9 @@ class SessionStore:
         with self._mutex:
             self._cache[session_id] = cached
             self._cache.move_to_end(session_id)
-            while len(self._cache) > self.cache_size:
+            while len(self._cache) > self.cache_size or (
+                len(self._cache) > 1 and sum(c.snap_size for c in self._cache.values()) > self.cache_bytes
+            ):
                 victim = next((k for k, v in self._cache.items() if not v.busy), None)
                 if victim is None or victim == session_id:
                     break
