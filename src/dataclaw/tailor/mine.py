@@ -238,6 +238,8 @@ class FaultWindows(Miner):
         assert stream.fps and stream.frame_count
         n, fps = stream.frame_count, stream.fps
         out: list[Candidate] = []
+        if n < self.observation_frames + self.future_frames:
+            return out  # too short to hold the frames to sample: nothing to mine (A.3.1 filters these)
         for frac in self.fractions:
             a = min(n - 2, round(frac * (n - 1)))
             obs = stream.frange(max(0, a - max(1, round(self.observation_s * fps)) + 1), a)
@@ -376,9 +378,8 @@ class DynamicSegments(Miner):
             energy = sum(m.payload["energy"] for m in inside) / len(inside)
             if energy < self.min_energy:
                 continue
-            rng = stream.frange(
-                stream.frame_of(t0), max(stream.frame_of(t0), min(n - 1, stream.frame_of(t1) - 1))
-            )
+            first = stream.frame_of(t0)
+            rng = stream.frange(first, max(first, min(n - 1, round(t1 * stream.fps) - 1)))  # t1 exclusive
             used = ([shot] if shot else []) + inside
             conf = min([shot.confidence] if shot else [1.0])
             why = (

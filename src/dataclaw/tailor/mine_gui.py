@@ -45,11 +45,16 @@ ACTION_VERBS = frozenset(
     save download upload install uninstall send reply forward share post sort filter format insert edit
     update replace check uncheck mark star pin launch start stop play pause log sign submit book buy
     order scroll drag zoom resize print export import increase decrease apply configure connect view
-    read show hide lock unlock archive label schedule""".split()
+    read show hide lock unlock archive label schedule email mail message invite attach tag assign""".split()
 )
 SEQUENTIAL_MARKERS = re.compile(
     r"\b(first(ly)?|then|after\s+that|afterwards?|next|finally|subsequently|once\s+(done|finished)|"
     r"followed\s+by|before\s+that|and\s+then|lastly|second(ly)?|third(ly)?)\b",
+    re.IGNORECASE,
+)
+LEADING_MARKER = re.compile(
+    r"^(?:(?:and|so)\s+)?(?:first(?:ly)?|then|next|finally|lastly|after\s+that|afterwards?|second(?:ly)?|"
+    r"third(?:ly)?)\b[\s,]*",
     re.IGNORECASE,
 )
 PARALLEL_MARKERS = re.compile(r"\b(each|every|all\s+(of\s+)?the|both|respectively|one\s+by\s+one)\b", re.I)
@@ -66,7 +71,7 @@ def instruction_goals(instruction: str) -> list[str]:
     """Clauses of ``instruction`` that carry an action verb (one per goal), in order."""
     goals: list[str] = []
     for clause in CLAUSE_SPLIT.split(instruction or ""):
-        clause = (clause or "").strip(" '\"")
+        clause = LEADING_MARKER.sub("", (clause or "").strip(" '\"")).strip()
         words = re.findall(r"[a-z]+", clause.lower())
         if words and any(w in ACTION_VERBS for w in words[:3]):
             goals.append(clause)
