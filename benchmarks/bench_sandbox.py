@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -73,6 +74,8 @@ def main() -> int:
         "ratio_source_vs_plain": round(p50["sandbox_source"] / p50["plain"], 2),
         "warm_worker_call_p50_ms": p50["warm"],
         "warm_worker_restarts": restarts,
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
         "target": {"ratio_max": RATIO_TARGET, "or_warm_call_max_ms": WARM_TARGET_MS},
         "met": met,
         "pass": met["ratio"] or met["warm"],

@@ -126,6 +126,22 @@ def test_one_shot_runtime_runs_and_cleans_up(workspace, limits, policy):
     rt.cleanup()  # idempotent
 
 
+@needs_bwrap
+def test_concurrent_runs_stay_separate_and_large_sources_work(tmp_path, limits):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int) -> str:
+        ws = tmp_path / f"ws{i}"
+        ws.mkdir()
+        padding = "#" + "x" * 100_000 + "\n"  # larger than a pipe buffer: goes through a temp file
+        src = f"{padding}import os\nopen('me', 'w').write('{i}')\nprint(sorted(os.listdir('.')), {i})"
+        return run(src, ws, limits).stdout.strip()
+
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(one, range(4)))
+    assert outs == [f"['me'] {i}" for i in range(4)]
+
+
 def test_bad_inputs_are_named(workspace, tmp_path):
     with pytest.raises(ConfigError, match="nope"):
         run("pass", tmp_path / "nope")
