@@ -14,6 +14,7 @@ from dataclaw.core.errors import DataclawError
 # name -> (module, help). Each module exposes a typer ``app``.
 GROUPS: dict[str, tuple[str, str]] = {
     "models": ("dataclaw.cli.models", "Check models, list backends, show a run's model usage."),
+    "tailor": ("dataclaw.cli.tailor", "Tailor: raw streams → anchors → candidates → samples."),
     "sandbox": ("dataclaw.sandbox.cli", "Run untrusted code in the bubblewrap sandbox; check that it works."),
     "env": ("dataclaw.cli.env", "EnvCraft environments: list, show, tools, call, contract."),
 }

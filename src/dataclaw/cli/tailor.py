@@ -1,0 +1,155 @@
+"""``dataclaw tailor``: Tailor (DataClaw0) commands. ``ingest`` reads raw inputs into streams, anchors and
+candidates; ``inspect`` summarises a run directory. Synthesis commands join this group later."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dataclaw.core.errors import ConfigError
+
+app = typer.Typer(no_args_is_help=True, help="Tailor: raw streams → anchors → candidates → samples.")
+
+
+def _names(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _fractions(value: str) -> list[float]:
+    try:
+        return [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--fault-fractions must be comma-separated numbers, got '{value}'") from None
+
+
+@app.command("ingest")
+def ingest(
+    inputs: Annotated[list[Path], typer.Argument(help="Dataset folders, recordings, videos, slide decks.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; reruns resume).")],
+    workers: Annotated[int, typer.Option(help="Processes for anchors and mining.")] = 2,
+    extractors: Annotated[
+        str | None, typer.Option(help="Comma-separated anchor extractors (default all).")
+    ] = None,
+    miners: Annotated[
+        str | None, typer.Option(help="Comma-separated candidate miners (default all).")
+    ] = None,
+    ocr_backend: Annotated[str, typer.Option(help="OCR backend: tesseract or rapidocr.")] = "tesseract",
+    ocr_max_images: Annotated[int, typer.Option(help="At most this many screens OCR'd per stream.")] = 16,
+    shot_threshold: Annotated[float, typer.Option(help="ContentDetector threshold.")] = 27.0,
+    min_scene_len: Annotated[int, typer.Option(help="Minimum shot length in frames.")] = 15,
+    fault_fractions: Annotated[str, typer.Option(help="Fault-window anchors, fractions of an episode.")] = (
+        "0.35,0.5,0.65"
+    ),
+    observation_s: Annotated[float, typer.Option(help="Fault-window observation range, seconds.")] = 3.0,
+    future_s: Annotated[float, typer.Option(help="Fault-window future range, seconds.")] = 3.0,
+    keyframes: Annotated[int, typer.Option(help="Keyframes per robot episode.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
+) -> None:
+    """Read INPUTs into RUN: streams.jsonl → anchors.jsonl → candidates.jsonl (+ rejects.jsonl)."""
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.tailor.ingest import IngestConfig
+    from dataclaw.tailor.ingest import ingest as run_ingest
+
+    config = IngestConfig(
+        extractors=_names(extractors),
+        miners=_names(miners),
+        extractor_config={
+            "shots": {"threshold": shot_threshold, "min_scene_len": min_scene_len},
+            "ocr": {"backend": ocr_backend, "max_images": ocr_max_images},
+        },
+        miner_config={
+            "fault_window": {
+                "fractions": _fractions(fault_fractions),
+                "observation_s": observation_s,
+                "future_s": future_s,
+            },
+            "keyframes": {"k": keyframes},
+        },
+        workers=workers,
+    )
+    summary = run_ingest(inputs, out, config, progress=progress_bar)
+    if as_json:
+        typer.echo(json.dumps(summary.to_dict()))
+        return
+    _print_summary(summary.to_dict())
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    """One table: streams, then anchors / candidates / rejects with their per-kind counts."""
+    table = Table(title=f"tailor run {summary['run']}")
+    table.add_column("records")
+    table.add_column("total", justify="right")
+    table.add_column("by kind", overflow="fold")
+    table.add_row("streams", str(summary["streams"]), "")
+    for section in ("anchors", "candidates", "rejects"):
+        counts: dict[str, int] = summary[section]
+        detail = ", ".join(f"{name} {count}" for name, count in counts.items())
+        table.add_row(section, str(sum(counts.values())), detail)
+    Console().print(table)
+
+
+@app.command("inspect")
+def inspect(
+    run: Annotated[Path, typer.Argument(help="Run directory written by `dataclaw tailor ingest`.")],
+    streams: Annotated[int, typer.Option(help="Show at most this many streams.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """Counts, a per-stream summary and the rejects of a Tailor run."""
+    from dataclaw.core.store import RunStore
+    from dataclaw.tailor.ingest import ANCHORS, CANDIDATES, STREAMS, summarize
+
+    if not (run / "streams.jsonl").is_file() and not (run / "rejects.jsonl").is_file():
+        raise ConfigError(f"{run} is not a Tailor run directory (no streams.jsonl or rejects.jsonl)")
+    store = RunStore(run)
+    summary = summarize(store).to_dict()
+    anchors: dict[str, Counter[str]] = defaultdict(Counter)
+    for a in store.records(ANCHORS):
+        anchors[a["stream_id"]][a["kind"]] += 1
+    cands: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in store.records(CANDIDATES):
+        cands[c["stream_id"]][c["kind"]] += 1
+    rejects = store.rejects()
+    rejected = {r["record_id"]: f"{r['stage']}:{r['reason']}" for r in rejects}
+    rows = [
+        {
+            "stream": s["id"],
+            "modality": s["modality"],
+            "duration_s": round(float(s.get("duration") or 0.0), 2),
+            "anchors": dict(anchors[s["id"]]),
+            "candidates": dict(cands[s["id"]]),
+            "reject": rejected.get(s["id"]),
+        }
+        for s in store.records(STREAMS)
+    ]
+    if as_json:
+        typer.echo(json.dumps({**summary, "per_stream": rows, "reject_records": rejects}))
+        return
+    _print_summary(summary)
+    console = Console()
+    table = Table(title=f"streams ({len(rows)})")
+    for col in ("stream", "modality", "seconds", "anchors", "candidates", "reject"):
+        table.add_column(col, overflow="fold")
+    for row in rows[:streams]:
+        table.add_row(
+            row["stream"], row["modality"], f"{row['duration_s']:g}",
+            ", ".join(f"{k} {v}" for k, v in sorted(row["anchors"].items())),
+            ", ".join(f"{k} {v}" for k, v in sorted(row["candidates"].items())) or "-",
+            row["reject"] or "",
+        )  # fmt: skip
+    console.print(table)
+    if rejects:
+        grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for r in rejects:
+            grouped[(r["stage"], r["reason"])].append(r)
+        rtable = Table(title=f"rejects ({len(rejects)})")
+        for col in ("stage", "reason", "count", "example"):
+            rtable.add_column(col, overflow="fold")
+        for (stage, reason), items in sorted(grouped.items()):
+            rtable.add_row(stage, reason, str(len(items)), items[0]["message"])
+        console.print(rtable)
