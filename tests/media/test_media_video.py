@@ -112,3 +112,40 @@ def test_bad_videos_fail_with_a_reason(shared_data: Path, tmp_path: Path) -> Non
         assert name in str(err.value)
     shutil.copy(tmp_path / "fs.mp4", tmp_path / "ok.mp4")
     assert probe(tmp_path / "ok.mp4").frame_count == 282
+
+
+def _hashes_by_full_decode(path: Path, wanted: set[int]) -> dict[int, str]:
+    with av.open(str(path)) as container:
+        return {
+            i: frame_hash(frame.to_ndarray(format="rgb24"))
+            for i, frame in enumerate(container.decode(video=0))
+            if i in wanted
+        }
+
+
+@pytest.mark.slow
+def test_b_frame_skipping_on_x264_recording_is_frame_exact(shared_data: Path) -> None:
+    """The OpenCUA recording is x264 ref=1 with B-pyramids: far-away B-frames are skipped outright."""
+    path = shared_data / "opencua/raw_recording/recording.mp4"
+    rng = random.Random(11)
+    with VideoReader(path) as reader:
+        assert reader._b_window is not None  # the fast path is the one under test
+        n = reader.frame_count
+        plan = sample_indices(n, 24)
+        picks = rng.sample(range(n), 30)
+        ascending = sorted(rng.sample(range(n), 10))
+        edges = [0, 1, n - 2, n - 1, 39, 40, 38]  # around the first keyframes and the end
+        expected = _hashes_by_full_decode(path, set(plan + picks + ascending + edges))
+        assert [frame_hash(f) for f in reader.frames_at(plan)] == [expected[i] for i in plan]
+        assert [frame_hash(f) for f in reader.frames_at(picks)] == [expected[i] for i in picks]
+        for i in ascending + edges:  # single requests: continue forward or seek back
+            assert frame_hash(reader.frame_at(i)) == expected[i], i
+
+
+def test_x264_options_parsing() -> None:
+    from dataclaw.media.video import x264_options
+
+    sei = b"\x00\x05x264 - core 164 r3106 - H.264/MPEG-4 AVC codec - options: cabac=1 ref=1 bframes=3"
+    sei += b" b_pyramid=2\x00"
+    assert x264_options(sei) == {"cabac": "1", "ref": "1", "bframes": "3", "b_pyramid": "2"}
+    assert x264_options(b"no encoder info here") == {}

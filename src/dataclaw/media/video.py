@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import math
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,6 +30,18 @@ from dataclaw.media.errors import MediaError, MediaIssue
 
 def _av() -> Any:
     return require("av", "video decoding", "media")
+
+
+_X264_INFO = re.compile(rb"x264 - core \d+[^\x00]*? options: ([ -~]+)")
+
+
+def x264_options(data: bytes) -> dict[str, str]:
+    """Encoder options from the x264 version SEI that x264 writes into the first keyframe (else {})."""
+    match = _X264_INFO.search(data)
+    if not match:
+        return {}
+    pairs = (item.split("=", 1) for item in match.group(1).decode("ascii").split() if "=" in item)
+    return {k: v for k, v in pairs}
 
 
 @dataclass(frozen=True)
@@ -96,14 +109,19 @@ class VideoReader:
 
     Opening demuxes all packets once (exact count and times); decoding happens only for requested
     frames. The decoder stays open between calls, so ascending requests are served by decoding forward.
+
+    ``threads`` turns on FFmpeg frame threading: faster for one reader on an idle machine, but it wastes
+    work on every seek; pipelines already decode many streams in parallel, so it is off by default.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, threads: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, threads: bool = False) -> None:
         self.path = Path(path)
         self._container = _open_container(self.path)
         self._packets: Iterator[Any] | None = None
         self._pos: int | None = None  # pts of the last frame the decoder output, None = needs a seek
-        self._skipped: set[int] = set()  # pts of packets fed with skip_frame=NONREF since the last seek
+        self._skipped: set[int] = set()  # pts of packets fed with a skip_frame since the last seek
+        self._bidir_skipped: set[int] = set()  # ... of those, the ones skipped as B-frames (may be refs)
+        self._b_window: int | None = None  # pts distance within which B-frames must be kept, see below
         try:
             self._init_stream(threads)
             self._index_packets()
@@ -136,10 +154,13 @@ class VideoReader:
         av = _av()
         pts: list[int] = []
         keys: list[int] = []
+        options: dict[str, str] = {}
         try:
             for packet in self._container.demux(self._stream):
                 if packet.size == 0 or packet.pts is None or packet.is_discard:
                     continue
+                if not pts and self._cc.name == "h264":
+                    options = x264_options(bytes(packet))
                 pts.append(packet.pts)
                 if packet.is_keyframe:
                     keys.append(packet.pts)
@@ -160,6 +181,20 @@ class VideoReader:
         self._pts = pts
         self._keys = keys
         self._declared = declared
+        self._b_window = self._b_frame_window(options)
+
+    def _b_frame_window(self, options: dict[str, str]) -> int | None:
+        """How close (in pts) to a wanted frame B-frames must be decoded, or None to keep all B-refs.
+
+        x264 with ``ref=1`` predicts every P-frame from the previous I/P-frame only (the nearest reference
+        by POC; pyramid B-references always lie before it), so B-frames outside the mini-GOP of a wanted
+        frame can be skipped outright. A mini-GOP spans at most ``bframes + 1`` frames. For any other
+        encoder we cannot know that, and only non-reference frames are skipped.
+        """
+        if options.get("ref") != "1" or not options.get("bframes", "").isdigit() or len(self._pts) < 2:
+            return None
+        steps = [b - a for a, b in zip(self._pts, self._pts[1:], strict=False) if b > a]
+        return (int(options["bframes"]) + 1) * max(steps)
 
     def _check_decodes(self) -> None:
         """Decode the first frame so that a broken bitstream or codec fails at open, not mid-run."""
@@ -253,18 +288,15 @@ class VideoReader:
         """Decode forward until the frame with pts ``target`` is out; keep every wanted frame seen."""
         av = _av()
         key = self._keys[bisect.bisect_right(self._keys, target) - 1]
-        if self._pos is None or not key <= self._pos < target or target in self._skipped:
+        if self._pos is None or not key <= self._pos < target or not self._can_continue_to(target):
             self._seek(key)
         assert self._packets is not None
+        near = sorted(wanted)
         try:
             for packet in self._packets:
                 if packet.size == 0 and packet.pts is None:
                     continue  # demuxer end marker: flush below
-                if packet.pts in wanted:
-                    self._cc.skip_frame = "DEFAULT"
-                else:
-                    self._cc.skip_frame = "NONREF"
-                    self._skipped.add(packet.pts)
+                self._cc.skip_frame = self._skip_mode(packet.pts, wanted, near)
                 if self._take(self._cc.decode(packet), wanted, got, target):
                     break
             else:
@@ -277,6 +309,27 @@ class VideoReader:
         if target not in got:
             self._pos = None
             raise self._error(MediaIssue.CORRUPT, f"the decoder never produced the frame at pts {target}")
+
+    def _skip_mode(self, pts: int, wanted: set[int], near: list[int]) -> str:
+        """DEFAULT for wanted frames; BIDIR far from them when safe (see _b_frame_window); else NONREF."""
+        if pts in wanted:
+            return "DEFAULT"
+        self._skipped.add(pts)
+        if self._b_window is not None:
+            i = bisect.bisect_left(near, pts)
+            gap = min(abs(near[j] - pts) for j in (i - 1, i) if 0 <= j < len(near))
+            if gap > self._b_window:
+                self._bidir_skipped.add(pts)
+                return "BIDIR"
+        return "NONREF"
+
+    def _can_continue_to(self, target: int) -> bool:
+        """Whether decoding forward still yields ``target`` exactly: its packet and the B-frames of its
+        mini-GOP must not have been skipped already."""
+        if target in self._skipped:
+            return False
+        window = self._b_window or 0
+        return not any(abs(p - target) <= window for p in self._bidir_skipped)
 
     def _take(self, frames: list[Any], wanted: set[int], got: dict[int, np.ndarray], target: int) -> bool:
         for frame in frames:
@@ -293,6 +346,7 @@ class VideoReader:
         self._packets = self._container.demux(self._stream)
         self._pos = None
         self._skipped.clear()
+        self._bidir_skipped.clear()
 
     # -- lifetime ----------------------------------------------------------------------------------------
 
