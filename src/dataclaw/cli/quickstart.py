@@ -88,3 +88,26 @@ def _model_part(out: Path, model: str) -> dict[str, Any]:
 
 
 PARTS.append(("model", _model_part))
+
+
+# --- part "ingest": Tailor reads the bundled examples into streams, anchors and candidates --------------
+def _ingest_part(out: Path, model: str) -> dict[str, Any]:
+    """``dataclaw tailor ingest`` on every example a stream reader recognises (no model involved)."""
+    from dataclaw.core.errors import ConfigError
+    from dataclaw.tailor.ingest import IngestConfig, discover_inputs, ingest
+
+    inputs = discover_inputs(EXAMPLES)
+    if not inputs:
+        raise ConfigError(f"no bundled Tailor examples (recordings, datasets, videos) found in {EXAMPLES}")
+    summary = ingest(inputs, out, IngestConfig(workers=2))
+    return {
+        "inputs": ", ".join(p.name for p in inputs),
+        "streams": summary.streams,
+        "anchors": sum(summary.anchors.values()),
+        "candidates": ", ".join(f"{k} {v}" for k, v in summary.candidates.items()) or "none",
+        "rejects": sum(summary.rejects.values()),
+        "run": out,
+    }
+
+
+PARTS.append(("ingest", _ingest_part))

@@ -268,6 +268,28 @@ def read_inputs(
     return written
 
 
+def discover_inputs(root: str | Path) -> list[Path]:
+    """The paths under ``root`` (itself, else its entries, recursively) that a stream reader reads.
+
+    A folder a reader claims is not searched further (a LeRobot dataset is one input, not its files).
+    """
+    from dataclaw.tailor.streams.base import detect_reader
+
+    root = Path(root)
+    try:
+        detect_reader(root)
+        return [root]
+    except ConfigError:
+        pass
+    if not root.is_dir():
+        return []
+    found: list[Path] = []
+    for child in sorted(root.iterdir()):
+        if not child.name.startswith("."):
+            found.extend(discover_inputs(child))
+    return found
+
+
 def mine_items(store: RunStore) -> list[Record]:
     """One item per stream whose anchors are done (and not rejected): the stream and its anchors."""
     anchored = store.done(ANCHORS).ids()
