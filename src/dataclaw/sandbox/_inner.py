@@ -228,6 +228,15 @@ def run_oneshot(cfg: dict[str, Any]) -> None:
     sys.exit(code)
 
 
+def pick_record(records: list[dict[str, Any]], main_pid: int | None) -> dict[str, Any] | None:
+    """The main process's final record; a forked child's record only when the main process left none."""
+    finals = [r for r in records if r.get("event") in ("exit", "exception")]
+    main = [r for r in finals if r.get("pid") == main_pid]
+    if main:
+        return main[-1]
+    return finals[0] if finals else None
+
+
 # ---- warm worker -------------------------------------------------------------------------------------
 
 
@@ -293,11 +302,11 @@ def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:
         os._exit(code)
 
 
-def _kill_job(job: dict[str, Any], pid: int) -> None:
+def _kill_job(pidns: bool, pid: int) -> None:
     """Kill the job and everything it started: the whole PID namespace but us, or its process group."""
     import signal
 
-    if job.get("pidns"):
+    if pidns:
         _kill_strays({1, os.getpid()})
     else:  # no PID namespace of our own (unsafe mode): only the job's session can be reached safely
         try:
@@ -330,33 +339,31 @@ def _kill_strays(keep: set[int]) -> None:
         time.sleep(0.002)
 
 
-def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, Any]:
-    """Read the child's output and status until it exits or its timeout passes."""
+def _collect(pidns: bool, pid: int, fds: dict[str, int]) -> dict[str, Any]:
+    """Read a child's output and status until it exits; its ``begin`` record starts the job's clock."""
     import selectors
     import time
 
-    cap = job["limits"]["output_bytes"]
     bufs = {name: bytearray() for name in fds}
-    truncated = False
+    cap, deadline, began = 1 << 24, float("inf"), 0.0
+    truncated, timed_out, status, ended = False, False, None, 0.0
     sel = selectors.DefaultSelector()
     for name, fd in fds.items():
         sel.register(fd, selectors.EVENT_READ, name)
     pidfd = os.pidfd_open(pid)
     sel.register(pidfd, selectors.EVENT_READ, "exit")
-    deadline = time.monotonic() + job["limits"]["wall_s"]
-    timed_out, status, ended = False, None, 0.0
     while status is None or len(sel.get_map()) > 0:
         now = time.monotonic()
         if status is None and not timed_out and now >= deadline:
             timed_out, ended = True, now
-            _kill_job(job, pid)
+            _kill_job(pidns, pid)
         if ended and now > ended + 2:
             break
-        wait = 0.5 if ended else deadline - now
+        wait = 0.5 if ended else min(deadline - now, 3600.0)
         for key, _ in sel.select(timeout=max(wait, 0.001)):
             if key.data == "exit":
                 sel.unregister(pidfd)
-                _kill_job(job, pid)  # background children would hold the pipes; pid is a zombie, not reused
+                _kill_job(pidns, pid)  # background children would hold the pipes; pid is a zombie, not reused
                 status = os.waitpid(pid, 0)[1]
                 ended = ended or time.monotonic()
                 continue
@@ -368,76 +375,64 @@ def _collect(job: dict[str, Any], pid: int, fds: dict[str, int]) -> dict[str, An
             room = (1 << 24 if key.data == "status" else cap) - len(buf)
             truncated |= len(chunk) > room and key.data != "status"
             buf += chunk[: max(room, 0)]
+            if not began and key.data == "status" and b"\n" in buf:
+                begin = parse_records(bytes(buf).split(b"\n", 1)[0])
+                if begin and begin[0].get("event") == "begin":
+                    began = time.monotonic()
+                    deadline = began + float(begin[0]["wall_s"])
+                    cap = int(begin[0]["output_bytes"])
     if status is None:
         status = os.waitpid(pid, 0)[1]
     sel.close()
     os.close(pidfd)
     code = os.waitstatus_to_exitcode(status)
-    return {
-        "bufs": bufs,
-        "truncated": truncated,
-        "exit_code": 128 - code if code < 0 else code,
-        "to": timed_out,
-    }
+    code = 128 - code if code < 0 else code
+    return {"bufs": bufs, "truncated": truncated, "exit_code": code, "to": timed_out, "began": began}
 
 
-def fork_child(close_fds: list[int]) -> tuple[int, int, dict[str, int]]:
-    """Fork a fresh child that waits for its job on a pipe: (pid, job pipe, stdout/stderr/status pipes).
+def fork_child(cfg: dict[str, Any], chan_in: int, close_fds: list[int]) -> tuple[int, dict[str, int]]:
+    """Fork a fresh child that reads its own job frame from the host channel and runs it.
 
-    The worker forks the next child right after answering a job, so the fork is off the critical path.
+    The worker forks the next child right after answering, so neither the fork nor a hop through the
+    worker is on a job's path in; the child announces the job (``begin``) so the worker can time it.
     """
-    job_r, job_w = os.pipe()
     pipes = {name: os.pipe() for name in ("stdout", "stderr", "status")}
     pid = os.fork()
     if pid == 0:
         try:
-            for fd in [job_w, *(r for r, _ in pipes.values()), *close_fds]:
-                os.close(fd)  # incl. the worker's protocol channel: not the job's business
-            data = bytearray()
-            while chunk := os.read(job_r, 1 << 20):
-                data += chunk
-            if data:
-                import json
-
-                _job_child(json.loads(data), pipes["stdout"][1], pipes["stderr"][1], pipes["status"][1])
+            for r, _ in pipes.values():
+                os.close(r)
+            job = _read_frame(chan_in)
+            for fd in close_fds:  # incl. the protocol channel: not the job's business
+                os.close(fd)
+            if job is not None:
+                job = {**cfg, **job}
+                lim = job["limits"]
+                _Reporter(pipes["status"][1]).send(
+                    event="begin", wall_s=lim["wall_s"], output_bytes=lim["output_bytes"]
+                )
+                _job_child(job, pipes["stdout"][1], pipes["stderr"][1], pipes["status"][1])
         finally:
             os._exit(0)
-    os.close(job_r)
     for _, w in pipes.values():
         os.close(w)
-    return pid, job_w, {name: r for name, (r, _) in pipes.items()}
+    return pid, {name: r for name, (r, _) in pipes.items()}
 
 
-def discard_child(child: tuple[int, int, dict[str, int]]) -> None:
-    """Release a forked child that got no job: EOF on its job pipe makes it exit."""
-    pid, job_w, reads = child
-    os.close(job_w)
-    for fd in reads.values():
-        os.close(fd)
-    os.waitpid(pid, 0)
-
-
-def run_job(job: dict[str, Any], child: tuple[int, int, dict[str, int]] | None = None) -> dict[str, Any]:
-    """Hand one job to a fresh forked child (so jobs share no state) and classify how it ended."""
+def serve_job(pidns: bool, child: tuple[int, dict[str, int]]) -> dict[str, Any] | None:
+    """Supervise one forked child through its job; None when it found no job (the host hung up)."""
     import json
     import time
 
-    t0 = time.monotonic()
-    pid, job_w, reads = child or fork_child(job.get("close_fds", []))
-    try:
-        view = memoryview(json.dumps(job).encode())
-        while view:
-            view = view[os.write(job_w, view) :]
-    except OSError:
-        pass  # the child is gone already; _collect sees how it ended
-    finally:
-        os.close(job_w)
-    got = _collect(job, pid, reads)
+    pid, reads = child
+    got = _collect(pidns, pid, reads)
     for r in reads.values():
         os.close(r)
     records = parse_records(bytes(got["bufs"]["status"]))
-    record = pick_record(records, pid)
-    verdict = classify_exit(got["exit_code"], record, got["to"], job["limits"]["wall_s"])
+    begin = next((r for r in records if r.get("event") == "begin" and r["pid"] == pid), None)
+    if begin is None:
+        return None
+    verdict = classify_exit(got["exit_code"], pick_record(records, pid), got["to"], float(begin["wall_s"]))
     value = next((r["value"] for r in records if r.get("event") == "result" and r["pid"] == pid), None)
     return {
         **verdict,
@@ -445,18 +440,9 @@ def run_job(job: dict[str, Any], child: tuple[int, int, dict[str, int]] | None =
         "stdout": bytes(got["bufs"]["stdout"]).decode(errors="replace"),
         "stderr": bytes(got["bufs"]["stderr"]).decode(errors="replace"),
         "truncated": got["truncated"],
-        "duration_s": time.monotonic() - t0,
+        "duration_s": time.monotonic() - got["began"],
         "result": None if value is None else json.loads(value),
     }
-
-
-def pick_record(records: list[dict[str, Any]], main_pid: int | None) -> dict[str, Any] | None:
-    """The main process's final record; a forked child's record only when the main process left none."""
-    finals = [r for r in records if r.get("event") in ("exit", "exception")]
-    main = [r for r in finals if r.get("pid") == main_pid]
-    if main:
-        return main[-1]
-    return finals[0] if finals else None
 
 
 def run_worker(cfg: dict[str, Any]) -> None:
@@ -478,15 +464,14 @@ def run_worker(cfg: dict[str, Any]) -> None:
         except Exception as exc:  # noqa: BLE001 - reported to the host, which decides what to do
             failed.append(f"{mod}: {type(exc).__name__}")
     close = [chan_in, chan_out, null]
-    spare = fork_child(close)
+    child = fork_child(cfg, chan_in, close)
     write_frame(chan_out, {"event": "ready", "pid": os.getpid(), "preload_failed": failed})
     while True:
-        job = _read_frame(chan_in)
-        if job is None:
-            discard_child(spare)
+        reply = serve_job(bool(cfg.get("pidns")), child)
+        if reply is None:
             return
-        write_frame(chan_out, run_job({**cfg, **job}, spare))
-        spare = fork_child(close)
+        write_frame(chan_out, reply)
+        child = fork_child(cfg, chan_in, close)
 
 
 def main(argv: list[str]) -> None:
