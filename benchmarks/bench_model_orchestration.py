@@ -41,18 +41,18 @@ async def _burst(model, n: int, tag: str) -> None:
     await asyncio.gather(*(model.complete(f"{tag} request {i}", schema=schema) for i in range(n)))
 
 
-async def _measure(base_url: str, conn) -> float:
+async def _measure(base_url: str, conn) -> tuple[float, float]:
     from dataclaw.models import get_model
 
     model = get_model(f"{base_url}::bench-model?concurrency={CONCURRENCY}&max_retries=0", cache=False)
     await _burst(model, CONCURRENCY, "warm-up")  # opens the connection pool
     conn.send("reset")
     conn.recv()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     await _burst(model, CONCURRENCY * ROUNDS, "measured")
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     await model.aclose()
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> int:
@@ -61,7 +61,7 @@ def main() -> int:
     proc.start()
     try:
         base_url = parent.recv()
-        elapsed = asyncio.run(_measure(base_url, parent))
+        elapsed, client_cpu = asyncio.run(_measure(base_url, parent))
         parent.send("stop")
         seen = parent.recv()
     finally:
@@ -85,6 +85,7 @@ def main() -> int:
                 "ideal_requests_per_s": round(ideal, 1),
                 "target_requests_per_s": round(target, 1),
                 "fraction_of_ideal": round(rate / ideal, 3),
+                "client_cpu_ms_per_request": round(1000 * client_cpu / n, 2),
                 "server_requests": seen["requests"],
                 "server_max_in_flight": seen["max_in_flight"],
                 "ok": ok,

@@ -48,7 +48,7 @@ TASK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "task": {"type": "string", "maxLength": 120},
-        "action": {"type": "string", "maxLength": 30},
+        "action": {"enum": ["pick up", "place", "push", "pull", "open", "close", "pour", "other"]},
         "object": {"type": "string", "maxLength": 40},
         "location": {"type": "string", "maxLength": 40},
         "steps": {

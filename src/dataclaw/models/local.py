@@ -64,6 +64,13 @@ def find_gguf(name: str) -> Path:
     return files[0]
 
 
+def default_threads() -> int:
+    """Half the cores, at most 4. llama.cpp threads spin at barriers, so on a shared machine (other
+    workers of the same run, other processes) using every core is several times slower, and a 135M
+    model gains little from more than a few threads."""
+    return max(1, min(4, (os.cpu_count() or 1) // 2))
+
+
 class _Loaded:
     """One llama.cpp model shared by the process, with the lock that serialises its calls."""
 
@@ -90,7 +97,8 @@ def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> _Loaded:
                 llama = llama_cpp.Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
-                    n_threads=n_threads or max(1, os.cpu_count() or 1),
+                    n_threads=n_threads or default_threads(),
+                    n_threads_batch=n_threads or default_threads(),
                     verbose=False,
                 )
             except (ValueError, RuntimeError, OSError) as exc:

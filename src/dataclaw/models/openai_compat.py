@@ -10,11 +10,16 @@ and dropped connections (the SDK's own retries are off so the policy is ours and
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import os
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import openai
+from openai.types.chat import ChatCompletion
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.models.errors import (
@@ -32,6 +37,7 @@ from dataclaw.models.schema import SCHEMA_FORMS, schema_fields
 from dataclaw.models.types import Backend, ChatRequest, Generation, Usage
 
 RETRY_STATUS = frozenset({408, 409, 429})
+SHARD_CONNECTIONS = 8
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 
 
@@ -45,7 +51,7 @@ def _server_message(exc: openai.APIStatusError) -> str:
             return str(msg)[:200]
     try:
         return exc.response.text[:200] or exc.message
-    except Exception:
+    except httpx.ResponseNotRead:
         return exc.message
 
 
@@ -55,6 +61,45 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+class _ClientPool:
+    """SDK clients with at most :data:`SHARD_CONNECTIONS` connections each; a request takes the least busy.
+
+    httpcore's connection pool does work proportional to its size on every request (it polls each idle
+    connection), which costs more CPU than the rest of a call at high concurrency; several small pools
+    keep that constant. With ``concurrency`` bounded by the caller's semaphore and least-busy choice, no
+    client ever holds more requests than it has connections.
+    """
+
+    def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int) -> None:
+        n = max(1, math.ceil(concurrency / SHARD_CONNECTIONS))
+        per = math.ceil(concurrency / n)
+        limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
+        self.clients = [
+            openai.AsyncOpenAI(
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=0,
+                http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout),
+            )
+            for _ in range(n)
+        ]
+        self.busy = [0] * n
+
+    @contextlib.asynccontextmanager
+    async def lease(self) -> AsyncIterator[openai.AsyncOpenAI]:
+        i = min(range(len(self.clients)), key=self.busy.__getitem__)
+        self.busy[i] += 1
+        try:
+            yield self.clients[i]
+        finally:
+            self.busy[i] -= 1
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.close()
 
 
 class OpenAICompatBackend(Backend):
@@ -92,20 +137,18 @@ class OpenAICompatBackend(Backend):
         self.backoff_max = backoff_max
         self.concurrency = concurrency
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: openai.AsyncOpenAI | None = None
+        self._pool: _ClientPool | None = None
         self._sem: asyncio.Semaphore | None = None
 
-    def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
-        """Client and semaphore of the running event loop (both are loop-bound, so ``asyncio.run`` twice
+    def _bind(self) -> tuple[_ClientPool, asyncio.Semaphore]:
+        """Clients and semaphore of the running event loop (both are loop-bound, so ``asyncio.run`` twice
         in one process works)."""
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._client is None or self._sem is None:
-            self._client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=0
-            )
+        if self._loop is not loop or self._pool is None or self._sem is None:
+            self._pool = _ClientPool(self.base_url, self.api_key, self.timeout, self.concurrency)
             self._sem = asyncio.Semaphore(self.concurrency)
             self._loop = loop
-        return self._client, self._sem
+        return self._pool, self._sem
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body fields beyond ``model`` and ``messages``."""
@@ -119,15 +162,15 @@ class OpenAICompatBackend(Backend):
         return extra
 
     async def generate(self, request: ChatRequest) -> Generation:
-        client, sem = self._bind()
-        extra = self.body(request)
+        pool, sem = self._bind()
+        body = {"model": self.model_name, "messages": request.messages, **self.body(request)}
         attempt = 0
         while True:
             try:
-                async with sem:
-                    resp = await client.chat.completions.create(
-                        model=self.model_name, messages=request.messages, extra_body=extra
-                    )
+                async with sem, pool.lease() as client:
+                    # the SDK's low-level post: same auth, errors and typed response as
+                    # chat.completions.create, without re-walking the (already JSON-ready) body
+                    resp = await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
                 return self._generation(resp)
             except openai.APIError as exc:
                 error, delay = self._classify(exc, attempt)
@@ -194,9 +237,9 @@ class OpenAICompatBackend(Backend):
         return Generation(text=msg.content, tool_calls=calls, usage=usage, finish_reason=choice.finish_reason)
 
     async def aclose(self) -> None:
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.close()
-        self._client = None
+        if self._pool is not None and self._loop is asyncio.get_running_loop():
+            await self._pool.aclose()
+        self._pool = None
 
 
 _HTTP_OPTIONS = [

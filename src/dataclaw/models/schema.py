@@ -4,6 +4,7 @@ validate what came back (every server has open bugs where the schema is not enfo
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import jsonschema
 from jsonschema.validators import validator_for
 
+from dataclaw.core.ids import canonical_json
 from dataclaw.models.errors import InvalidSchemaError, ModelOutputError
 
 SchemaForm = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -77,17 +79,30 @@ def schema_fields(flavour: str, schema: dict[str, Any], name: str = "answer") ->
     return form(schema, name)
 
 
-def check_schema(schema: Any) -> dict[str, Any]:
-    """Raise :class:`InvalidSchemaError` unless ``schema`` is a valid JSON Schema object."""
-    if not isinstance(schema, dict):
-        raise InvalidSchemaError(f"schema must be a JSON object (dict), got {type(schema).__name__}")
+@functools.lru_cache(maxsize=256)
+def _checked_validator(canonical: str) -> Any:
+    """A validator for the schema serialised as ``canonical``, after checking the schema itself.
+    Cached: checking against the metaschema costs milliseconds and a run sends one schema many times."""
+    schema = json.loads(canonical)
     cls = validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
         raise InvalidSchemaError(f"schema is not valid JSON Schema at {where}: {exc.message}") from None
-    return schema
+    return cls(schema)
+
+
+def check_schema(schema: Any) -> Any:
+    """Raise :class:`InvalidSchemaError` unless ``schema`` is a valid JSON Schema object; return a
+    validator for it."""
+    if not isinstance(schema, dict):
+        raise InvalidSchemaError(f"schema must be a JSON object (dict), got {type(schema).__name__}")
+    try:
+        canonical = canonical_json(schema)
+    except (TypeError, ValueError) as exc:
+        raise InvalidSchemaError(f"schema is not JSON-serialisable: {exc}") from None
+    return _checked_validator(canonical)
 
 
 def _strip_fences(text: str) -> str:
@@ -114,8 +129,7 @@ def parse_json_answer(text: str | None, schema: dict[str, Any], model: str) -> A
             model=model,
             raw_text=text,
         ) from None
-    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-    error = jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
+    error = jsonschema.exceptions.best_match(check_schema(schema).iter_errors(value))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "<root>"
         raise ModelOutputError(
