@@ -1,0 +1,159 @@
+"""Ingest stages: streams → anchors → candidates with rejects for bad input, resumable per record."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.core.store import RunStore
+from dataclaw.tailor.ingest import (
+    AnchorIssue,
+    AnchorStage,
+    IngestConfig,
+    MineIssue,
+    MineStage,
+    discover_inputs,
+    ingest,
+)
+
+av = pytest.importorskip("av")
+
+FAST = IngestConfig(extractors=["shots", "motion", "proprio", "gui"], workers=1)
+
+
+def write_video(path: Path, seconds: int = 3, fps: int = 12) -> Path:
+    """Two shots (a hard cut in the middle), the second with a moving square."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = 96, 64, "yuv420p"
+        n = seconds * fps
+        for i in range(n):
+            img = np.full((64, 96, 3), 240 if i < n // 2 else 20, dtype=np.uint8)
+            x = (i * 5) % 70
+            img[20:40, x : x + 20] = (200, 40, 40)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+@pytest.fixture
+def inputs(tmp_path: Path, shared_data: Path) -> list[Path]:
+    """Good and bad inputs side by side."""
+    good = write_video(tmp_path / "good.mp4")
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    corrupt = tmp_path / "corrupt.mp4"
+    corrupt.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"garbage" * 300)
+    broken = tmp_path / "broken_recording"
+    shutil.copytree(shared_data / "opencua" / "raw_recording", broken)
+    (broken / "events.jsonl").write_text('{"action": "click", "time_stamp": 1.0}\n{not json\n')
+    return [good, empty, corrupt, broken, tmp_path / "does-not-exist", shared_data / "lerobot_g1"]
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_bad_inputs_are_rejected_and_the_rest_completes(tmp_path: Path, inputs: list[Path]) -> None:
+    run = tmp_path / "run"
+    summary = ingest(inputs, run, FAST)
+    reasons = summary.rejects
+    assert reasons["ingest:empty_video"] == 1
+    assert reasons["ingest:corrupt_video"] == 1
+    assert reasons["ingest:malformed_events"] == 1
+    assert reasons["ingest:not_a_dataset"] == 1
+    assert reasons["ingest:missing_file"] == 97  # LeRobot episodes listed in meta/ but absent
+    rejects = {r["record_id"]: r for r in RunStore(run).rejects()}
+    assert any("empty.mp4" in r["message"] for r in rejects.values())
+    # the good video and the three robot episodes went all the way through
+    assert summary.streams == 4
+    assert summary.candidates == {"dynamic_segment": 2, "fault_window": 9, "keyframes": 3}  # both shots move
+    assert summary.anchors["shot"] == 2 and summary.anchors["shot_boundary"] == 1
+    streams = {s["id"] for s in _lines(run / "streams.jsonl")}
+    for cand in _lines(run / "candidates.jsonl"):
+        assert cand["stream_id"] in streams and cand["why"] and cand["id"].startswith(cand["stream_id"] + "/")
+    anchor_ids = {a["id"] for a in _lines(run / "anchors.jsonl")}
+    assert all(set(c["anchor_ids"]) <= anchor_ids for c in _lines(run / "candidates.jsonl"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["counts"]["candidates"] == 14 and manifest["command"] == "tailor ingest"
+
+
+@pytest.mark.slow
+def test_rerun_resumes_without_duplicates(tmp_path: Path, inputs: list[Path]) -> None:
+    run = tmp_path / "run"
+    first = ingest(inputs, run, FAST)
+    sizes = {p.name: p.read_bytes() for p in run.glob("*.jsonl")}
+    # a crash after the anchors of one stream were written but before it was marked done
+    progress = run / "_progress" / "anchors.jsonl"
+    lines = progress.read_text().splitlines()
+    progress.write_text("\n".join(lines[:-1]) + "\n")
+    (run / "_progress" / "candidates.jsonl").write_text("")
+    second = ingest(inputs, run, FAST)
+    assert second.stages["anchors"]["processed"] == 1 and second.stages["anchors"]["skipped"] == 3
+    assert second.stages["candidates"]["processed"] == 4
+    assert {p.name: p.read_bytes() for p in run.glob("*.jsonl")} == sizes  # nothing duplicated or lost
+    assert second.candidates == first.candidates and second.rejects == first.rejects
+    third = ingest(inputs, run, FAST)
+    assert third.stages["anchors"]["processed"] == 0 and third.stages["candidates"]["processed"] == 0
+
+
+def test_anchor_stage_rejects_bad_records_and_missing_media(tmp_path: Path) -> None:
+    stage = AnchorStage(["shots", "motion"])
+    bad = stage.process({"id": "stream:x-1", "modality": "nonsense"})
+    assert not isinstance(bad, list) and bad.reason == AnchorIssue.BAD_RECORD
+    assert "does not validate" in bad.message
+    video = write_video(tmp_path / "v.mp4", seconds=1)
+    record = {
+        "id": "stream:v-1", "reader": "video", "modality": "video", "source": str(video), "fps": 12.0,
+        "frame_count": 12, "duration": 1.0,
+        "cameras": {"video": {"name": "video", "kind": "video", "path": str(video), "frame_end": 12,
+                              "time_end": 1.0, "fps": 12.0}},
+    }  # fmt: skip
+    assert isinstance(stage.process(record), list)
+    video.unlink()  # the file went away between ingestion and anchors
+    gone = stage.process(record)
+    assert not isinstance(gone, list) and gone.reason == AnchorIssue.MISSING_MEDIA
+    assert "v.mp4" in gone.message and gone.detail["extractor"] == "shots"
+
+
+def test_mine_stage_explains_empty_results() -> None:
+    stream = {"id": "stream:i-1", "reader": "images", "modality": "images", "source": "/x", "frame_count": 3}
+    out = MineStage().process({"id": "stream:i-1", "stream": stream, "anchors": []})
+    assert not isinstance(out, list) and out.reason == MineIssue.NO_CANDIDATES
+    assert "no miner applies to a images stream" in out.message
+    bad = MineStage().process({"id": "stream:i-1", "stream": {"id": "stream:i-1"}, "anchors": []})
+    assert not isinstance(bad, list) and bad.reason == MineIssue.BAD_RECORD
+
+
+def test_config_is_checked() -> None:
+    with pytest.raises(ConfigError, match="unknown anchor extractor 'nope'"):
+        IngestConfig(extractors=["nope"])
+    with pytest.raises(ConfigError, match="unknown miner 'nope'"):
+        IngestConfig(miner_config={"nope": {}})
+    with pytest.raises(ConfigError, match="no inputs"):
+        ingest([], "/tmp/never-used")
+
+
+def test_process_pool_gives_the_same_records(tmp_path: Path) -> None:
+    """Stages are pickled to worker processes; the output must not depend on the executor."""
+    videos = [write_video(tmp_path / f"v{i}.mp4", seconds=2) for i in range(2)]
+    config = IngestConfig(extractors=["shots", "motion"], workers=1)
+    one = ingest(videos, tmp_path / "one", config)
+    two = ingest(videos, tmp_path / "two", IngestConfig(extractors=["shots", "motion"], workers=2))
+    assert one.anchors == two.anchors and one.candidates == two.candidates
+    ids = lambda run: sorted(a["id"] for a in _lines(run / "anchors.jsonl"))  # noqa: E731
+    assert ids(tmp_path / "one") == ids(tmp_path / "two")
+
+
+def test_discover_inputs(shared_data: Path) -> None:
+    found = {p.name for p in discover_inputs(shared_data)}
+    assert {"lerobot_g1", "raw_recording", "cot_example", "agentnetbench", "videos", "lectures"} <= found
+    assert "tau2" not in found
