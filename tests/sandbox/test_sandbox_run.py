@@ -149,6 +149,8 @@ def test_bad_inputs_are_named(workspace, tmp_path):
         run([], workspace)
     with pytest.raises(ConfigError, match="cwd"):
         run("pass", workspace, cwd="../outside")
+    with pytest.raises(ConfigError, match="not a directory"):
+        run("pass", workspace, cwd="missing-subdir")
     with pytest.raises(ConfigError, match="cpu_s"):
         Limits(cpu_s=0)
     with pytest.raises(ConfigError, match="relative"):

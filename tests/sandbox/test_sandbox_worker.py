@@ -86,11 +86,14 @@ def test_timeout_kills_the_job_and_its_background_children(workspace, limits, po
         assert worker.run("print(1)").ok and worker.restarts == 0
 
 
-def test_cpu_limit_applies_per_job(workspace, policy):
+def test_cpu_limit_applies_per_job_and_job_limits_never_exceed_the_worker(workspace, policy):
     with WarmWorker(workspace, Limits(cpu_s=1, wall_s=30, memory_mb=256), policy=policy) as worker:
         out = worker.run("while True:\n    pass")
         assert (out.status, out.resource) == (Status.RESOURCE_LIMIT, "cpu")
         assert worker.run("print('next')").ok
+        bigger = Limits(cpu_s=1, wall_s=30, memory_mb=4096)  # clamped to the worker's 256 MB
+        out = worker.run("bytearray(1 << 30)", limits=bigger)
+        assert (out.status, out.resource) == (Status.RESOURCE_LIMIT, "memory")
 
 
 def test_a_job_that_kills_the_worker_gets_an_error_and_the_worker_restarts(workspace, limits, policy):

@@ -273,14 +273,22 @@ def write_frame(fd: int, obj: dict[str, Any]) -> None:
 
 
 def _set_job_limits(lim: dict[str, Any]) -> None:
+    """Lower this job's rlimits; never above what the worker itself got (raising would fail)."""
     import resource
 
     mb = 1 << 20
     cpu = max(1, int(lim["cpu_s"] + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (lim["memory_mb"] * mb, lim["memory_mb"] * mb))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_mb"] * mb, lim["file_size_mb"] * mb))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+    wanted = {
+        resource.RLIMIT_CPU: (cpu, cpu + 1),
+        resource.RLIMIT_AS: (lim["memory_mb"] * mb,) * 2,
+        resource.RLIMIT_FSIZE: (lim["file_size_mb"] * mb,) * 2,
+        resource.RLIMIT_NOFILE: (lim["open_files"],) * 2,
+    }
+    for which, (soft, hard) in wanted.items():
+        cap = resource.getrlimit(which)[1]
+        if cap != resource.RLIM_INFINITY:
+            soft, hard = min(soft, cap), min(hard, cap)
+        resource.setrlimit(which, (soft, hard))
 
 
 def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:

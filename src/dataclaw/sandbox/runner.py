@@ -119,7 +119,7 @@ def run(
     avail = bwrap.sandbox_available()
     if not avail:
         raise SandboxUnavailable(avail.refusal)
-    uid = policy.uid or (UID_BASE + secrets.randbelow(UID_SPAN) if bwrap.is_root() else os.getuid())
+    uid = sandbox_uid(policy)
     python = policy.python or Path(sys.executable)
     files: dict[str, bytes] = {}
     if kind == "python":
@@ -133,13 +133,26 @@ def run(
                 target = launcher_argv(python, cfg)
             else:
                 target = list(program)
-            cmd = [_bwrap_exe(), *bwrap.namespace_args(), *plan.args, "--chdir", _inner_cwd(policy, cwd)]
+            cmd = [
+                _bwrap_exe(),
+                *bwrap.namespace_args(),
+                *plan.args,
+                "--chdir",
+                inner_cwd(policy.workspace_mount, ws, cwd),
+            ]
             cmd += [*bwrap.sandbox_env(policy, python, env), "--"]
             cmd += [*bwrap.user_switch(uid), *bwrap.rlimit_args(limits), *target]
             raw = _supervise(cmd, [*plan.pass_fds, status.w], status, stdin, limits)
     finally:
         plan.close()
     return _outcome(raw, kind, limits, sandboxed=True)
+
+
+def sandbox_uid(policy: SandboxPolicy) -> int:
+    """The uid the program runs as: as root, the policy's or a fresh unprivileged one; else the caller's."""
+    if not bwrap.is_root():
+        return os.getuid()
+    return policy.uid or UID_BASE + secrets.randbelow(UID_SPAN)
 
 
 class OneShotRuntime(Runtime):
@@ -183,13 +196,16 @@ def _check_workspace(workspace: str | Path) -> Path:
     return ws
 
 
-def _inner_cwd(policy: SandboxPolicy, cwd: str | None) -> str:
+def inner_cwd(mount: str, workspace: Path, cwd: str | None) -> str:
+    """Where the program starts: ``cwd`` (relative, an existing dir in the workspace) under ``mount``."""
     if not cwd:
-        return policy.workspace_mount
+        return mount
     rel = Path(cwd)
     if rel.is_absolute() or ".." in rel.parts:
         raise ConfigError(f"sandbox cwd {cwd!r} must be a relative path inside the workspace")
-    return f"{policy.workspace_mount}/{rel.as_posix()}"
+    if not (workspace / rel).is_dir():
+        raise ConfigError(f"sandbox cwd {cwd!r} is not a directory in the workspace")
+    return f"{mount}/{rel.as_posix()}"
 
 
 @functools.cache
@@ -436,7 +452,7 @@ def _run_unsafe(
     log.warning(UNSAFE_WARNING)
     print(f"WARNING: {UNSAFE_WARNING}", file=sys.stderr)
     python = policy.python or Path(sys.executable)
-    run_dir = str(ws / cwd) if cwd else str(ws)
+    run_dir = inner_cwd(str(ws), ws, cwd)
     full_env = {
         "PATH": f"{python.parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(ws),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import secrets
 import selectors
 import signal
 import struct
@@ -69,9 +68,7 @@ class WarmWorker(Runtime):
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._buf = bytearray()
-        self._uid = self.policy.uid or (
-            runner.UID_BASE + secrets.randbelow(runner.UID_SPAN) if bwrap.is_root() else os.getuid()
-        )
+        self._uid = runner.sandbox_uid(self.policy)
         self._roots: list[str] = []
         self._writable: list[str] = []
         self._owned = False
@@ -232,8 +229,11 @@ class WarmWorker(Runtime):
         if self._owned:
             runner.chown_tree(self.workspace, self._uid, self._uid)  # files the caller added since
         base = str(self.workspace) if self.policy.unsafe else self.policy.workspace_mount
-        inner_cwd = runner._inner_cwd(dataclasses.replace(self.policy, workspace_mount=base), cwd)
-        job |= {"cwd": inner_cwd, "env": env or {}, "limits": dataclasses.asdict(lim)}
+        job |= {
+            "cwd": runner.inner_cwd(base, self.workspace, cwd),
+            "env": env or {},
+            "limits": dataclasses.asdict(lim),
+        }
         t0 = time.monotonic()
         try:
             self._write_frame(job)
