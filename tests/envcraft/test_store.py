@@ -108,7 +108,7 @@ def test_lock_timeout_is_bounded_and_agent_safe(counter_pkg: EnvPackage, tmp_pat
         waited = time.monotonic() - t0
     assert out["status"] == "error" and out["error"]["category"] == "lock_timeout"
     assert out["error"]["retryable"] is True and str(tmp_path) not in out["error"]["message"]
-    assert 0.15 < waited < 2.0
+    assert 0.19 <= waited < 10  # it waited for the timeout, and the wait is bounded (not a speed check)
     assert waiter.call(sid, "get_counter")["status"] == "ok"
 
 
@@ -139,9 +139,7 @@ def test_killed_lock_holder_does_not_wedge_the_session(counter_pkg: EnvPackage, 
     assert waiter.call(sid, "get_counter")["error"]["category"] == "lock_timeout"  # really held
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-    t0 = time.monotonic()
-    assert waiter.call(sid, "increment")["status"] == "ok"
-    assert time.monotonic() - t0 < 0.3
+    assert waiter.call(sid, "increment")["status"] == "ok"  # within the 0.3 s lock timeout: not wedged
     assert (tmp_path / sid / LOCK).exists()  # the lock file stays; flock state died with the process
 
 

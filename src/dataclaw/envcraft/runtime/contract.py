@@ -205,6 +205,14 @@ def check_replay(pkg: EnvPackage, root: Path) -> str:
             live == state_hash(env.get_session_state(b)),
             f"{sc.scenario_id}: same actions gave different states",
         )
+        other = pkg.env_cls(root / "replay", compact_every=3)  # a second process-like store and cache
+        c = env.create_session(sc.scenario_id)
+        for i, step in enumerate(steps):  # alternate writers: each replays the other's journal lines
+            (env if i % 2 else other).call(c, step["tool"], **step.get("params", {}))
+        _expect(
+            state_hash(env.get_session_state(c)) == live,
+            f"{sc.scenario_id}: interleaving two stores gave a different state (a tool is not deterministic)",
+        )
         cold = pkg.env_cls(root / "replay")  # empty cache: rebuilt from snapshot + journal
         _expect(
             state_hash(cold.get_session_state(a)) == live,
