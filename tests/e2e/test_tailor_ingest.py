@@ -1,0 +1,68 @@
+"""`dataclaw tailor ingest` / `inspect` as a user runs them: real samples, a bad file, a rerun."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def dataclaw(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("dataclaw", path=str(BIN)) or shutil.which("dataclaw")
+    assert exe, "console script dataclaw is not installed"
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_ingest_then_inspect_then_resume(tmp_path: Path, shared_data: Path) -> None:
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    run = tmp_path / "run"
+    args = [
+        "tailor", "ingest", str(shared_data / "opencua" / "cot_example"), str(shared_data / "lerobot_g1"),
+        str(empty), "--out", str(run), "--extractors", "gui,ocr,proprio", "--ocr-max-images", "3",
+        "--keyframes", "12", "--json",
+    ]  # fmt: skip
+    res = dataclaw(*args)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert summary["streams"] == 4
+    assert summary["candidates"] == {"fault_window": 9, "gui_task": 1, "keyframes": 3}
+    assert summary["rejects"]["ingest:empty_video"] == 1
+    assert summary["anchors"]["ocr_text"] > 10
+    keyframes = [
+        json.loads(x) for x in (run / "candidates.jsonl").read_text().splitlines() if "keyframes" in x
+    ]
+    assert all(len(c["frames"]) == 12 for c in keyframes)  # the option reached the miner
+
+    res = dataclaw("tailor", "inspect", str(run))
+    assert res.returncode == 0, res.stderr
+    for text in ("gui_task", "fault_window", "empty_video", "rejects", "trajectory", "robot"):
+        assert text in res.stdout
+    res = dataclaw("tailor", "inspect", str(run), "--json")
+    per_stream = json.loads(res.stdout)["per_stream"]
+    assert {row["modality"] for row in per_stream} == {"robot", "trajectory"}
+
+    again = dataclaw(*args)
+    assert again.returncode == 0, again.stderr
+    resumed = json.loads(again.stdout.strip().splitlines()[-1])
+    assert resumed["candidates"] == summary["candidates"]
+    assert resumed["stages"]["anchors"]["processed"] == 0 and resumed["stages"]["anchors"]["skipped"] == 4
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path: Path, shared_data: Path) -> None:
+    res = dataclaw(
+        "tailor", "ingest", str(shared_data / "videos"), "--out", str(tmp_path / "r"), "--extractors", "nope"
+    )
+    assert res.returncode == 1
+    assert "unknown anchor extractor 'nope'" in res.stderr and "Traceback" not in res.stderr
+    res = dataclaw("tailor", "ingest", "--out", str(tmp_path / "r"))
+    assert res.returncode == 2  # usage error: no inputs
+    res = dataclaw("tailor", "inspect", str(tmp_path / "nothing-here"))
+    assert res.returncode == 1 and "not a Tailor run directory" in res.stderr
