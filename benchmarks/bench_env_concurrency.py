@@ -4,7 +4,9 @@
 (2) 32 processes each writing its own session concurrently → no cross-talk (each session holds only its own
 marks, in order). Throughput is printed for both, beside the paper's published design (O_EXCL lock file
 polled every 50 ms, whole-file JSON rewrite) measured in the same run on the same contention pattern
-(fewer increments: it is slow). Prints one JSON line; exits 1 on a wrong total or any cross-talk.
+(fewer increments: it is slow). Also: a process SIGKILLed while holding the session lock must not wedge
+the session (the published design's lock file stays behind and blocks every later call; ``flock`` dies
+with its holder). Prints one JSON line; exits 1 on a wrong total, any cross-talk, or a wedged session.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -95,6 +98,47 @@ def _published_incrementer(root: str, n: int, start: Any) -> None:
             Path(pub.lock).unlink()
 
 
+def _hold_published_lock(root: str, ready: Any) -> None:
+    pub = PublishedDesign.__new__(PublishedDesign)
+    pub.dir = Path(root) / "pub"
+    pub.path, pub.lock = pub.dir / "session.json", pub.dir / ".lock"
+    pub.acquire()
+    ready.set()
+    time.sleep(60)
+
+
+def _hold_our_lock(root: str, sid: str, ready: Any) -> None:
+    with ConcurrencyEnv(root).store.transaction(sid):
+        ready.set()
+        time.sleep(60)
+
+
+def kill_while_locked(ctx: Any, target: Any, args: tuple[Any, ...]) -> None:
+    ready = ctx.Event()
+    p = ctx.Process(target=target, args=(*args, ready))
+    p.start()
+    if not ready.wait(30):
+        raise SystemExit("lock holder did not start")
+    os.kill(p.pid, signal.SIGKILL)
+    p.join()
+
+
+def wedge_after_kill(ctx: Any, tmp: str, root: str, sid: str) -> dict[str, Any]:
+    """Kill a process while it holds the session lock; can the next caller proceed?"""
+    kill_while_locked(ctx, _hold_published_lock, (tmp,))
+    pub = PublishedDesign.__new__(PublishedDesign)
+    pub.dir = Path(tmp) / "pub"
+    pub.path, pub.lock = pub.dir / "session.json", pub.dir / ".lock"
+    try:
+        pub.acquire(timeout_s=1.0)
+        published_wedged = False
+    except TimeoutError:
+        published_wedged = True
+    kill_while_locked(ctx, _hold_our_lock, (root, sid))
+    out = ConcurrencyEnv(root, lock_timeout_s=1.0).call(sid, "increment")
+    return {"published_design_wedged": published_wedged, "ours_wedged": out["status"] != "ok"}
+
+
 def _run(ctx: Any, procs: list[tuple[Any, tuple[Any, ...]]], start: Any) -> float:
     ps = [ctx.Process(target=t, args=a) for t, a in procs]
     for p in ps:
@@ -169,14 +213,16 @@ def main() -> int:
             "seconds": round(t, 3),
             "writes_per_s": round(pub_expected / t, 1),
         }
-    ok = contention["exact"] and not crosstalk
+        wedge = wedge_after_kill(ctx, tmp, root, shared)
+    ok = contention["exact"] and not crosstalk and not wedge["ours_wedged"]
     result = {
         "benchmark": "env_concurrency",
         "contention_one_session": contention,
         "isolation_many_sessions": isolation,
         "published_design_contention": published,
+        "killed_lock_holder": wedge,
         "throughput_ratio_vs_published": round(contention["writes_per_s"] / published["writes_per_s"], 1),
-        "target": {"exact_total": True, "crosstalk_sessions": 0},
+        "target": {"exact_total": True, "crosstalk_sessions": 0, "ours_wedged": False},
         "passed": ok,
     }
     print(json.dumps(result))
