@@ -304,3 +304,62 @@ def test_materialiser_registry() -> None:
 
     with pytest.raises(ConfigError, match="bad parameters"):
         get_materializer({"name": "clip", "fps": 3})
+
+
+def test_the_plan_synthesis_renders_from_the_intent_catalogue(
+    tmp_path: Path, stream: Stream, candidate: Candidate, source_hashes: list[str]
+) -> None:
+    """robot_fault_recovery as shipped: build_sample leaves a resolved plan (freeze with a start, clip,
+    still) in provenance; the stage follows it without being told the materialisers."""
+    from dataclaw.tailor.intents import IntentCatalog
+    from dataclaw.tailor.synthesize import build_sample
+
+    output = _stall_output(candidate, answer="Continue the reach. <video_gen> <image_recall>")
+    response = {
+        "id": "response-1",
+        "context": {"stream": {"camera": candidate.camera}},
+        "output": output,
+        "stream_id": stream.id,
+        "candidate_id": candidate.id,
+        "model": "replay:test",
+        "router": "omni",
+        "request_hash": "h",
+    }
+    sample = build_sample(response, IntentCatalog.builtin().get("robot_fault_recovery"), [])
+    assert [step["materialiser"] for step in sample.provenance["materialize"]] == ["freeze", "clip", "still"]
+    rec = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate))[0]
+    arts = _by_role(rec)
+    start, freeze = output["input_video"]["start"], output["freeze_frame"]
+    stall = [frame_hash(f) for f in decode_all(tmp_path / arts["observation"].path)]
+    assert stall == source_hashes[start : freeze + 1] + [source_hashes[freeze]] * 15
+    rs, re_ = output["output_video"]["start"], output["output_video"]["end"]
+    assert [frame_hash(f) for f in decode_all(tmp_path / arts["recovery"].path)] == source_hashes[
+        rs : re_ + 1
+    ]
+    out = Sample.model_validate(rec["sample"])
+    assert [t.content for t in out.conversation] == [t.content for t in sample.conversation]  # tokens matched
+    assert out.provenance["materialize"]["tokens_added"] == 0
+    assert out.provenance["response_id"] == "response-1"  # synthesis provenance is kept
+
+    elsewhere = sample.model_copy(deep=True)
+    elsewhere.provenance["materialize"][0]["stream_id"] = "stream:other-00000000"
+    result = MaterializeStage(tmp_path).process(make_item(elsewhere, stream, candidate))
+    assert not isinstance(result, list) and result.reason == MaterializeIssue.BAD_CONFIG
+
+
+def test_still_lists_number_placeholders_and_keys_stay_unique(
+    tmp_path: Path, stream: Stream, candidate: Candidate
+) -> None:
+    sample = _sample(candidate, {"question": "q", "answer": "a"}, "numbered")
+    steps = [
+        {"name": "still", "role": "step", "frames": [4, 8], "placeholder": "<image_N>"},
+        {"name": "still", "role": "step", "frame": 12},
+        {"name": "clip", "role": "step", "start": 0, "end": 2},
+    ]
+    rec = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate, steps))[0]
+    names = sorted(Path(a["path"]).name for a in rec["artifacts"])
+    assert names == ["step-00.png", "step-01.png", "step-2.mp4", "step.png"]
+    out = Sample.model_validate(rec["sample"])
+    assert [m.placeholder for m in out.media if m.placeholder] == ["<image_1>", "<image_2>"]
+    assert out.conversation[-1].content == "a\n<image_1>\n<image_2>"
+    assert out.conversation[0].content.startswith("<image><video>q")

@@ -1,15 +1,19 @@
 """Materialisation (paper A.3.1 stage 3, A.3.3, A.3.4): write the media a validated sample refers to.
 
 A sample's output names frames of its stream (``freeze_frame``, ``output_video`` …). Named
-*materialisers* turn (output, candidate, stream source) into :class:`ArtifactSpec`s — which frames, in
-which order, how many times each — and :class:`MaterializeStage` writes them frame-exactly under
-``RUN/media/<safe-sample-id>/`` (lossless, deterministic: see :mod:`dataclaw.media.writers`), records each
-file as an :class:`Artifact` with its sha256, and returns the sample with :class:`MediaRef`s. Samples stay
-lightweight: they point at artifacts by id (A.3.3).
+*materialisers* (``clip``, ``freeze``, ``still``, ``keyframes``, ``stall_video``, ``fault_recovery``) turn
+(output, candidate, stream source) into :class:`ArtifactSpec`s — which frames, in which order, how many
+times each. Their parameters are resolved values (the plan synthesis renders from the intent's
+``materialisers`` into ``sample.provenance["materialize"]``) or output field paths.
+:class:`MaterializeStage` writes them frame-exactly under ``RUN/media/<safe-sample-id>/`` (lossless,
+deterministic: see :mod:`dataclaw.media.writers`), records each file as an :class:`Artifact` with its
+sha256, and returns the sample with :class:`MediaRef`s. Samples stay lightweight: they point at
+artifacts by id (A.3.3).
 
-The fault branch (``fault_recovery``, used by the ``approach_stall`` intent) follows A.3.1: the faulty
-input video is the observation clip from ``input_video.start`` up to ``freeze_frame``, followed by the
-freeze frame repeated ``repeat_count`` times (the robot stalls where it stopped); the recovery video is
+The fault branch (the ``robot_fault_recovery`` intent, fault type ``approach_stall``; ``freeze`` with a
+``start``, or ``fault_recovery`` on output fields) follows A.3.1: the faulty input video is the
+observation clip from ``input_video.start`` up to ``freeze_frame``, followed by the freeze frame held
+``repeat_count`` more times (the robot stalls where it stopped); the recovery video is
 clipped from the original future according to ``output_video`` and fills ``<video_gen>``; the recall image
 is the ``output_image`` frame and fills ``<image_recall>``.
 
@@ -28,7 +32,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -62,7 +66,7 @@ class MaterializeIssue(StrEnum):
     BAD_ITEM = "bad_item"
     """The item lacks a parseable sample or stream record."""
     BAD_CONFIG = "bad_config"
-    """The intent names an unknown materialiser, bad parameters, or two artifacts with one key."""
+    """An unknown materialiser, bad parameters, a step for another stream, an unknown camera."""
     BAD_OUTPUT = "bad_output"
     """A field the materialiser reads is missing or has the wrong type."""
     OUT_OF_RANGE = "out_of_range"
@@ -202,12 +206,14 @@ def materializer_names() -> list[str]:
 
 
 def get_materializer(spec: str | dict[str, Any]) -> Materializer:
-    """A materialiser from ``"name"`` or ``{"name": ..., **params}`` (or ``{"name", "params": {...}}``)."""
+    """A materialiser from ``"name"``, ``{"name": ..., **params}``, ``{"name", "params": {...}}`` or a
+    resolved plan step of the intent catalogue, ``{"materialiser": ..., "stream_id": ..., **params}``."""
     if isinstance(spec, str):
         name, params = spec, {}
-    elif isinstance(spec, dict) and isinstance(spec.get("name"), str):
-        params = dict(spec.get("params") or {k: v for k, v in spec.items() if k != "name"})
-        name = spec["name"]
+    elif isinstance(spec, dict) and isinstance(spec.get("name") or spec.get("materialiser"), str):
+        name = spec.get("name") or spec["materialiser"]
+        rest = {k: v for k, v in spec.items() if k not in ("name", "materialiser", "stream_id")}
+        params = dict(spec["params"]) if isinstance(spec.get("params"), dict) else rest
     else:
         raise ConfigError(f"a materialiser is a name or {{'name': ..., params}}, got {spec!r}")
     cls = _MATERIALIZERS.get(name)
@@ -219,89 +225,164 @@ def get_materializer(spec: str | dict[str, Any]) -> Materializer:
         raise ConfigError(f"materialiser '{name}': bad parameters {params} ({exc})") from exc
 
 
+def plan_steps(item: dict[str, Any], sample: Sample, stream: Stream) -> list[str | dict[str, Any]]:
+    """The item's materialiser list, else the plan synthesis left in ``sample.provenance["materialize"]``
+    (steps for another stream are a BAD_CONFIG error)."""
+    steps = item.get("materializers")
+    if steps is None:
+        plan = sample.provenance.get("materialize")
+        steps = plan if isinstance(plan, list) else []
+    for step in steps:
+        if isinstance(step, dict) and step.get("stream_id") not in (None, stream.id):
+            raise SpecError(
+                MaterializeIssue.BAD_CONFIG,
+                f"a materialiser step names stream {step['stream_id']}, not {stream.id}",
+            )
+    return list(steps)
+
+
+def _pick(output: dict[str, Any], value: Any, field: str | None, what: str) -> Any:
+    """A parameter given directly (resolved by the intent's plan) or read from the output's ``field``."""
+    if value is not None:
+        return value
+    if field is None:
+        raise SpecError(MaterializeIssue.BAD_CONFIG, f"'{what}' is given neither as a value nor as a field")
+    return get_field(output, field)
+
+
+def _camera(camera: str | None, candidate: Candidate | None) -> str | None:
+    return camera or (candidate.camera if candidate else None)
+
+
+def _numbered(placeholder: str | None, i: int) -> str | None:
+    """``<image_N>`` → ``<image_1>``, ``<image_2>`` … for lists of stills (paper-style numbered slots)."""
+    return placeholder.replace("_N>", f"_{i + 1}>") if placeholder else None
+
+
 @register_materializer
 class ClipMaterializer(Materializer):
-    """A frame-exact clip of the range in ``field`` (e.g. the recovery ``output_video``)."""
+    """A frame-exact clip of ``start..end`` (given, or the range in the output's ``field``), e.g. the
+    recovery ``output_video`` (``<video_gen>``) or an observation ``input_video``."""
 
     name: ClassVar[str] = "clip"
-    description: ClassVar[str] = "frame-exact clip of an output frame range"
+    description: ClassVar[str] = "frame-exact clip of a frame range"
 
     def __init__(
         self,
+        start: int | None = None,
+        end: int | None = None,
         field: str = "input_video",
         key: str | None = None,
         role: str = "observation",
         placeholder: str | None = None,
         camera: str | None = None,
     ) -> None:
-        self.field, self.key, self.role = field, key or slug(field), role
-        self.placeholder, self.camera = placeholder, camera
+        self.start, self.end, self.field = start, end, field
+        self.key, self.role, self.placeholder, self.camera = key or slug(role), role, placeholder, camera
 
     def plan(
         self, output: dict[str, Any], candidate: Candidate | None, source: StreamSource
     ) -> list[ArtifactSpec]:
-        start, end = as_range(get_field(output, self.field), self.field)
-        camera = self.camera or (candidate.camera if candidate else None)
-        return [ArtifactSpec(self.key, "clip", self.role, (Segment(start, end),), self.placeholder, camera)]
-
-
-@register_materializer
-class FreezeMaterializer(Materializer):
-    """A freeze-frame video: the frame in ``frame_field`` repeated ``repeat_field`` (or ``repeat``) times."""
-
-    name: ClassVar[str] = "freeze"
-    description: ClassVar[str] = "one output frame repeated N times"
-
-    def __init__(
-        self,
-        frame_field: str = "freeze_frame",
-        repeat_field: str = "repeat_count",
-        repeat: int | None = None,
-        key: str = "freeze",
-        role: str = "freeze",
-        placeholder: str | None = None,
-        camera: str | None = None,
-    ) -> None:
-        self.frame_field, self.repeat_field, self.repeat = frame_field, repeat_field, repeat
-        self.key, self.role, self.placeholder, self.camera = key, role, placeholder, camera
-
-    def plan(
-        self, output: dict[str, Any], candidate: Candidate | None, source: StreamSource
-    ) -> list[ArtifactSpec]:
-        frame = as_frame(get_field(output, self.frame_field), self.frame_field)
-        raw = self.repeat if self.repeat is not None else get_field(output, self.repeat_field)
-        n = as_repeat(raw, self.repeat_field)
-        camera = self.camera or (candidate.camera if candidate else None)
+        if self.start is not None or self.end is not None:
+            start, end = as_range([self.start, self.end], f"{self.role} clip")
+        else:
+            start, end = as_range(get_field(output, self.field), self.field)
+        segment = (Segment(start, end),)
         return [
-            ArtifactSpec(self.key, "freeze", self.role, (Segment(frame, frame, n),), self.placeholder, camera)
+            ArtifactSpec(
+                self.key, "clip", self.role, segment, self.placeholder, _camera(self.camera, candidate)
+            )
         ]
 
 
 @register_materializer
-class StillMaterializer(Materializer):
-    """A lossless still of the frame in ``field`` (e.g. the recall image ``output_image``)."""
+class FreezeMaterializer(Materializer):
+    """A freeze-frame video: ``frame`` repeated ``repeat`` times. With ``start`` it is the stalled video
+    of A.3.1: frames ``start..frame`` as recorded, then ``frame`` held ``repeat`` more times."""
 
-    name: ClassVar[str] = "still"
-    description: ClassVar[str] = "one output frame as a PNG"
+    name: ClassVar[str] = "freeze"
+    description: ClassVar[str] = "a frame held N times, optionally after the clip leading up to it"
 
     def __init__(
         self,
+        frame: int | None = None,
+        repeat: int | None = None,
+        start: int | None = None,
+        frame_field: str = "freeze_frame",
+        repeat_field: str = "repeat_count",
+        start_field: str | None = None,
+        key: str | None = None,
+        role: str = "freeze",
+        placeholder: str | None = None,
+        camera: str | None = None,
+    ) -> None:
+        self.frame, self.repeat, self.start = frame, repeat, start
+        self.frame_field, self.repeat_field, self.start_field = frame_field, repeat_field, start_field
+        self.key, self.role, self.placeholder, self.camera = key or slug(role), role, placeholder, camera
+
+    def plan(
+        self, output: dict[str, Any], candidate: Candidate | None, source: StreamSource
+    ) -> list[ArtifactSpec]:
+        frame = as_frame(_pick(output, self.frame, self.frame_field, "frame"), "frame")
+        n = as_repeat(_pick(output, self.repeat, self.repeat_field, "repeat"), "repeat")
+        segments: tuple[Segment, ...] = (Segment(frame, frame, n),)
+        if self.start is not None or self.start_field is not None:
+            start = as_frame(_pick(output, self.start, self.start_field, "start"), "start")
+            if start > frame:
+                raise SpecError(
+                    MaterializeIssue.OUT_OF_RANGE,
+                    f"the freeze frame {frame} comes before the clip start {start}",
+                )
+            segments = (Segment(start, frame), *segments)
+        camera = _camera(self.camera, candidate)
+        return [ArtifactSpec(self.key, "freeze", self.role, segments, self.placeholder, camera)]
+
+
+@register_materializer
+class StillMaterializer(Materializer):
+    """Lossless stills: ``frame`` (one), ``frames`` (a list) or the output's ``field`` (either). A
+    placeholder ``<image_N>`` is numbered per still."""
+
+    name: ClassVar[str] = "still"
+    description: ClassVar[str] = "frames as PNG stills"
+
+    def __init__(
+        self,
+        frame: int | None = None,
+        frames: list[int] | None = None,
         field: str = "output_image",
         key: str | None = None,
         role: str = "recall",
         placeholder: str | None = None,
         camera: str | None = None,
     ) -> None:
-        self.field, self.key, self.role = field, key or slug(field), role
-        self.placeholder, self.camera = placeholder, camera
+        self.frame, self.frames, self.field = frame, frames, field
+        self.key, self.role, self.placeholder, self.camera = key or slug(role), role, placeholder, camera
 
     def plan(
         self, output: dict[str, Any], candidate: Candidate | None, source: StreamSource
     ) -> list[ArtifactSpec]:
-        frame = as_frame(get_field(output, self.field), self.field)
-        camera = self.camera or (candidate.camera if candidate else None)
+        raw = self.frames if self.frames is not None else _pick(output, self.frame, self.field, "frame")
+        camera = _camera(self.camera, candidate)
+        if not isinstance(raw, list):
+            frame = as_frame(raw, "frame")
+            return [
+                ArtifactSpec(self.key, "still", self.role, (Segment(frame, frame),), self.placeholder, camera)
+            ]
+        if not raw:
+            raise SpecError(MaterializeIssue.BAD_OUTPUT, f"{self.role} stills: the frame list is empty")
+        frames = [as_frame(v, f"frames[{i}]") for i, v in enumerate(raw)]
+        width = max(2, len(str(len(frames) - 1)))
         return [
-            ArtifactSpec(self.key, "still", self.role, (Segment(frame, frame),), self.placeholder, camera)
+            ArtifactSpec(
+                f"{self.key}-{i:0{width}d}",
+                "still",
+                self.role,
+                (Segment(f, f),),
+                _numbered(self.placeholder, i),
+                camera,
+            )
+            for i, f in enumerate(frames)
         ]
 
 
@@ -311,7 +392,7 @@ class KeyframesMaterializer(Materializer):
     (A.3.1 understanding branch, tutorial-style interleaved samples)."""
 
     name: ClassVar[str] = "keyframes"
-    description: ClassVar[str] = "a list of frames as PNG stills"
+    description: ClassVar[str] = "the candidate's (or an output list's) frames as PNG stills"
 
     def __init__(
         self,
@@ -326,26 +407,20 @@ class KeyframesMaterializer(Materializer):
         self, output: dict[str, Any], candidate: Candidate | None, source: StreamSource
     ) -> list[ArtifactSpec]:
         if self.field is not None:
-            raw = get_field(output, self.field)
-            if not isinstance(raw, list) or not raw:
-                raise SpecError(MaterializeIssue.BAD_OUTPUT, f"'{self.field}' must be a non-empty frame list")
-            frames = [as_frame(v, f"{self.field}[{i}]") for i, v in enumerate(raw)]
+            frames = get_field(output, self.field)
         elif candidate is not None and candidate.frames:
             frames = list(candidate.frames)
         else:
             raise SpecError(MaterializeIssue.BAD_OUTPUT, "keyframes need an output field or candidate frames")
-        camera = self.camera or (candidate.camera if candidate else None)
-        width = max(2, len(str(len(frames) - 1)))
-        return [
-            ArtifactSpec(f"{self.key}-{i:0{width}d}", "still", self.role, (Segment(f, f),), None, camera)
-            for i, f in enumerate(frames)
-        ]
+        still = StillMaterializer(frames=frames if isinstance(frames, list) else [frames], key=self.key)
+        still.role, still.camera = self.role, self.camera
+        return still.plan(output, candidate, source)
 
 
 @register_materializer
 class StallVideoMaterializer(Materializer):
-    """The faulty input video of A.3.1: ``input_video.start .. freeze_frame``, then the freeze frame
-    repeated ``repeat_count`` times (the stall), as one frame-exact video."""
+    """The faulty input video of A.3.1 read from output fields: ``input_video.start .. freeze_frame``,
+    then the freeze frame held ``repeat_count`` more times, the freeze inside ``input_video``."""
 
     name: ClassVar[str] = "stall_video"
     description: ClassVar[str] = "observation clip up to the freeze frame + the freeze frame held N times"
@@ -355,7 +430,7 @@ class StallVideoMaterializer(Materializer):
         input_field: str = "input_video",
         freeze_field: str = "freeze_frame",
         repeat_field: str = "repeat_count",
-        key: str = "stall",
+        key: str = "observation",
         role: str = "observation",
         camera: str | None = None,
     ) -> None:
@@ -367,21 +442,21 @@ class StallVideoMaterializer(Materializer):
     ) -> list[ArtifactSpec]:
         start, end = as_range(get_field(output, self.input_field), self.input_field)
         freeze = as_frame(get_field(output, self.freeze_field), self.freeze_field)
-        n = as_repeat(get_field(output, self.repeat_field), self.repeat_field)
         if not start <= freeze <= end:
             raise SpecError(
                 MaterializeIssue.OUT_OF_RANGE,
                 f"'{self.freeze_field}' {freeze} is outside '{self.input_field}' {start}..{end}",
             )
-        camera = self.camera or (candidate.camera if candidate else None)
-        segments = (Segment(start, freeze), Segment(freeze, freeze, n))
-        return [ArtifactSpec(self.key, "freeze", self.role, segments, None, camera)]
+        n = as_repeat(get_field(output, self.repeat_field), self.repeat_field)
+        freeze_step = FreezeMaterializer(freeze, n, start, key=self.key, role=self.role, camera=self.camera)
+        return freeze_step.plan(output, candidate, source)
 
 
 @register_materializer
 class FaultRecoveryMaterializer(Materializer):
-    """The three media of a fault-diagnosis sample (A.3.1 fault branch, e.g. ``approach_stall``):
-    the stalled input video, the recall still (``<image_recall>``) and the recovery clip (``<video_gen>``)."""
+    """The three media of a fault-diagnosis sample (A.3.1 fault branch, e.g. ``approach_stall``) read
+    from the output's fields: the stalled input video, the recall still (``<image_recall>``) and the
+    recovery clip (``<video_gen>``)."""
 
     name: ClassVar[str] = "fault_recovery"
     description: ClassVar[str] = "stall video + <image_recall> still + <video_gen> recovery clip"
@@ -397,8 +472,8 @@ class FaultRecoveryMaterializer(Materializer):
     ) -> None:
         self.parts: list[Materializer] = [
             StallVideoMaterializer(input_field, freeze_field, repeat_field, camera=camera),
-            StillMaterializer(recall_field, "recall", "recall", "<image_recall>", camera),
-            ClipMaterializer(recovery_field, "recovery", "recovery", "<video_gen>", camera),
+            StillMaterializer(field=recall_field, role="recall", placeholder="<image_recall>", camera=camera),
+            ClipMaterializer(field=recovery_field, role="recovery", placeholder="<video_gen>", camera=camera),
         ]
 
     def plan(
@@ -458,6 +533,16 @@ def bind_media(sample: Sample, refs: Sequence[MediaRef]) -> tuple[Sample, dict[s
 # the stage
 
 
+def unique_keys(specs: Sequence[ArtifactSpec]) -> list[ArtifactSpec]:
+    """Specs with keys made unique in order (a second ``target`` becomes ``target-2``)."""
+    seen: dict[str, int] = {}
+    out = []
+    for spec in specs:
+        n = seen[spec.key] = seen.get(spec.key, 0) + 1
+        out.append(spec if n == 1 else replace(spec, key=f"{spec.key}-{n}"))
+    return out
+
+
 def media_dir_name(sample_id: str) -> str:
     """A filesystem-safe, readable, collision-free folder name for a sample's media."""
     return f"{slug(sample_id, 48)}-{stable_hash(sample_id, 10)}"
@@ -466,11 +551,12 @@ def media_dir_name(sample_id: str) -> str:
 def make_item(
     sample: Sample | dict[str, Any],
     stream: Stream | dict[str, Any],
-    candidate: Candidate | dict[str, Any] | None,
-    materializers: Sequence[str | dict[str, Any]],
+    candidate: Candidate | dict[str, Any] | None = None,
+    materializers: Sequence[str | dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The record :class:`MaterializeStage` takes: a sample joined with its stream, candidate and the
-    intent's materialiser list (names or ``{"name", **params}``)."""
+    """The record :class:`MaterializeStage` takes: a sample joined with its stream and candidate, and
+    optionally a materialiser list (names or ``{"name", **params}``) that overrides the plan synthesis
+    left in ``sample.provenance["materialize"]``."""
 
     def dump(x: Any) -> Any:
         return x.model_dump(mode="json") if hasattr(x, "model_dump") else x
@@ -481,7 +567,7 @@ def make_item(
         "sample": sample_d,
         "stream": dump(stream),
         "candidate": dump(candidate),
-        "materializers": list(materializers),
+        "materializers": None if materializers is None else list(materializers),
     }
 
 
@@ -517,9 +603,9 @@ class MaterializeStage(Stage):
             return self.reject(item, MaterializeIssue.BAD_ITEM, f"item {item.get('id')}: {_short(exc)}")
         written: list[Path] = []
         try:
-            mats = [get_materializer(m) for m in item.get("materializers") or []]
+            mats = [get_materializer(m) for m in plan_steps(item, sample, stream)]
             source = self._source(stream)
-            specs = [spec for m in mats for spec in m.plan(sample.output, candidate, source)]
+            specs = unique_keys([spec for m in mats for spec in m.plan(sample.output, candidate, source)])
             self._check(specs, source)
             artifacts = [self._write(sample, stream, spec, source, written) for spec in specs]
             refs = [
@@ -557,10 +643,6 @@ class MaterializeStage(Stage):
         return source
 
     def _check(self, specs: Sequence[ArtifactSpec], source: StreamSource) -> None:
-        keys = [s.key for s in specs]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
-        if dupes:
-            raise SpecError(MaterializeIssue.BAD_CONFIG, f"two artifacts of one sample share a key: {dupes}")
         for spec in specs:
             n = source.frame_count(spec.camera)
             for seg in spec.segments:
