@@ -152,8 +152,9 @@ def test_dd_10_gb_is_killed_by_sigxfsz(workspace, limits, policy, survivors):
     assert (workspace / "big.bin").stat().st_size <= limits.file_size_mb << 20
 
 
-def test_filling_the_private_tmp_hits_its_size(workspace, limits, policy, survivors):
-    src = "for i in range(100):\n    open(f'/tmp/f{i}', 'wb').write(b'0' * (8 << 20))"
+@pytest.mark.parametrize("tmp", ["/tmp", "/dev/shm"])
+def test_filling_the_private_memory_backed_dirs_hits_their_size(workspace, limits, policy, survivors, tmp):
+    src = f"for i in range(100):\n    open(f'{tmp}/f{{i}}', 'wb').write(b'0' * (8 << 20))"
     out = run(src, workspace, limits, policy=policy)
     _contained(out, survivors, Status.RESOURCE_LIMIT, "disk")
 

@@ -37,6 +37,8 @@ def test_call_returns_the_json_value(workspace, limits, policy):
         assert out.ok, out.stderr
         bad = worker.call("os:getcwd_that_does_not_exist")
         assert bad.status is Status.ERROR and bad.message == "the program raised AttributeError"
+        big = worker.call("json:loads", "[" + ",".join(["1234567890"] * 50_000) + "]")  # > a pipe buffer
+        assert big.ok and len(big.result) == 50_000
         nonjson = worker.call("os:getcwdb")
         assert nonjson.status is Status.ERROR
     with pytest.raises(ConfigError, match="module:function"):
