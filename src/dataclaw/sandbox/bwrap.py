@@ -252,7 +252,7 @@ def mount_plan(
         plan.args += ["--symlink", os.readlink("/etc/localtime"), "/etc/localtime"]
     plan.args += ["--dev", "/dev", "--proc", "/proc"]
     for tmp in ("/tmp", "/dev/shm"):  # memory-backed: without a size, writing there could eat the host's RAM
-        plan.args += ["--size", str(max(limits.tmp_mb, 1) << 20), "--perms", "1777", "--tmpfs", tmp]
+        plan.args += ["--size", str(limits.tmp_mb << 20), "--perms", "1777", "--tmpfs", tmp]
     grants: list[tuple[str, str, bool]] = [(p, p, False) for p in python_paths(python)]
     grants += [(str(p), str(p), False) for p in policy.ro_paths]
     grants += [(str(p), str(p), True) for p in policy.rw_paths]

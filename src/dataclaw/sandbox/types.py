@@ -55,7 +55,7 @@ class Limits:
     output_bytes: int = 1_000_000
     """Bytes kept of stdout and of stderr each; the rest is dropped and ``Outcome.truncated`` is set."""
     tmp_mb: int = 256
-    """Size of the private, memory-backed /tmp."""
+    """Size of each private, memory-backed dir (/tmp and /dev/shm)."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -66,11 +66,10 @@ class Limits:
             "processes",
             "wall_s",
             "output_bytes",
+            "tmp_mb",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"sandbox Limits.{name} must be positive, got {getattr(self, name)!r}")
-        if self.tmp_mb < 0:
-            raise ConfigError(f"sandbox Limits.tmp_mb must not be negative, got {self.tmp_mb!r}")
 
 
 @dataclass(frozen=True)
