@@ -271,3 +271,34 @@ def test_default_out_dir_registry_and_bad_runs(run: Path, tmp_path: Path) -> Non
         run_export(tmp_path / "empty", "jsonl")
     with pytest.raises(ConfigError, match="dataset name"):
         get_exporter("llamafactory", dataset_name="bad name!")
+
+
+def test_cli_export_command(run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dataclaw.cli.app import _run
+
+    out = tmp_path / "cli"
+    code = _run(
+        [
+            "tailor",
+            "export",
+            str(run),
+            "--format",
+            "llamafactory",
+            "--out",
+            str(out),
+            "--name",
+            "g1",
+            "--json",
+        ]
+    )
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["samples"] == 3 and summary["rejected"] == 5 and summary["format"] == "llamafactory"
+    assert (out / "g1.json").is_file() and "g1" in json.loads((out / "dataset_info.json").read_text())
+    assert _run(["tailor", "export", str(run), "--format", "csv", "--out", str(out)]) == 1
+    assert "unknown export format 'csv'" in capsys.readouterr().err
+    assert _run(["tailor", "export", str(run), "--format", "hf", "--name", "x", "--out", str(out)]) == 1
+    assert "does not take" in capsys.readouterr().err
+    assert _run(["tailor", "export", str(tmp_path / "nothing"), "--format", "jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "has no samples.jsonl" in err and "Traceback" not in err

@@ -153,3 +153,25 @@ def inspect(
         for (stage, reason), items in sorted(grouped.items()):
             rtable.add_row(stage, reason, str(len(items)), items[0]["message"])
         console.print(rtable)
+
+
+@app.command("export")
+def export(
+    run: Annotated[Path, typer.Argument(help="Run directory with samples.jsonl and artifacts.jsonl.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="llamafactory | hf | jsonl")] = "llamafactory",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output dir [RUN/export/FORMAT].")] = None,
+    name: Annotated[str | None, typer.Option(help="llamafactory: dataset name (file + info key).")] = None,
+    verify: Annotated[bool, typer.Option(help="Check every media file against its sha256.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
+) -> None:
+    """Export RUN's samples for training: LLaMA-Factory ShareGPT, Hugging Face parquet, or JSONL."""
+    from dataclaw.tailor.export import export as run_export
+
+    config: dict[str, Any] = {"verify_hashes": verify, **({"dataset_name": name} if name else {})}
+    summary = run_export(run, fmt, out, **config).to_dict()
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    typer.echo(f"{summary['samples']} samples, {summary['media_files']} media files → {summary['out_dir']}")
+    for reason, count in sorted(summary["reasons"].items()):
+        typer.echo(f"  left out: {count} {reason} (see rejects.jsonl)")

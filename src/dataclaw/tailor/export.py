@@ -247,7 +247,10 @@ def get_exporter(name: str, **config: Any) -> Exporter:
     cls = _EXPORTERS.get(name)
     if cls is None:
         raise ConfigError(f"unknown export format '{name}': expected one of {', '.join(exporter_names())}")
-    return cls(**config)
+    try:
+        return cls(**config)
+    except TypeError as exc:
+        raise ConfigError(f"export format '{name}' does not take {sorted(config)} ({exc})") from None
 
 
 def export(run_dir: str | Path, fmt: str, out_dir: str | Path | None = None, **config: Any) -> ExportSummary:
