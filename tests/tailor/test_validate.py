@@ -19,30 +19,60 @@ from dataclaw.tailor.validate import (
 )
 
 SID = "stream:ep-1"
-ROBOT = {"id": SID, "modality": "robot", "fps": 30.0, "frame_count": 393, "metadata": {"task": "Pick up the yellow bottle on the table."}}  # fmt: skip
+ROBOT = {
+    "id": SID,
+    "modality": "robot",
+    "fps": 30.0,
+    "frame_count": 393,
+    "metadata": {"task": "Pick up the yellow bottle on the table."},
+}
 FAULT = {
-    "id": f"{SID}/cand-fault", "stream_id": SID, "kind": "fault_window", "camera": "cam", "fps": 30.0,
-    "frame_count": 393, "observation": {"start": 48, "end": 137, "t_start": 1.6, "t_end": 4.57},
+    "id": f"{SID}/cand-fault",
+    "stream_id": SID,
+    "kind": "fault_window",
+    "camera": "cam",
+    "fps": 30.0,
+    "frame_count": 393,
+    "observation": {"start": 48, "end": 137, "t_start": 1.6, "t_end": 4.57},
     "future": {"start": 138, "end": 227, "t_start": 4.6, "t_end": 7.57},
-    "observation_frames": [53, 76, 98, 121], "future_frames": [149, 194], "why": "test", "payload": {},
-}  # fmt: skip
+    "observation_frames": [53, 76, 98, 121],
+    "future_frames": [149, 194],
+    "why": "test",
+    "payload": {},
+}
 GOOD_FAULT = {
-    "fault_type": "approach_stall", "input_video": {"start": 60, "end": 130}, "freeze_frame": 100,
-    "repeat_count": 30, "output_video": {"start": 140, "end": 220}, "output_image": 190,
+    "fault_type": "approach_stall",
+    "input_video": {"start": 60, "end": 130},
+    "freeze_frame": 100,
+    "repeat_count": 30,
+    "output_video": {"start": 140, "end": 220},
+    "output_image": 190,
     "question": "The robot froze while reaching for the bottle. What went wrong and how should it recover?",
-    "answer": "It stalled on approach; it should resume the reach and close the hand. <video_gen> <image_recall>",
+    "answer": "It stalled on approach; resume the reach and close the hand. <video_gen> <image_recall>",
     "reasoning": "The hand stops moving for many frames before contact; the future shows the grasp.",
-}  # fmt: skip
+}
 
 GID = "stream:gui-1"
-GUI_STREAM = {"id": GID, "modality": "gui", "fps": 30.0, "frame_count": 3678, "metadata": {"task": "Open display settings, then turn on night light"}}  # fmt: skip
+GUI_STREAM = {
+    "id": GID,
+    "modality": "gui",
+    "fps": 30.0,
+    "frame_count": 3678,
+    "metadata": {"task": "Open display settings, then turn on night light"},
+}
 
 
 def _anchor(i: int, kind: str, t: float, title: str, nx: float, ny: float) -> dict[str, Any]:
     return {
-        "id": f"{GID}/anchor-{kind}-{i}", "stream_id": GID, "t": t, "t_end": None, "kind": kind, "source": "gui",
-        "confidence": 1.0, "payload": {"nx": nx, "ny": ny, "target": {"title": title}},
-    }  # fmt: skip
+        "id": f"{GID}/anchor-{kind}-{i}",
+        "stream_id": GID,
+        "t": t,
+        "t_end": None,
+        "kind": kind,
+        "source": "gui",
+        "confidence": 1.0,
+        "payload": {"nx": nx, "ny": ny, "target": {"title": title}},
+    }
 
 
 GUI_ANCHORS = [
@@ -52,13 +82,22 @@ GUI_ANCHORS = [
     _anchor(3, "click", 46.6, "Night light toggle", 0.761, 0.724),
 ]
 GUI_TASK = {
-    "id": f"{GID}/cand-seq", "stream_id": GID, "kind": "gui_task", "camera": "screen", "fps": 30.0,
-    "frame_count": 3678, "why": "test", "anchor_ids": [a["id"] for a in GUI_ANCHORS],
-    "payload": {"instruction": GUI_STREAM["metadata"]["task"], "subtasks": [
-        {"index": 0, "label": "Open display settings", "anchor_ids": [a["id"] for a in GUI_ANCHORS[:3]]},
-        {"index": 1, "label": "turn on night light", "anchor_ids": [GUI_ANCHORS[3]["id"]]},
-    ]},
-}  # fmt: skip
+    "id": f"{GID}/cand-seq",
+    "stream_id": GID,
+    "kind": "gui_task",
+    "camera": "screen",
+    "fps": 30.0,
+    "frame_count": 3678,
+    "why": "test",
+    "anchor_ids": [a["id"] for a in GUI_ANCHORS],
+    "payload": {
+        "instruction": GUI_STREAM["metadata"]["task"],
+        "subtasks": [
+            {"index": 0, "label": "Open display settings", "anchor_ids": [a["id"] for a in GUI_ANCHORS[:3]]},
+            {"index": 1, "label": "turn on night light", "anchor_ids": [GUI_ANCHORS[3]["id"]]},
+        ],
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +114,19 @@ def response(
     item = synth_item(cand, stream, anchors, intent)
     ctx, schema, messages = stage.prepare(item, intent)
     return {
-        "id": item["id"], "candidate_id": cand["id"], "stream_id": cand["stream_id"], "intent": intent_id,
-        "model": "replay:x", "router": "omni", "request_hash": "h", "messages": messages, "schema": schema,
-        "context": ctx, "output": output, "frames": ctx["frame_indices"],
-    }  # fmt: skip
+        "id": item["id"],
+        "candidate_id": cand["id"],
+        "stream_id": cand["stream_id"],
+        "intent": intent_id,
+        "model": "replay:x",
+        "router": "omni",
+        "request_hash": "h",
+        "messages": messages,
+        "schema": schema,
+        "context": ctx,
+        "output": output,
+        "frames": ctx["frame_indices"],
+    }
 
 
 def validate(catalog: IntentCatalog, rec: dict) -> Any:
@@ -156,8 +204,11 @@ def test_gui_reconstruction_permutation_checks(catalog: IntentCatalog) -> None:
     ctx, _ = gui(catalog, "gui_task_reconstruction", {})
     truth, [distractor] = ctx["answer_order"], ctx["distractor_labels"]
     assert len(truth) == 2 and set(ctx["labels"]) == {*truth, distractor}
-    base = {"distractors": [distractor], "reconstructed_goal": "Open display settings and turn on night light",
-            "reasoning": "Both fragments act on the Windows display settings."}  # fmt: skip
+    base = {
+        "distractors": [distractor],
+        "reconstructed_goal": "Open display settings and turn on night light",
+        "reasoning": "Both fragments act on the Windows display settings.",
+    }
     _, ok = gui(catalog, "gui_task_reconstruction", {**base, "ordered_labels": truth})
     assert isinstance(ok, list), ok
     cases = {
@@ -179,10 +230,13 @@ def test_gui_reconstruction_is_deterministic_per_seed(catalog: IntentCatalog) ->
 
 
 def test_claimed_click_on_an_app_never_seen_is_flagged(catalog: IntentCatalog) -> None:
-    good = {"goal": "Open display settings and turn on night light", "actions": [
-        {"step": 0, "type": "click", "x": 0.97, "y": 0.97, "target": "Action Centre", "text": ""},
-        {"step": 2, "type": "click", "x": 0.93, "y": 0.53, "target": "Go to Settings", "text": ""},
-    ]}  # fmt: skip
+    good = {
+        "goal": "Open display settings and turn on night light",
+        "actions": [
+            {"step": 0, "type": "click", "x": 0.97, "y": 0.97, "target": "Action Centre", "text": ""},
+            {"step": 2, "type": "click", "x": 0.93, "y": 0.53, "target": "Go to Settings", "text": ""},
+        ],
+    }
     _, ok = gui(catalog, "gui_action_extraction", good)
     assert isinstance(ok, list), ok
     bad = copy.deepcopy(good)
@@ -208,9 +262,12 @@ def test_decomposition_fragments_contiguous(
     catalog: IntentCatalog, fragments: list, reason: str | None
 ) -> None:
     labels = ["open display settings", "turn on night light"]
-    out = {"structure": "sequential", "fragments": [
-        {"start": s, "end": e, "subtask": labels[min(k, 1)]} for k, (s, e) in enumerate(fragments)
-    ]}  # fmt: skip
+    out = {
+        "structure": "sequential",
+        "fragments": [
+            {"start": s, "end": e, "subtask": labels[min(k, 1)]} for k, (s, e) in enumerate(fragments)
+        ],
+    }
     _, result = gui(catalog, "gui_task_decomposition", out)
     if reason is None:
         assert isinstance(result, list), result
@@ -219,8 +276,12 @@ def test_decomposition_fragments_contiguous(
 
 
 def test_ungrounded_text_is_flagged(catalog: IntentCatalog) -> None:
-    out = {"distractors": [], "ordered_labels": [],
-           "reconstructed_goal": "Book a flight to Paris with loyalty miles", "reasoning": "travel booking"}  # fmt: skip
+    out = {
+        "distractors": [],
+        "ordered_labels": [],
+        "reconstructed_goal": "Book a flight to Paris with loyalty miles",
+        "reasoning": "travel booking",
+    }
     ctx, _ = gui(catalog, "gui_task_reconstruction", {})
     out.update(ordered_labels=ctx["answer_order"], distractors=ctx["distractor_labels"])
     _, rej = gui(catalog, "gui_task_reconstruction", out)
@@ -228,12 +289,26 @@ def test_ungrounded_text_is_flagged(catalog: IntentCatalog) -> None:
 
 
 def test_frames_out_of_order(catalog: IntentCatalog) -> None:
-    seg = {"id": "stream:v/cand-seg", "stream_id": "stream:v", "kind": "dynamic_segment", "camera": "video",
-           "fps": 24.0, "frame_count": 282, "span": {"start": 10, "end": 200, "t_start": 0.4, "t_end": 8.3},
-           "frames": [20, 60, 100, 140, 180], "why": "motion", "payload": {}}  # fmt: skip
+    seg = {
+        "id": "stream:v/cand-seg",
+        "stream_id": "stream:v",
+        "kind": "dynamic_segment",
+        "camera": "video",
+        "fps": 24.0,
+        "frame_count": 282,
+        "span": {"start": 10, "end": 200, "t_start": 0.4, "t_end": 8.3},
+        "frames": [20, 60, 100, 140, 180],
+        "why": "motion",
+        "payload": {},
+    }
     stream = {"id": "stream:v", "modality": "video", "fps": 24.0, "frame_count": 282, "metadata": {}}
-    out = {"question": "Where does the person go next?", "answer": "Toward the door on the left.",
-           "reasoning": "The camera turns left.", "input_frames": [140, 180], "output_frames": [20]}  # fmt: skip
+    out = {
+        "question": "Where does the person go next?",
+        "answer": "Toward the door on the left.",
+        "reasoning": "The camera turns left.",
+        "input_frames": [140, 180],
+        "output_frames": [20],
+    }
     rej = validate(catalog, response(catalog, "vln_navigation", seg, stream, [], out))
     assert rej.reason == ValidationIssue.FRAMES_OUT_OF_ORDER
     out.update(input_frames=[20, 60], output_frames=[140, 180])
