@@ -131,3 +131,18 @@ def test_seccomp_filter_layout():
     prog = no_userns_filter("x86_64")
     assert prog is not None and len(prog) == 13 * 8  # 13 classic-BPF instructions of 8 bytes
     assert no_userns_filter("riscv64") is None
+
+
+def test_forged_records_cannot_inject_statuses_or_text():
+    forged = {
+        "event": "exception",
+        "status": "ok",
+        "resource": "../../etc",
+        "type": "/etc/passwd <b>",
+        "pid": 2,
+    }
+    verdict = _inner.classify_exit(1, forged, False, 10)
+    assert verdict == {"status": "error", "resource": None, "message": "the program raised etcpasswdb"}
+    forged = {"event": "exception", "status": "timeout", "resource": "memory", "type": "X", "pid": 2}
+    verdict = _inner.classify_exit(1, forged, False, 10)
+    assert (verdict["status"], verdict["resource"]) == ("error", None)

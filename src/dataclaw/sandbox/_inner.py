@@ -108,8 +108,13 @@ def classify_exit(
     if timed_out:
         return {"status": TIMEOUT, "resource": "wall", "message": f"timed out after {wall_s:g} s"}
     if record and record.get("event") == "exception":
-        status, kind = record.get("status", ERROR), record.get("resource")
-        msg = MESSAGES.get(kind or "", "") or f"the program raised {record.get('type', 'an exception')}"
+        # the program can write to the status pipe too: accept only known values (it can at most
+        # misreport its own failure) and never echo free text into the agent-facing message
+        status, kind = record.get("status"), record.get("resource")
+        if status not in (RESOURCE, VIOLATION) or kind not in MESSAGES:
+            status, kind = ERROR, None
+        name = "".join(c for c in str(record.get("type", "")) if c.isalnum() or c == "_")[:60]
+        msg = MESSAGES[kind] if kind else f"the program raised {name or 'an exception'}"
         return {"status": status, "resource": kind, "message": msg}
     deliberate = bool(record and record.get("event") == "exit")
     if exit_code == 0:
