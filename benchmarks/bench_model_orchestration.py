@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing as mp
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,9 +32,11 @@ def _serve(conn) -> None:  # runs in the server process
         conn.send(server.base_url)
         conn.recv()  # "reset" after warm-up
         server.reset_counters()
+        cpu_start = time.process_time()
         conn.send("ok")
         conn.recv()  # "stop"
-        conn.send({"requests": server.request_count, "max_in_flight": server.max_in_flight})
+        cpu = time.process_time() - cpu_start
+        conn.send({"requests": server.request_count, "max_in_flight": server.max_in_flight, "cpu_s": cpu})
 
 
 async def _burst(model, n: int, tag: str) -> None:
@@ -86,6 +89,8 @@ def main() -> int:
                 "target_requests_per_s": round(target, 1),
                 "fraction_of_ideal": round(rate / ideal, 3),
                 "client_cpu_ms_per_request": round(1000 * client_cpu / n, 2),
+                "server_cpu_ms_per_request": round(1000 * seen["cpu_s"] / n, 2),
+                "load_average_1m": round(os.getloadavg()[0], 2),
                 "server_requests": seen["requests"],
                 "server_max_in_flight": seen["max_in_flight"],
                 "ok": ok,
