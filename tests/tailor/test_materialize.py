@@ -363,3 +363,24 @@ def test_still_lists_number_placeholders_and_keys_stay_unique(
     assert [m.placeholder for m in out.media if m.placeholder] == ["<image_1>", "<image_2>"]
     assert out.conversation[-1].content == "a\n<image_1>\n<image_2>"
     assert out.conversation[0].content.startswith("<image><video>q")
+
+
+@pytest.mark.slow  # worker start-up (forkserver + imports) dominates
+def test_stage_runs_in_a_process_pool(tmp_path: Path, stream: Stream, candidate: Candidate) -> None:
+    from dataclaw.pipeline.executors import LocalExecutor
+
+    base = _stall_output(candidate)
+    short = {"start": base["freeze_frame"] - 3, "end": base["freeze_frame"]}
+    recovery = {"start": base["output_video"]["start"], "end": base["output_video"]["start"] + 2}
+    outputs = [
+        _stall_output(candidate, input_video=short, output_video=recovery, repeat_count=5 + i) for i in (0, 1)
+    ]
+    items = [
+        make_item(_sample(candidate, o, f"pool{i}"), stream, candidate, ["fault_recovery"])
+        for i, o in enumerate(outputs)
+    ]
+    stats = materialize(items, tmp_path, executor=LocalExecutor(workers=2))
+    assert (stats.outputs, stats.rejects, stats.errors) == (2, 0, 0)
+    artifacts = [json.loads(x) for x in (tmp_path / f"{ARTIFACTS}.jsonl").read_text().splitlines()]
+    assert sorted(a["frames"] for a in artifacts if a["kind"] == "freeze") == [4 + 5, 4 + 6]
+    assert all((tmp_path / a["path"]).is_file() for a in artifacts) and len(artifacts) == 6

@@ -44,6 +44,7 @@ from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import child_id, slug, stable_hash
 from dataclaw.core.store import RunStore
 from dataclaw.media.errors import MediaError, MediaIssue
+from dataclaw.media.video import VideoReader
 from dataclaw.media.writers import DEFAULT_CODEC, Written, get_codec, write_clip, write_still
 from dataclaw.pipeline import Resources, Result, Stage, StageStats, run_stage
 from dataclaw.tailor.mine import Candidate
@@ -575,16 +576,22 @@ class MaterializeStage(Stage):
     """Writes a sample's artifacts and returns ``{"id", "sample", "artifacts"}`` (CPU stage).
 
     Item: see :func:`make_item`. ``run_dir`` is where ``media/`` goes; ``codec`` a profile of
-    :mod:`dataclaw.media.writers`; ``fallback_fps`` the rate of videos cut from clock-less image streams.
+    :mod:`dataclaw.media.writers`; ``fallback_fps`` the rate of videos cut from clock-less image streams;
+    ``verify`` reopens every video written and checks its frame count (paper A.3.4).
     """
 
     name: ClassVar[str] = STAGE
     resources: ClassVar[Resources] = Resources.CPU
 
     def __init__(
-        self, run_dir: str | Path, codec: str = DEFAULT_CODEC, fallback_fps: float = 1.0, chunk: int = 32
+        self,
+        run_dir: str | Path,
+        codec: str = DEFAULT_CODEC,
+        fallback_fps: float = 1.0,
+        chunk: int = 32,
+        verify: bool = True,
     ) -> None:
-        self.run_dir = str(run_dir)
+        self.run_dir, self.verify = str(run_dir), verify
         self.codec = get_codec(codec).name
         self.fallback_fps, self.chunk = fallback_fps, max(1, chunk)
         self._sources: OrderedDict[str, StreamSource] = OrderedDict()
@@ -671,6 +678,13 @@ class MaterializeStage(Stage):
             raise MediaError(
                 MediaIssue.CORRUPT, f"{rel}: wrote {out.frames} frames, planned {spec.frame_count}"
             )
+        if self.verify and out.media_type == "video":  # A.3.4: the clip must read back, whole
+            with VideoReader(out.path) as reader:
+                if reader.frame_count != spec.frame_count:
+                    raise MediaError(
+                        MediaIssue.CORRUPT,
+                        f"{rel}: reads back {reader.frame_count} of {spec.frame_count} frames",
+                    )
         return self._artifact(sample, stream, spec, cam.name, rel, out)
 
     def _frames(self, source: StreamSource, spec: ArtifactSpec, camera: str) -> Iterator[np.ndarray]:
@@ -740,9 +754,11 @@ def materialize(
     *,
     codec: str = DEFAULT_CODEC,
     executor: Any = None,
+    **options: Any,
 ) -> StageStats:
-    """Run :class:`MaterializeStage` over ``items`` (resumable) and :func:`publish` the results."""
+    """Run :class:`MaterializeStage` over ``items`` (resumable) and :func:`publish` the results.
+    ``options`` go to the stage (``fallback_fps``, ``chunk``, ``verify``)."""
     with RunStore(run_dir) as store:
-        stats = run_stage(MaterializeStage(run_dir, codec=codec), items, store, executor)
+        stats = run_stage(MaterializeStage(run_dir, codec=codec, **options), items, store, executor)
         publish(store)
     return stats
