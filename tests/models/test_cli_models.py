@@ -76,3 +76,6 @@ def test_quickstart_model_part_writes_a_valid_answer(server, tmp_path):
     prompt = server.chat_bodies()[0]["messages"][0]["content"]
     assert "Pick up the yellow bottle on the table." in prompt  # read from examples/lerobot_g1/tasks.jsonl
     assert server.chat_bodies()[0]["response_format"]["json_schema"]["schema"] == TASK_SCHEMA
+    again = part(tmp_path / "model", f"{server.base_url}::qwen")  # rerun into the same --out
+    assert again["cached"] is True and server.request_count == 1
+    assert (tmp_path / "model" / "responses.sqlite").is_file()

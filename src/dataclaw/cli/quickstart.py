@@ -66,6 +66,7 @@ TASK_SCHEMA: dict[str, Any] = {
 def _model_part(out: Path, model: str) -> dict[str, Any]:
     """Describe the LeRobot G1 task (examples/lerobot_g1/tasks.jsonl) as schema-valid JSON → answer.json."""
     from dataclaw.core.errors import ConfigError
+    from dataclaw.models import get_model
     from dataclaw.models.structured import ask_json
 
     tasks_file = EXAMPLES / "lerobot_g1" / "tasks.jsonl"
@@ -77,7 +78,8 @@ def _model_part(out: Path, model: str) -> dict[str, Any]:
         "Describe the task as JSON: the task, the main action verb, the object, where the object is, "
         "and 2 to 4 short steps the robot performs."
     )
-    done = ask_json(model, prompt, TASK_SCHEMA, out=out / "answer.json", temperature=0, max_tokens=400)
+    chat = get_model(model, cache=out / "responses.sqlite")  # a rerun into the same --out answers from cache
+    done = ask_json(chat, prompt, TASK_SCHEMA, out=out / "answer.json", temperature=0, max_tokens=400)
     return {
         "model": done.model,
         "latency_s": round(done.latency_s, 2),
