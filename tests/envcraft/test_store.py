@@ -190,3 +190,24 @@ def test_cache_is_bounded_and_list_skips_temporaries(counter_pkg: EnvPackage, tm
     (tmp_path / ".creating-x" / SNAPSHOT).write_text("{}")
     assert env.store.list_sessions() == sids
     env.store.close()
+
+
+def test_journal_entry_that_fails_on_replay_is_an_infrastructure_error(
+    counter_pkg: EnvPackage, tmp_path: Path
+) -> None:
+    env = counter_pkg.env_cls(tmp_path)
+    sid = env.create_session("reach_three", "r")
+    env.call(sid, "increment")
+    bad = {
+        "record": {"index": 1, "tool": "increment", "params": {"by": 0}, "at": "x", "status": "ok"},
+        "apply": True,
+    }
+    with open(
+        tmp_path / "r" / JOURNAL, "ab"
+    ) as fh:  # as if another process recorded a call that cannot replay
+        fh.write(encode_entry({**bad, "seq": 2}))
+    out = env.call(sid, "get_counter")
+    assert out["status"] == "error" and out["error"]["category"] == "infrastructure"
+    assert "between" not in out["error"]["message"]  # the replayed tool's own message is not shown
+    with pytest.raises(EnvError):
+        counter_pkg.env_cls(tmp_path).get_session_state(sid)

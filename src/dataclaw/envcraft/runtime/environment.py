@@ -43,6 +43,11 @@ _SCENARIO_KEYS = {
 }
 
 
+class ReplayError(RuntimeError):
+    """A journal entry that applied cleanly when recorded fails on replay: the tool is not deterministic
+    or the package changed under a live session. Reported to the agent as an infrastructure error."""
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One scenario of an environment (``data/scenarios/<id>.json``)."""
@@ -301,7 +306,12 @@ class Environment:
         """Re-apply one journal entry (another process's call) to a cached state."""
         record = entry["record"]
         if entry.get("apply"):
-            self.tools.get(record["tool"]).fn(state, **record["params"])
+            try:
+                self.tools.get(record["tool"]).fn(state, **record["params"])
+            except Exception as exc:
+                raise ReplayError(
+                    f"replaying action {record.get('index')} ({record.get('tool')}) failed"
+                ) from exc
         _log_action(state, record)
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from dataclaw.envcraft.runtime.errors import EnvError, ErrorCategory, echo
+from dataclaw.envcraft.runtime.errors import EnvError, ErrorCategory, echo, infrastructure_error
 
 SNAPSHOT = "session.json"
 JOURNAL = "journal.jsonl"
@@ -245,7 +245,14 @@ class SessionStore:
     def transaction(self, session_id: str) -> Iterator[Transaction]:
         """Lock the session, load its state (from cache when nobody else wrote) and yield it."""
         with self._locked_dir(session_id) as directory:
-            cached = self._load(session_id, directory)
+            try:
+                cached = self._load(session_id, directory)
+            except EnvError:
+                self._evict(session_id)
+                raise
+            except Exception as exc:
+                self._evict(session_id)  # a replay that failed half-way leaves nothing reusable
+                raise infrastructure_error(exc, context="session load", ref_seed=session_id) from exc
             cached.busy = True
             txn = Transaction(self, session_id, directory, cached)
             try:
