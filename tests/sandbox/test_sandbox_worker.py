@@ -124,3 +124,11 @@ def test_argv_is_refused_and_unsafe_worker_runs(workspace, limits):
             worker.run(["ls"])
         out = worker.run("import os\nprint(os.getcwd())")
         assert out.ok and not out.sandboxed and out.stdout.strip() == str(workspace.resolve())
+
+
+def test_jobs_from_several_threads_queue_up(workspace, limits, policy):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with WarmWorker(workspace, limits, policy=policy) as worker, ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda i: worker.run(f"print({i} * 2)").stdout.strip(), range(12)))
+    assert outs == [str(i * 2) for i in range(12)]

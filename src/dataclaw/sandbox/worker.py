@@ -19,6 +19,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +47,8 @@ class WarmWorker(Runtime):
     """A warm sandboxed Python worker; use as a context manager, or call ``cleanup()`` when done.
 
     ``preload`` modules are imported once in the worker, so jobs that import them start fast. The workspace
-    is mounted like in ``run()``; jobs may pick a ``cwd`` inside it. Not thread-safe: one job at a time.
+    is mounted like in ``run()``; jobs may pick a ``cwd`` inside it. Jobs from several threads queue up:
+    one worker runs one job at a time (start several workers for parallelism).
     """
 
     def __init__(
@@ -72,11 +74,16 @@ class WarmWorker(Runtime):
         self._roots: list[str] = []
         self._writable: list[str] = []
         self._owned = False
+        self._lock = threading.RLock()
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the worker (idempotent) and wait until it has imported ``preload``."""
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             return
         self._stop_process()
@@ -154,10 +161,12 @@ class WarmWorker(Runtime):
 
     def cleanup(self) -> None:
         """Stop the worker and give the workspace back to the caller; safe to call more than once."""
-        self._stop_process()
-        if self._owned:
-            runner.chown_tree(self.workspace, os.geteuid(), os.getegid())
-            self._owned = False
+        with self._lock:
+            self._stop_process()
+            if self._owned:
+                runner.chown_tree(self.workspace, os.geteuid(), os.getegid())
+                self._owned = False
+        self._lock = threading.RLock()
 
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
@@ -215,6 +224,17 @@ class WarmWorker(Runtime):
         return self._job({"call": target, "args": list(args), "kwargs": kwargs}, timeout, env, cwd, limits)
 
     def _job(
+        self,
+        job: dict[str, Any],
+        timeout: float | None,
+        env: dict[str, str] | None,
+        cwd: str | None,
+        limits: Limits | None,
+    ) -> Outcome:
+        with self._lock:
+            return self._job_locked(job, timeout, env, cwd, limits)
+
+    def _job_locked(
         self,
         job: dict[str, Any],
         timeout: float | None,
