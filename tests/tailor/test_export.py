@@ -269,6 +269,8 @@ def test_default_out_dir_registry_and_bad_runs(run: Path, tmp_path: Path) -> Non
 
     with pytest.raises(ConfigError, match=r"has no samples\.jsonl"):
         run_export(tmp_path / "empty", "jsonl")
+    with pytest.raises(ConfigError, match="would overwrite it"):
+        run_export(copy, "jsonl", copy)
     with pytest.raises(ConfigError, match="dataset name"):
         get_exporter("llamafactory", dataset_name="bad name!")
 

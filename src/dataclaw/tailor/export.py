@@ -208,6 +208,8 @@ class Exporter(ABC):
         """Check the run's samples, write the good ones to ``out_dir``, record the rest as rejects."""
         reader = RunReader(run_dir, self.verify_hashes)
         out = Path(out_dir)
+        if out.resolve() == reader.root.resolve():
+            raise ConfigError(f"export into the run directory {out} itself would overwrite it: pick another")
         out.mkdir(parents=True, exist_ok=True)
         summary = ExportSummary(format=self.name, out_dir=str(out))
         checked = list(reader.samples())
