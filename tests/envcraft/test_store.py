@@ -211,3 +211,11 @@ def test_journal_entry_that_fails_on_replay_is_an_infrastructure_error(
     assert "between" not in out["error"]["message"]  # the replayed tool's own message is not shown
     with pytest.raises(EnvError):
         counter_pkg.env_cls(tmp_path).get_session_state(sid)
+
+
+def test_durable_mode_fsyncs_and_behaves_the_same(counter_pkg: EnvPackage, tmp_path: Path) -> None:
+    env = counter_pkg.env_cls(tmp_path, durable=True, compact_every=2)
+    sid = env.create_session("reach_three")
+    for i in range(5):
+        env.call(sid, "append_item", value=i)
+    assert _items(counter_pkg.env_cls(tmp_path), sid) == list(range(5))
