@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.media import MediaError, MediaIssue, VideoReader, frame_hash, load_image
@@ -147,3 +149,23 @@ def test_codec_registry_refuses_a_duplicate_name() -> None:
         register_codec(
             VideoCodec(name="ffv1", encoder="ffv1", pix_fmt="gray", container="avi", suffix=".avi")
         )
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    codec=st.sampled_from(["h264-rgb-lossless", "ffv1"]),
+    height=st.integers(1, 24),
+    width=st.integers(1, 24),
+    count=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_lossless_codecs_round_trip_random_noise(
+    tmp_path: Path, codec: str, height: int, width: int, count: int, seed: int
+) -> None:
+    """Random noise (the hardest content) of any size round-trips bit-exactly."""
+    rng = np.random.default_rng(seed)
+    frames = [rng.integers(0, 256, (height, width, 3), dtype=np.uint8) for _ in range(count)]
+    path = tmp_path / f"noise-{seed}{get_codec(codec).suffix}"
+    written = write_clip(frames, path, 24.0, codec=codec)
+    assert written.frames == count
+    assert _hashes(list(decode_all(path))) == _hashes(frames)
