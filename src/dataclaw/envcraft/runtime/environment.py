@@ -25,7 +25,7 @@ from dataclaw.envcraft.runtime.errors import (
 )
 from dataclaw.envcraft.runtime.evaluation import Evaluator
 from dataclaw.envcraft.runtime.state import DEFAULT_TIME_STEP_S, deep_merge, jsoncopy, now
-from dataclaw.envcraft.runtime.store import SessionStore
+from dataclaw.envcraft.runtime.store import SessionStore, Transaction
 from dataclaw.envcraft.runtime.tools import ToolSet
 
 _SCENARIO_KEYS = {
@@ -254,7 +254,7 @@ class Environment:
             )
             return {"status": "error", "error": err.to_dict()}
 
-    def _call_locked(self, txn: Any, tool: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _call_locked(self, txn: Transaction, tool: str, params: dict[str, Any]) -> dict[str, Any]:
         state = txn.state
         index = state["meta"]["action_index"]
         record: dict[str, Any] = {"index": index, "tool": tool, "params": _loggable(params), "at": now(state)}
@@ -273,6 +273,7 @@ class Environment:
                 result = spec.fn(state, **clean)
                 if not isinstance(result, dict):
                     raise TypeError(f"tool {tool} returned {type(result).__name__}, not dict")
+                result = dict(result)  # never pop from a dict the tool may share with the state
                 warnings = list(result.pop("warnings", []) or [])
                 data = jsoncopy(result)
             except BaseException as exc:
