@@ -68,6 +68,8 @@ def test_missing_command_is_an_error_not_a_crash(workspace, limits, policy):
     out = run(["no-such-command-xyz"], workspace, limits, policy=policy)
     assert out.status is Status.ERROR and out.exit_code == 127
     assert out.message == "command not found or not executable"
+    faked = run(["bash", "-c", "echo 'bwrap: fake failure' >&2; exit 1"], workspace, limits, policy=policy)
+    assert faked.status is Status.ERROR  # an outcome, not an exception the program could trigger
 
 
 @needs_bwrap

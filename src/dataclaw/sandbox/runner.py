@@ -402,11 +402,11 @@ def _outcome(raw: _Raw, kind: str, limits: Limits, *, sandboxed: bool) -> Outcom
     stderr = raw.stderr.decode(errors="replace")
     if kind == "python" and started is None and not raw.timed_out:
         _raise_setup_failure(stderr, raw.exit_code)
-    if kind == "argv" and raw.exit_code == 1 and stderr.startswith("bwrap: "):
-        _raise_setup_failure(stderr, raw.exit_code)
     record = _inner.pick_record(raw.records, started["pid"] if started else None)
     verdict = _inner.classify_exit(raw.exit_code, record, raw.timed_out, limits.wall_s)
     if kind == "argv" and verdict["status"] == Status.ERROR:
+        # no launcher marks the start of an argv program, so a bubblewrap setup failure is only told
+        # apart by its message: reported as an error outcome, never raised (a program could fake it)
         verdict = _argv_fallback(stderr, raw.exit_code) or verdict
     return Outcome(
         status=Status(verdict["status"]),
@@ -430,6 +430,12 @@ def _argv_fallback(stderr: str, exit_code: int | None) -> dict[str, Any] | None:
     """Classify an argv program's failure from the strerror text of the errnos that matter."""
     if exit_code in (126, 127):
         return {"status": Status.ERROR, "resource": None, "message": "command not found or not executable"}
+    if exit_code == 1 and stderr.startswith("bwrap: "):
+        return {
+            "status": Status.ERROR,
+            "resource": None,
+            "message": "the sandbox could not start the program",
+        }
     if any(msg in stderr for msg in _GAI_MESSAGES):
         return {"status": Status.VIOLATION, "resource": "network", "message": _inner.MESSAGES["network"]}
     for num, (status, kind) in _STDERR_ERRNOS.items():
