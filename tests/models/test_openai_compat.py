@@ -381,3 +381,18 @@ def test_price_file_override(server, tmp_path: Path):
     server.default = Reply.text("x", prompt_tokens=100_000, completion_tokens=50_000)
     done = _run(get_model(f"{server.base_url}::house-model", cache=False, prices=prices).complete("x"))
     assert done.cost_usd == pytest.approx(1.0 + 1.0)
+
+
+def test_a_model_survives_pickling_for_process_workers(server, tmp_path):
+    import pickle
+
+    ledger = UsageLedger()
+    model = get_model(
+        f"{server.base_url}::m", cache=tmp_path / "c.sqlite", ledger=ledger, record_to=tmp_path / "r.jsonl"
+    )
+    assert _run(model.complete("before")).text == "ok"  # binds clients to this loop first
+    copy = pickle.loads(pickle.dumps(model))
+    assert _run(copy.complete("before")).cached  # same cache file
+    assert _run(copy.complete("after")).text == "ok"
+    assert server.request_count == 2
+    assert copy.ledger.totals().calls == 3 and ledger.totals().calls == 1

@@ -49,6 +49,13 @@ class ResponseCache:
             raise ConfigError(f"cannot open the response cache {self.path}: {exc}") from None
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickles as its path (stages are pickled to workers); the copy reopens the same file."""
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
+
     def get(self, key: str) -> tuple[Generation, float] | None:
         """The stored answer and its original latency, or None."""
         with self._lock:

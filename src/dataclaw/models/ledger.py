@@ -38,6 +38,13 @@ class UsageLedger:
         self._by_model: dict[str, ModelUsage] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, object]:
+        return {"by_model": self.models()}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self._by_model = dict(state["by_model"])  # type: ignore[call-overload]
+        self._lock = threading.Lock()
+
     def record(
         self,
         model: str,

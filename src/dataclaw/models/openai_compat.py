@@ -140,6 +140,10 @@ class OpenAICompatBackend(Backend):
         self._pool: _ClientPool | None = None
         self._sem: asyncio.Semaphore | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles without its loop-bound clients; the copy makes its own on first use."""
+        return {**self.__dict__, "_loop": None, "_pool": None, "_sem": None}
+
     def _bind(self) -> tuple[_ClientPool, asyncio.Semaphore]:
         """Clients and semaphore of the running event loop (both are loop-bound, so ``asyncio.run`` twice
         in one process works)."""

@@ -89,6 +89,13 @@ class RecordingBackend(Backend):
         self._keys = set(read_replay_file(path)) if path.exists() else set()
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     async def generate(self, request: ChatRequest) -> Generation:
         generation = await self.inner.generate(request)
         self.record(request, generation)
