@@ -152,7 +152,7 @@ def test_sample_references_artifacts_and_tokens_match(
     assert user.content == "<video>" + sample.conversation[0].content  # one input video, one token
     assert assistant.content.count("<video_gen>") == 1  # already in the answer: not added again
     assert assistant.content.endswith("\n<image_recall>")  # missing placeholder appended
-    assert out.provenance["materialize"]["placeholders_added"] == ["<image_recall>"]
+    assert out.provenance["materialized"]["placeholders_added"] == ["<image_recall>"]
     assert "<image>" not in user.content + assistant.content
     assert len(json.dumps(rec["sample"])) < 4000  # samples stay lightweight: ids, not pixels
 
@@ -338,7 +338,8 @@ def test_the_plan_synthesis_renders_from_the_intent_catalogue(
     ]
     out = Sample.model_validate(rec["sample"])
     assert [t.content for t in out.conversation] == [t.content for t in sample.conversation]  # tokens matched
-    assert out.provenance["materialize"]["tokens_added"] == 0
+    assert out.provenance["materialized"]["tokens_added"] == 0
+    assert out.provenance["materialize"] == sample.provenance["materialize"]  # the plan is kept
     assert out.provenance["response_id"] == "response-1"  # synthesis provenance is kept
 
     elsewhere = sample.model_copy(deep=True)

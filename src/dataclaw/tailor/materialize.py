@@ -21,7 +21,9 @@ Media binding (the LLaMA-Factory convention of :class:`Turn`): artifacts without
 *inputs* and appear as ``<image>`` / ``<video>`` tokens in the conversation, in the order of
 ``Sample.media``; when the conversation has no tokens of a kind, they are prepended to the first user
 turn; a count that disagrees is a ``token_mismatch`` reject. Artifacts with a placeholder are *targets*;
-a placeholder missing from the text is appended to the last assistant turn.
+a placeholder missing from the text is appended to the last assistant turn. What was added is noted in
+``sample.provenance["materialized"]`` (the plan under ``"materialize"`` is kept), so rerunning a
+materialised sample is a no-op on its text.
 
 Run layout: the stage writes ``materialize.jsonl`` (``{"id", "sample", "artifacts"}`` per sample);
 :func:`publish` splits it into ``artifacts.jsonl`` and ``samples.jsonl``, which exporters read.
@@ -628,7 +630,7 @@ class MaterializeStage(Stage):
             reason = MaterializeIssue.OUT_OF_RANGE if exc.reason is MediaIssue.OUT_OF_RANGE else None
             return self._fail(item, written, reason or MaterializeIssue.MEDIA_ERROR, str(exc))
         note["codec"] = self.codec
-        updated.provenance = {**updated.provenance, "materialize": note}
+        updated.provenance = {**updated.provenance, "materialized": note}
         return [
             {
                 "id": sample.id,
