@@ -1,7 +1,9 @@
 """Per-step latency of an EnvCraft write tool: our runtime vs the paper's published storage design.
 
 One step = lock → load → apply → persist → unlock, through the in-process API (``Environment.call``), for
-(a) a small state (~20 entities) and (b) a state built from tau2 retail ``db.json`` (2.8 MB). Measured in
+(a) a small state (~20 entities) and (b) a state built from tau2 retail ``db.json`` (2.8 MB). Default mode
+flushes each step to the OS (safe against process kills, like the published design, which never fsyncs);
+``durable=True`` (fsync per step, safe against power loss) is reported for the small state too. Measured in
 the same run: the published design (O_EXCL lock file polled every 50 ms; read + ``json.loads`` +
 ``json.dumps(indent=2)`` + temp file + ``os.replace`` of the whole session per step) and a pure in-memory
 dict update (the floor). Also the CLI path (one process per command, as an agent's bash call runs it):
@@ -113,8 +115,8 @@ def _time_steps(step: Callable[[int], None], n: int) -> list[float]:
     return out
 
 
-def bench_ours(state: dict[str, Any], root: Path, n: int) -> dict[str, Any]:
-    env = _env_class("bench_env", state)(root)
+def bench_ours(state: dict[str, Any], root: Path, n: int, durable: bool = False) -> dict[str, Any]:
+    env = _env_class("bench_env", state)(root, durable=durable)
     sid = env.create_session("bench", "s")
     ids = list(state["orders"])
     env.call(
@@ -284,6 +286,9 @@ def main() -> int:
             "small": {
                 "entities": len(small["orders"]),
                 "ours": bench_ours(small, root / "small", args.steps),
+                "ours_durable_fsync": bench_ours(
+                    small, root / "small_durable", args.published_steps, durable=True
+                ),
                 "published_design": bench_published(small, root / "pub_small", args.published_steps),
                 "in_memory_floor": bench_memory(small, args.steps),
             },
