@@ -156,6 +156,10 @@ def test_sample_references_artifacts_and_tokens_match(
     assert "<image>" not in user.content + assistant.content
     assert len(json.dumps(rec["sample"])) < 4000  # samples stay lightweight: ids, not pixels
 
+    again = MaterializeStage(tmp_path).process(make_item(out, stream, candidate, ["fault_recovery"]))[0]
+    assert again["sample"]["conversation"] == rec["sample"]["conversation"]  # rerunning adds nothing
+    assert [a["sha256"] for a in again["artifacts"]] == [a["sha256"] for a in rec["artifacts"]]
+
 
 def test_primitive_materialisers_and_keyframes(
     tmp_path: Path, stream: Stream, candidate: Candidate, source_hashes: list[str]
