@@ -175,7 +175,7 @@ def test_one_intent_per_domain_end_to_end(ingested: dict[str, Any], tmp_path: Pa
     assert all(r["request_hash"] and r["model"].startswith("replay:") for r in responses)
 
     stats = run_stage(ValidateStage(catalog), responses, store, LocalExecutor(workers=1))
-    samples = list(store.records("samples"))
+    samples = list(store.records("validated"))
     assert stats.rejects == 0, store.rejects()
     assert {s["domain"] for s in samples} == {"embodied", "gui", "aigc_world", "daily_life"}
     for s in samples:

@@ -280,7 +280,7 @@ def test_ungrounded_text_is_flagged(catalog: IntentCatalog) -> None:
         "distractors": [],
         "ordered_labels": [],
         "reconstructed_goal": "Book a flight to Paris with loyalty miles",
-        "reasoning": "travel booking",
+        "reasoning": "These are travel booking steps",
     }
     ctx, _ = gui(catalog, "gui_task_reconstruction", {})
     out.update(ordered_labels=ctx["answer_order"], distractors=ctx["distractor_labels"])
@@ -319,3 +319,8 @@ def test_validator_registry_refuses_duplicates() -> None:
     assert {"schema", "inside", "permutation", "grounded_actions"} <= set(validator_names())
     with pytest.raises(ConfigError, match="already registered"):
         register_validator("inside")(lambda output, ctx: [])
+
+
+def test_too_little_text_is_flagged(catalog: IntentCatalog) -> None:
+    result = fault(catalog, question="10.27, answer: ")
+    assert result.reason == ValidationIssue.TOO_LITTLE_TEXT

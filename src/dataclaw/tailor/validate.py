@@ -13,7 +13,7 @@ the events is flagged; text must share words with the evidence). Every failure i
 sample with the validator's reason code.
 
 :class:`ValidateStage` turns a response record into a :class:`~dataclaw.tailor.records.Sample` in
-``samples.jsonl`` or a reject.
+``validated.jsonl`` or a reject.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from jsonschema.validators import validator_for
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import child_id
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
+
+VALIDATED = "validated"
+"""Validated samples, before materialisation (which publishes the final ``samples.jsonl``)."""
 
 
 class ValidationIssue(StrEnum):
@@ -54,6 +57,7 @@ class ValidationIssue(StrEnum):
     FRAGMENTS_INCOMPLETE = "fragments_incomplete"
     UNGROUNDED_ACTION = "ungrounded_action"
     UNGROUNDED_TEXT = "ungrounded_text"
+    TOO_LITTLE_TEXT = "too_little_text"
     MISSING_PLACEHOLDER = "missing_placeholder"
     UNKNOWN_PLACEHOLDER = "unknown_placeholder"
     BAD_RECORD = "bad_record"
@@ -422,6 +426,21 @@ def check_grounded_text(
     return out
 
 
+@register_validator("min_words")
+def check_min_words(output: Any, ctx: dict[str, Any], fields: list[str], minimum: int = 3) -> list[Failure]:
+    """Each text field has at least ``minimum`` words of letters (numbers and fragments are not a
+    question, an answer or a subtask)."""
+    out = []
+    for path in fields:
+        for where, value in values_at(output, path):
+            words = re.findall(r"[A-Za-z]{2,}", value) if isinstance(value, str) else []
+            if len(words) < minimum:
+                out.append(
+                    Failure(ValidationIssue.TOO_LITTLE_TEXT, f"{where}: {len(words)} words, need {minimum}")
+                )
+    return out
+
+
 _PLACEHOLDER = re.compile(r"<([a-z]+(?:_[a-z0-9]+)*)>")
 
 
@@ -477,7 +496,7 @@ def validate_output(
 class ValidateStage(Stage):
     """Response record → :class:`Sample` record (``samples.jsonl``) or a reject with a ValidationIssue."""
 
-    name: ClassVar[str] = "samples"
+    name: ClassVar[str] = VALIDATED
     resources: ClassVar[Resources] = Resources.CPU
 
     def __init__(self, intents: Any = None, extra_intent_files: list[str] | None = None) -> None:

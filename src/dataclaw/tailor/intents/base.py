@@ -267,7 +267,20 @@ def specialise(
             elif key in ("minimum", "maximum") and node.get("type") == "integer":
                 value = int(value)
             node[key] = value
+        _enumerate_small_range(node)
     return out
+
+
+ENUM_RANGE_LIMIT = 512
+
+
+def _enumerate_small_range(node: dict[str, Any]) -> None:
+    """Spell a small integer range out as an ``enum`` as well: grammar-constrained decoders (llama.cpp)
+    enforce enums but not ``minimum``/``maximum``, and the two say the same thing to every other server."""
+    lo, hi = node.get("minimum"), node.get("maximum")
+    if node.get("type") == "integer" and "enum" not in node and isinstance(lo, int) and isinstance(hi, int):
+        if 0 <= hi - lo < ENUM_RANGE_LIMIT:
+            node["enum"] = list(range(lo, hi + 1))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""``dataclaw tailor run``: the whole Tailor pipeline over raw inputs, resumable (paper A.3 steps 1–5).
+
+ingest (streams → anchors → candidates) → intent selection (explicit ids/files, or a fuzzy request
+resolved per candidate kind) → synthesis (``responses.jsonl``) → validation (``validated.jsonl``) →
+materialisation (``artifacts.jsonl`` + ``samples.jsonl``) → export. Every step resumes per record, model
+answers come from the response cache when seen before, and the usage ledger (tokens, $) goes into
+``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.core.ids import stable_hash
+from dataclaw.core.store import RunStore
+from dataclaw.models import UsageLedger
+from dataclaw.pipeline import StageStats, run_stage
+from dataclaw.pipeline.executors import LocalExecutor
+from dataclaw.tailor.ingest import ANCHORS, CANDIDATES, STREAMS, IngestConfig, ingest
+from dataclaw.tailor.intents.base import Intent
+from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.route import RouteConfig, RouteMode, Router
+from dataclaw.tailor.synthesize import (
+    RESPONSES,
+    SynthesizeStage,
+    load_distractors,
+    run_distractors,
+    synth_item,
+)
+from dataclaw.tailor.validate import VALIDATED, ValidateStage
+
+CHOICES = "intent_choices"
+Progress = Callable[[str], Any]
+
+
+@dataclass
+class TailorRunConfig:
+    """What one ``tailor run`` does."""
+
+    route: RouteConfig
+    intents: list[str] = field(default_factory=list, metadata={"help": "intent ids or intent files"})
+    request: str | None = field(default=None, metadata={"help": "a vague request resolved to intents"})
+    seed: int = field(default=0, metadata={"help": "shuffling and distractors of GUI reconstruction"})
+    concurrency: int = field(default=16, metadata={"help": "model calls in flight"})
+    workers: int = field(default=2, metadata={"help": "processes for ingest and materialisation"})
+    ingest: IngestConfig | None = None
+    export: str | None = field(default="jsonl", metadata={"help": "export format, or None"})
+    send_images: bool = True
+    max_candidates: int | None = field(default=None, metadata={"help": "use at most this many candidates"})
+
+    def __post_init__(self) -> None:
+        if bool(self.intents) == bool(self.request):
+            raise ConfigError(
+                "give intents (--intent ID|FILE, repeatable) or a free-text --request, not both"
+            )
+        if self.concurrency < 1 or self.workers < 1:
+            raise ConfigError("concurrency and workers must be >= 1")
+
+
+def _bar(progress: Progress | None, label: str) -> Any:
+    from contextlib import nullcontext
+
+    return progress(label) if progress is not None else nullcontext(None)
+
+
+def _stats(stats: StageStats) -> dict[str, Any]:
+    return {k: v for k, v in asdict(stats).items() if k != "stage"}
+
+
+def resolve_choices(
+    store: RunStore,
+    request: str,
+    kinds: Sequence[tuple[str, str | None]],
+    catalog: IntentCatalog,
+    router: Router,
+) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """Fuzzy request → intents per (candidate kind, modality); stored in ``intent_choices.jsonl`` so a
+    resumed run keeps the same choice."""
+    from dataclaw.models.embed import Embedder
+    from dataclaw.tailor.intents.fuzzy import FuzzyResolver
+
+    cfg = router.config
+    spec = cfg.default or next(iter(cfg.experts.values()))
+    resolver = FuzzyResolver(catalog, Embedder(), router.model(spec))
+    known = {r["id"]: r for r in store.records(CHOICES)}
+    out: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for kind, modality in kinds:
+        rid = stable_hash([request, kind, modality], 16)
+        if rid not in known:
+            choice = asyncio.run(resolver.aresolve(request, kind, modality))
+            known[rid] = {"id": rid, **choice.model_dump()}
+            store.stage(CHOICES).append(known[rid])
+        out[(kind, modality)] = known[rid]
+    return out
+
+
+def plan_items(
+    store: RunStore, catalog: IntentCatalog, config: TailorRunConfig, router: Router
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(synthesis items, candidates) for every candidate and each intent chosen for it."""
+    streams = {s["id"]: s for s in store.records(STREAMS)}
+    anchors = {a["id"]: a for a in store.records(ANCHORS)}
+    candidates = [c for c in store.records(CANDIDATES) if c["stream_id"] in streams]
+    candidates = candidates[: config.max_candidates] if config.max_candidates else candidates
+    explicit: list[Intent] = [catalog.resolve(ref) for ref in config.intents]
+    choices: dict[tuple[str, str | None], dict[str, Any]] = {}
+    if config.request:
+        kinds = sorted({(c["kind"], streams[c["stream_id"]].get("modality")) for c in candidates})
+        choices = resolve_choices(store, config.request, kinds, catalog, router)
+    items = []
+    for cand in candidates:
+        stream = streams[cand["stream_id"]]
+        if config.request:
+            choice = choices[(cand["kind"], stream.get("modality"))]
+            chosen = [(catalog.get(i), {**choice, "intent": i}) for i in choice["chosen"]]
+        else:
+            chosen = [(i, {"intent": i.id, "method": "explicit"}) for i in explicit]
+        used = [anchors[a] for a in cand.get("anchor_ids", []) if a in anchors]
+        for intent, why in chosen:
+            if intent.applies(cand["kind"], stream.get("modality")):
+                items.append(synth_item(cand, stream, used, intent, why))
+    return items, candidates
+
+
+def tailor_run(
+    inputs: Sequence[str | Path],
+    run_dir: str | Path,
+    config: TailorRunConfig,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the pipeline into ``run_dir``; return a summary (counts, rejects by reason, usage, export)."""
+    from dataclaw.tailor.export import export
+    from dataclaw.tailor.materialize import make_item, materialize
+
+    ingest(inputs, run_dir, config.ingest or IngestConfig(workers=config.workers), progress=progress)
+    catalog = IntentCatalog.builtin()
+    ledger = UsageLedger()
+    router = Router(config.route, ledger=ledger)
+    stages: dict[str, dict[str, Any]] = {}
+    with RunStore(run_dir) as store:
+        store.update_manifest(
+            command="tailor run", route=config.route.model_dump(mode="json"), intents=config.intents,
+            request=config.request, seed=config.seed,
+        )  # fmt: skip
+        items, candidates = plan_items(store, catalog, config, router)
+        router.check([catalog.get(i["intent"]) for i in items])
+        anchors = {a["id"]: a for a in store.records(ANCHORS)}
+        pool = run_distractors(candidates, anchors) + load_distractors()
+        synth = SynthesizeStage(
+            config.route, catalog=catalog, seed=config.seed, distractor_pool=pool, router=router,
+            send_images=config.send_images,
+        )  # fmt: skip
+        executor = LocalExecutor(workers=1, concurrency=config.concurrency)
+        with _bar(progress, "responses") as update:
+            stages[RESPONSES] = _stats(run_stage(synth, items, store, executor, update))
+        wanted = {i["id"] for i in items}
+        responses = [r for r in store.records(RESPONSES) if r["id"] in wanted]
+        with _bar(progress, "validated") as update:
+            stages[VALIDATED] = _stats(run_stage(ValidateStage(catalog), responses, store, executor, update))
+        streams = {s["id"]: s for s in store.records(STREAMS)}
+        cands = {c["id"]: c for c in candidates}
+        mats = [
+            make_item(s, streams[s["stream_id"]], cands.get(s["candidate_id"]))
+            for s in store.records(VALIDATED)
+            if s["stream_id"] in streams
+        ]
+        ledger.save(store)
+    stats = materialize(mats, run_dir, executor=LocalExecutor(workers=config.workers))
+    stages["materialize"] = _stats(stats)
+    exported = export(run_dir, config.export).to_dict() if config.export else None
+    with RunStore(run_dir) as store:
+        store.update_manifest(last_run=stages, export=exported)
+        rejects = Counter(f"{r['stage']}:{r['reason']}" for r in store.rejects())
+        return {
+            "run": str(run_dir),
+            "router": str(config.route.mode),
+            "models": sorted({config.route.spec_for(catalog.get(i["intent"]).domain) for i in items})
+            if config.route.mode is RouteMode.EXPERT
+            else [config.route.default],
+            "candidates": len(candidates),
+            "requests": len(items),
+            "counts": store.counts(),
+            "stages": stages,
+            "rejects": dict(sorted(rejects.items())),
+            "usage": ledger.summary()["total"],
+            "export": exported,
+            "intent_choices": [r for r in store.records(CHOICES)],
+        }
