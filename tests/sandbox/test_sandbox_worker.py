@@ -19,6 +19,8 @@ def test_jobs_run_in_fresh_children_and_share_no_state(workspace, limits, policy
         assert worker.run("import os\nPREVIOUS = 1\nprint(os.getpid())").ok
         fresh = worker.run("print(PREVIOUS)")
         assert fresh.status is Status.ERROR and fresh.message == "the program raised NameError"
+        assert worker.run("open('/tmp/left-behind', 'w').write('x')").ok
+        assert worker.run("import os\nprint(os.listdir('/tmp'))").stdout.strip() == "[]"
         worker.run("import json\njson.SHARED = 1")
         second = worker.run("import json\nprint(hasattr(json, 'SHARED'))")
         assert second.ok and second.stdout.strip() == "False"
@@ -132,3 +134,13 @@ def test_jobs_from_several_threads_queue_up(workspace, limits, policy):
     with WarmWorker(workspace, limits, policy=policy) as worker, ThreadPoolExecutor(4) as pool:
         outs = list(pool.map(lambda i: worker.run(f"print({i} * 2)").stdout.strip(), range(12)))
     assert outs == [str(i * 2) for i in range(12)]
+
+
+def test_a_job_cannot_tamper_with_the_worker_that_serves_later_jobs(workspace, limits, policy):
+    src = "import os\nfd = os.open(f'/proc/{os.getppid()}/mem', os.O_RDWR)\nprint('opened')"
+    with WarmWorker(workspace, limits, policy=policy) as worker:
+        out = worker.run(src)
+        assert (out.status, out.resource) == (Status.VIOLATION, "permission"), out.stderr
+        assert "opened" not in out.stdout
+        out = worker.run("import os\nprint(open(f'/proc/{os.getppid()}/environ').read())")
+        assert out.status is Status.VIOLATION

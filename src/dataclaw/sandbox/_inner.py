@@ -458,8 +458,36 @@ def serve_job(pidns: bool, child: tuple[int, dict[str, int]]) -> dict[str, Any] 
     }
 
 
+def _make_undumpable() -> None:
+    """PR_SET_DUMPABLE=0: jobs (same uid, forked from us) may not ptrace us or open our /proc/<pid>/mem.
+
+    Without it a job could rewrite the worker's memory and so tamper with every later job.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def _wipe_private_dirs() -> None:
+    """Empty the sandbox's private /tmp and /dev/shm after a job, so no job sees another's scratch files."""
+    import shutil
+
+    for top in ("/tmp", "/dev/shm"):
+        for entry in os.scandir(top):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+
+
 def run_worker(cfg: dict[str, Any]) -> None:
     """Worker entry: preload modules, then serve length-prefixed JSON jobs on stdin/stdout until EOF."""
+    _make_undumpable()  # first: nothing of the jobs' runs before this
     chan_in, chan_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
@@ -468,7 +496,7 @@ def run_worker(cfg: dict[str, Any]) -> None:
     import importlib
 
     # what every job needs, imported once here so forked jobs start with it
-    for mod in ("json", "resource", "selectors", "signal", "struct", "time", "traceback"):
+    for mod in ("json", "resource", "selectors", "shutil", "signal", "struct", "time", "traceback"):
         importlib.import_module(mod)
     failed = []
     for mod in cfg.get("preload", []):
@@ -479,10 +507,13 @@ def run_worker(cfg: dict[str, Any]) -> None:
     close = [chan_in, chan_out, null]
     child = fork_child(cfg, chan_in, close)
     write_frame(chan_out, {"event": "ready", "pid": os.getpid(), "preload_failed": failed})
+    sandboxed = bool(cfg.get("pidns"))
     while True:
-        reply = serve_job(bool(cfg.get("pidns")), child)
+        reply = serve_job(sandboxed, child)
         if reply is None:
             return
+        if sandboxed:
+            _wipe_private_dirs()
         write_frame(chan_out, reply)
         child = fork_child(cfg, chan_in, close)
 

@@ -176,6 +176,7 @@ class WarmWorker(Runtime):
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
+            self._await_eof(proc)
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     try:
@@ -185,6 +186,22 @@ class WarmWorker(Runtime):
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+    @staticmethod
+    def _await_eof(proc: subprocess.Popen[bytes], timeout: float = 2.0) -> None:
+        """Wait until the worker's stdout closes: the worker and its spare child are then gone too."""
+        if proc.stdout is None or proc.stdout.closed:
+            return
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while (left := deadline - time.monotonic()) > 0 and sel.select(timeout=left):
+                try:
+                    if not os.read(fd, 1 << 16):
+                        return
+                except BlockingIOError:
+                    continue
 
     def __enter__(self) -> WarmWorker:
         self.start()
