@@ -396,3 +396,13 @@ def test_a_model_survives_pickling_for_process_workers(server, tmp_path):
     assert _run(copy.complete("after")).text == "ok"
     assert server.request_count == 2
     assert copy.ledger.totals().calls == 3 and ledger.totals().calls == 1
+
+
+def test_a_body_that_is_not_a_chat_completion_is_an_output_error(server):
+    server.enqueue(Reply(raw_body=b"<html>proxy error</html>"), Reply(raw_body=b'{"choices": []}'))
+    model = get_model(f"{server.base_url}::m", cache=False)
+    with pytest.raises(ModelOutputError, match="not a chat completion") as err:
+        _run(model.complete("x"))
+    assert err.value.raw_text == "<html>proxy error</html>"
+    with pytest.raises(ModelOutputError, match="not a chat completion"):
+        _run(model.complete("x"))

@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 import openai
-from openai.types.chat import ChatCompletion
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.models.errors import (
@@ -172,9 +171,10 @@ class OpenAICompatBackend(Backend):
         while True:
             try:
                 async with sem, pool.lease() as client:
-                    # the SDK's low-level post: same auth, errors and typed response as
-                    # chat.completions.create, without re-walking the (already JSON-ready) body
-                    resp = await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+                    # the SDK's low-level post: the same auth and error classes as
+                    # chat.completions.create, without re-walking our (already JSON-ready) body or
+                    # building typed models we would turn back into dicts
+                    resp = await client.post("/chat/completions", cast_to=httpx.Response, body=body)
                 return self._generation(resp)
             except openai.APIError as exc:
                 error, delay = self._classify(exc, attempt)
@@ -224,21 +224,36 @@ class OpenAICompatBackend(Backend):
         msg = f"{where}: the server rejected the request (HTTP {status}: {text}){hint}"
         return ModelRequestError(msg, model=mid, raw_text=raw), False, None
 
-    def _generation(self, resp: Any) -> Generation:
-        if not getattr(resp, "choices", None):
+    def _generation(self, resp: httpx.Response) -> Generation:
+        """Read the chat-completion JSON; a body without a message is an output error with the raw text."""
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            msg = choice["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
             raise ModelOutputError(
-                f"model {self.model_id}: the server answered without choices",
+                f"model {self.model_id}: the server's answer is not a chat completion",
                 model=self.model_id,
-                raw_text=str(resp),
-            )
-        choice = resp.choices[0]
-        msg = choice.message
-        calls = [c.model_dump(exclude_none=True) for c in (msg.tool_calls or [])]
-        usage = Usage(
-            prompt_tokens=getattr(resp.usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(resp.usage, "completion_tokens", 0) or 0,
+                raw_text=resp.text[:2000],
+            ) from None
+        calls = [
+            {
+                "id": c.get("id") or f"call_{i}",
+                "type": c.get("type", "function"),
+                "function": c.get("function", {}),
+            }
+            for i, c in enumerate(msg.get("tool_calls") or [])
+        ]
+        usage = data.get("usage") or {}
+        return Generation(
+            text=msg.get("content"),
+            tool_calls=calls,
+            usage=Usage(
+                prompt_tokens=usage.get("prompt_tokens") or 0,
+                completion_tokens=usage.get("completion_tokens") or 0,
+            ),
+            finish_reason=choice.get("finish_reason"),
         )
-        return Generation(text=msg.content, tool_calls=calls, usage=usage, finish_reason=choice.finish_reason)
 
     async def aclose(self) -> None:
         if self._pool is not None and self._loop is asyncio.get_running_loop():
