@@ -219,3 +219,33 @@ def test_durable_mode_fsyncs_and_behaves_the_same(counter_pkg: EnvPackage, tmp_p
     for i in range(5):
         env.call(sid, "append_item", value=i)
     assert _items(counter_pkg.env_cls(tmp_path), sid) == list(range(5))
+
+
+def test_threads_share_one_store_with_a_tiny_cache(counter_pkg: EnvPackage, tmp_path: Path) -> None:
+    """Eviction never closes descriptors a thread is using (else a reused fd could write elsewhere)."""
+    import threading
+
+    env = counter_pkg.env_cls(tmp_path)
+    env.store.cache_size = 2
+    sids = [env.create_session("reach_three", f"t{i}") for i in range(12)]
+    errors: list[dict] = []
+
+    def work(k: int) -> None:
+        for i in range(40):
+            sid = sids[(k + i) % len(sids)]
+            out = env.call(sid, "append_item", value=k * 1000 + i)
+            if out["status"] != "ok":
+                errors.append(out)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    fresh = counter_pkg.env_cls(tmp_path)
+    values = sorted(v for sid in sids for v in fresh.get_session_state(sid)["items"])
+    assert values == sorted(k * 1000 + i for k in range(8) for i in range(40))
+    for sid in sids:  # each session holds exactly the values written to it, in its journal order
+        state = fresh.get_session_state(sid)
+        assert len(state["items"]) == len(state["actions"]) == state["meta"]["action_index"]

@@ -135,9 +135,7 @@ class Transaction:
     def rollback(self) -> None:
         """Throw away in-memory changes since the lock was taken (a tool failed half-way): rebuild the
         state from the files, still under the lock. Costs a cold load; only failed writes pay it."""
-        self._c.busy = False
         self._c = self._store._reload(self.session_id, self._dir)
-        self._c.busy = True
 
 
 class SessionStore:
@@ -277,7 +275,8 @@ class SessionStore:
             raise session_not_found(session_id) from None
         with self._mutex:
             cached = self._cache.get(session_id)
-            if cached is not None:
+            if cached is not None:  # busy: no other thread may evict (close) it while we use it
+                cached.busy = True
                 self._cache.move_to_end(session_id)
         if cached is not None and cached.snap_ino == snap_ino and cached.journal_ino == j_stat.st_ino:
             if j_stat.st_size != cached.offset:
@@ -290,7 +289,7 @@ class SessionStore:
     def _reload(self, session_id: str, directory: Path) -> _Cached:
         """Parse the snapshot and replay the whole journal (a cold load)."""
         self._evict(session_id)
-        cached = _Cached(-1, 0, -1, 0, 0, 0, 0, False, {})
+        cached = _Cached(-1, 0, -1, 0, 0, 0, 0, False, {}, busy=True)
         try:
             _pin(cached, directory)
             with open(cached.snap_fd, "rb", closefd=False) as fh:
