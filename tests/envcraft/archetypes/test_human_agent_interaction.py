@@ -310,3 +310,26 @@ def test_wrong_intent_lowers_confidence_and_score(desk: HumanAgentInteraction) -
         ev["dimensions"]["intent_identified"]["score"] == 0.0 and ev["dimensions"]["outcome"]["score"] == 0.0
     )
     assert ev["overall_score"] < 0.4
+
+
+def test_escalation_is_the_right_outcome_when_policy_forbids_the_fix(desk: HumanAgentInteraction) -> None:
+    scenario = desk.scenario("hospital_late_fee")
+    sid = desk.create_session("hospital_late_fee")
+    for step in scenario.reference_solution:
+        _ok(desk.call(sid, step["tool"], **step["params"]))
+    conv = desk.get_session_state(sid)["conversations"]["CONV-1"]
+    assert conv["status"] == "escalated" and conv["escalation"]["by"] == "agent"
+    assert desk.evaluate_session(sid)["overall_score"] == 1.0
+    # promising the waiver instead: the customer believes it, but nothing backs it and the wrong team gets it
+    sid = desk.create_session("hospital_late_fee")
+    for step in scenario.reference_solution[:4]:
+        _ok(desk.call(sid, step["tool"], **step["params"]))
+    _say(desk, sid, "Good news: the late fee is waived.")
+    _ok(
+        desk.call(
+            sid, "escalate_session", conversation_id="CONV-1", team="supervisor", reason="Customer complained"
+        )
+    )
+    ev = desk.evaluate_session(sid)["dimensions"]
+    assert ev["concerns_resolved"]["score"] == 0.0 and ev["commitments_backed"]["score"] == 0.0
+    assert ev["outcome"]["score"] == 0.0

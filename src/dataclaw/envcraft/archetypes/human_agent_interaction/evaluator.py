@@ -21,15 +21,16 @@ def _conversation(state: dict[str, Any], scenario: Scenario) -> tuple[dict[str, 
     return conv, state["contexts"][conv["conversation_id"]]
 
 
-@EVALUATOR.dimension(
-    "concerns_resolved", 0.25, "the customer's hidden concerns were all confirmed as resolved"
-)
+@EVALUATOR.dimension("concerns_resolved", 0.25, "the concerns that can be solved were resolved, no others")
 def concerns_resolved(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
+    """All concerns by default; ``expected_confirmed`` names them when some must go to another team."""
     conv, ctx = _conversation(state, scenario)
     if conv is None:
         return 0.0, "no conversation with the customer"
-    total = len(ctx["confirmed"]) + len(ctx["outstanding"])
-    return len(ctx["confirmed"]) / total, f"resolved {ctx['confirmed']}, open {ctx['outstanding']}"
+    items = state["personas"][conv["customer_id"]]["items"]
+    expected = set(scenario.evaluation.get("expected_confirmed", list(items)))
+    wrong = expected ^ set(ctx["confirmed"])
+    return 1 - len(wrong) / len(items), f"resolved {ctx['confirmed']}, open {ctx['outstanding']}"
 
 
 def _matches(adj: dict[str, Any], want: dict[str, Any]) -> bool:
@@ -95,7 +96,12 @@ def outcome(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     if conv is None:
         return 0.0, "no conversation"
     expected = scenario.evaluation.get("expected_outcome", "resolved")
-    return float(conv["status"] == expected), f"status {conv['status']!r}, expected {expected!r}"
+    ok = conv["status"] == expected
+    team = scenario.evaluation.get("expected_escalation_team")
+    if team is not None:  # the agent, not an exhausted customer, handed it to the right team
+        escalation = conv["escalation"] or {}
+        ok = ok and escalation.get("by") == "agent" and escalation.get("team") == team
+    return float(ok), f"status {conv['status']!r} (expected {expected!r}), escalation {conv['escalation']}"
 
 
 @EVALUATOR.dimension("policy_compliance", 0.1, "no attempts to break policy or override the customer's state")
