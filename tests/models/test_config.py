@@ -100,3 +100,12 @@ def test_parse_spec_splits_options():
         {"server": "vllm", "timeout": "5"},
     )
     assert parse_spec("local:smollm2-135m") == ("local", "smollm2-135m", {})
+
+
+def test_get_model_builds_a_chat_model():
+    from dataclaw.models import ChatModel, get_model
+
+    model = get_model("http://127.0.0.1:9/v1::m?server=llamacpp&concurrency=2", cache=False)
+    assert isinstance(model, ChatModel)
+    assert model.model_id == "http://127.0.0.1:9/v1::m"
+    assert (model.backend.server, model.backend.concurrency) == ("llamacpp", 2)
