@@ -210,6 +210,8 @@ def test_hf_export_has_image_and_video_columns_with_exact_pixels(
     assert summary.files[:2] == ["data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"]
     loaded = datasets.load_dataset("parquet", data_files=str(out / "data/*.parquet"), split="train")
     assert len(loaded) == 3
+    by_folder = datasets.load_dataset(str(out), split="train")  # the dataset card names the shards
+    assert sorted(by_folder["id"]) == sorted(loaded["id"])
     assert isinstance(loaded.features["images"].feature, datasets.Image)
     assert isinstance(loaded.features["videos"].feature, datasets.Video)
     assert isinstance(loaded.features["target_videos"].feature, datasets.Video)

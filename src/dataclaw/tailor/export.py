@@ -361,6 +361,23 @@ class LlamaFactoryExporter(Exporter):
         return [file_name, "dataset_info.json"]
 
 
+DATASET_CARD = """---
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: data/train-*
+---
+# dataclaw Tailor export
+
+{samples} samples written by `dataclaw tailor export --format hf`. `images` / `videos` are the model's
+input media (one per `<image>` / `<video>` token in `messages`); `target_images` / `target_videos` hold the
+media that paper placeholders such as `<video_gen>` and `<image_recall>` stand for (`targets` maps each
+placeholder to its index); `output` is the structured answer as JSON. Videos are lossless and
+frame-exact; decoding the `Video` columns needs `torchcodec`.
+"""
+
+
 @register_exporter
 class HuggingFaceExporter(Exporter):
     """Parquet shards under ``data/`` loadable with ``datasets.load_dataset("parquet" | out_dir)``.
@@ -450,5 +467,6 @@ class HuggingFaceExporter(Exporter):
         finally:
             if bars:
                 ds.enable_progress_bars()
+        (out / "README.md").write_text(DATASET_CARD.format(samples=len(samples)), encoding="utf-8")
         summary.media_files = len({a.id for c in samples for a in c.artifacts})
-        return files
+        return [*files, "README.md"]
