@@ -208,13 +208,19 @@ def test_environment_variables_not_passed_are_invisible(workspace, limits, polic
     assert out.message == "the program raised KeyError"
 
 
-def test_symlink_planted_in_the_workspace_does_not_redirect_host_chown(workspace, limits, policy, survivors):
-    before = os.lstat("/etc/shadow")
-    out = run("import os\nos.symlink('/etc/shadow', 'link')\nos.mkdir('d')", workspace, limits, policy=policy)
+def test_symlink_planted_in_the_workspace_does_not_redirect_host_chown(
+    workspace, limits, policy, survivors, tmp_path
+):
+    victim = tmp_path / "victim.txt"  # a host file outside the workspace, as the program would aim at
+    victim.write_text("host data")
+    victim.chmod(0o600)
+    before = os.lstat(victim)
+    src = f"import os\nos.symlink({str(victim)!r}, 'link')"
+    out = run(src, workspace, limits, policy=policy)
     _contained(out, survivors, Status.OK, None)
-    after = os.lstat("/etc/shadow")
+    after = os.lstat(victim)  # the workspace was handed back with lchown: the target is untouched
     assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
-    assert (workspace / "link").is_symlink()
+    assert (workspace / "link").is_symlink() and os.lstat(workspace / "link").st_uid == os.geteuid()
 
 
 def test_nothing_is_left_writable_but_the_workspace(workspace, limits, policy, survivors):
