@@ -544,3 +544,47 @@ def test_card_scenario_traces_and_stray_events_are_penalised(hub: EventTriggerin
         )
     )
     assert hub.evaluate_session(sid)["dimensions"]["collateral"]["score"] == 0.75
+
+
+def test_rule_without_source_filter_matches_every_source_of_its_type(hub: EventTriggering) -> None:
+    sid = hub.create_session("hotfix_pull_requests")
+    for step in hub.scenario("hotfix_pull_requests").reference_solution:
+        _ok(hub.call(sid, step["tool"], **step["params"]))
+    assert hub.evaluate_session(sid)["overall_score"] == 1.0
+    pr = {"title": "Slotting fix", "author": "lindqvist"}
+    old = _ok(
+        hub.call(
+            sid,
+            "inject_event",
+            source_id="github-wms",
+            trigger_type="pull_request_opened",
+            payload={"repo": "harborfresh/wms", "labels": ["HOTFIX"], **pr},
+        )
+    )
+    assert old["event"]["fired_rules"] == ["R-8"]  # no source filter: the old repository counts too
+    assert [a["type"] for a in old["actions"]] == ["page_oncall", "notify_channel"]
+    push = _ok(
+        hub.call(
+            sid,
+            "inject_event",
+            source_id="github-wms",
+            trigger_type="push",
+            payload={"repo": "harborfresh/wms", "branch": "main", "author": "ek", "commits": 1},
+        )
+    )
+    assert push["event"]["fired_rules"] == ["R-7"]  # re-enabled, not recreated
+    assert push["actions"][0]["params"]["message"] == "ek pushed 1 commit(s) to main: {message}"
+    ev = hub.evaluate_session(sid)["dimensions"]["collateral"]
+    assert ev["score"] == 0.5  # two stray events that paged or posted
+
+
+def test_a_too_narrow_rule_scores_lower(hub: EventTriggering) -> None:
+    sid = hub.create_session("hotfix_pull_requests")
+    steps = hub.scenario("hotfix_pull_requests").reference_solution
+    for step in steps:
+        params = step["params"]
+        if step["tool"] == "create_rule":
+            params = {**params, "source_filter": "github-wms-mobile"}
+        _ok(hub.call(sid, step["tool"], **params))
+    dims = hub.evaluate_session(sid)["dimensions"]
+    assert dims["rule_configuration"]["score"] < 1.0 and dims["dispatch_trace"]["score"] == 1.0
