@@ -159,6 +159,12 @@ def test_filling_the_private_memory_backed_dirs_hits_their_size(workspace, limit
     _contained(out, survivors, Status.RESOURCE_LIMIT, "disk")
 
 
+def test_opening_too_many_files_hits_the_open_file_limit(workspace, limits, policy, survivors):
+    src = "handles = [open('/dev/null') for _ in range(10_000)]"
+    out = run(src, workspace, limits, policy=policy)
+    _contained(out, survivors, Status.RESOURCE_LIMIT, "open_files")
+
+
 def test_background_process_does_not_outlive_the_call(workspace, limits, policy, survivors):
     marker = f"{os.getpid()}.{time.monotonic_ns() % 100000}"
     src = (
