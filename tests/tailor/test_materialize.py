@@ -389,3 +389,36 @@ def test_stage_runs_in_a_process_pool(tmp_path: Path, stream: Stream, candidate:
     artifacts = [json.loads(x) for x in (tmp_path / f"{ARTIFACTS}.jsonl").read_text().splitlines()]
     assert sorted(a["frames"] for a in artifacts if a["kind"] == "freeze") == [4 + 5, 4 + 6]
     assert all((tmp_path / a["path"]).is_file() for a in artifacts) and len(artifacts) == 6
+
+
+def test_gui_screenshot_streams_give_exact_stills_and_clips(tmp_path: Path, shared_data: Path) -> None:
+    """Image-sequence streams (OpenCUA step screenshots) work the same way as videos."""
+    gui = next(s for s in open_source(shared_data / "opencua/cot_example") if isinstance(s, Stream))
+    cam = gui.cameras[gui.main_camera or ""]
+    sample = Sample(
+        id=child_id(gui.id, "sample", "gui"),
+        intent="gui_action_extraction",
+        domain="gui",
+        stream_id=gui.id,
+        candidate_id=child_id(gui.id, "cand", "gui"),
+        output={},
+        conversation=[
+            Turn(role="user", content="List the actions."),
+            Turn(role="assistant", content="1. click"),
+        ],
+        route=Route(model="replay:test", router="omni"),
+    )
+    steps = [
+        {"name": "still", "role": "screenshot", "frames": [0, 5, 14]},
+        {"name": "clip", "start": 2, "end": 4},
+    ]
+    rec = MaterializeStage(tmp_path).process(make_item(sample, gui, None, steps))[0]
+    stills = [a for a in rec["artifacts"] if a["kind"] == "still"]
+    assert [frame_hash(load_image(tmp_path / a["path"])) for a in stills] == [
+        frame_hash(load_image(cam.images[i])) for i in (0, 5, 14)
+    ]
+    clip = next(a for a in rec["artifacts"] if a["kind"] == "clip")
+    assert clip["fps"] == cam.fps and (clip["width"], clip["height"]) == (cam.width, cam.height)
+    decoded = [frame_hash(f) for f in decode_all(tmp_path / clip["path"])]
+    assert decoded == [frame_hash(load_image(cam.images[i])) for i in (2, 3, 4)]
+    assert rec["sample"]["conversation"][0]["content"].startswith("<image><image><image><video>")
