@@ -175,3 +175,64 @@ def export(
     typer.echo(f"{summary['samples']} samples, {summary['media_files']} media files → {summary['out_dir']}")
     for reason, count in sorted(summary["reasons"].items()):
         typer.echo(f"  left out: {count} {reason} (see rejects.jsonl)")
+
+
+@app.command("run")
+def run(
+    inputs: Annotated[list[Path], typer.Argument(help="Dataset folders, recordings, videos, slide decks.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; reruns resume).")],
+    intent: Annotated[
+        list[str] | None, typer.Option("--intent", "-i", help="Intent id or intent file (repeatable).")
+    ] = None,
+    request: Annotated[
+        str | None, typer.Option("--request", "-r", help="Free-text request resolved to intents.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model string (omni, or the expert default).")] = (
+        "local:smollm2-135m"
+    ),
+    expert: Annotated[
+        list[str] | None, typer.Option(help="DOMAIN=MODEL: expert routing, one per domain (repeatable).")
+    ] = None,
+    route: Annotated[Path | None, typer.Option(help="Routing config file (YAML): omni or expert.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of GUI fragment shuffling and distractors.")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Model calls in flight.")] = 16,
+    workers: Annotated[int, typer.Option(help="Processes for ingest and materialisation.")] = 2,
+    extractors: Annotated[str | None, typer.Option(help="Comma-separated anchor extractors.")] = None,
+    max_candidates: Annotated[int | None, typer.Option(help="Use at most this many candidates.")] = None,
+    images: Annotated[bool, typer.Option(help="Send sampled frames to vision models.")] = True,
+    export_format: Annotated[
+        str | None, typer.Option("--export", help="jsonl | llamafactory | hf | none")
+    ] = "jsonl",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
+) -> None:
+    """INPUTs → samples: ingest, synthesise per intent, validate, materialise, export (resumable)."""
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.models.ledger import render_summary
+    from dataclaw.tailor.ingest import IngestConfig
+    from dataclaw.tailor.route import RouteConfig
+    from dataclaw.tailor.run import TailorRunConfig, tailor_run
+
+    routing = RouteConfig.from_file(route) if route else RouteConfig.from_cli(model, expert)
+    config = TailorRunConfig(
+        route=routing, intents=list(intent or []), request=request, seed=seed, concurrency=concurrency,
+        workers=workers, ingest=IngestConfig(extractors=_names(extractors), workers=workers),
+        export=None if export_format in (None, "none") else export_format, send_images=images,
+        max_candidates=max_candidates,
+    )  # fmt: skip
+    summary = tailor_run(inputs, out, config, progress=progress_bar)
+    if as_json:
+        typer.echo(json.dumps(summary, default=str))
+        return
+    table = Table(title=f"tailor run {summary['run']} ({summary['router']}: {', '.join(summary['models'])})")
+    table.add_column("stage")
+    table.add_column("records", justify="right")
+    table.add_column("rejects", overflow="fold")
+    for name, count in summary["counts"].items():
+        reasons = {k.split(":", 1)[1]: v for k, v in summary["rejects"].items() if k.startswith(f"{name}:")}
+        table.add_row(name, str(count), ", ".join(f"{k} {v}" for k, v in reasons.items()))
+    Console().print(table)
+    for choice in summary["intent_choices"]:
+        typer.echo(f"{choice['candidate_kind']}: {', '.join(choice['chosen']) or '-'} ({choice['reason']})")
+    typer.echo(render_summary({"by_model": {}, "total": summary["usage"]}))
+    if summary["export"]:
+        typer.echo(f"exported {summary['export']['samples']} samples → {summary['export']['out_dir']}")
