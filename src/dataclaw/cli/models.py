@@ -48,9 +48,9 @@ def list_backends() -> None:
     from dataclaw.models.schema import SCHEMA_FORMS
 
     load_builtin_backends()
-    typer.echo("schemes:        " + ", ".join(sorted(BACKENDS)))
+    typer.echo("schemes:         " + ", ".join(sorted(BACKENDS)))
     typer.echo("server flavours: " + ", ".join(SCHEMA_FORMS) + "   (http://…/v1::<model>?server=<flavour>)")
-    typer.echo("local models:   " + ", ".join(f"local:{name}" for name in BUNDLED))
+    typer.echo("local models:    " + ", ".join(f"local:{name}" for name in BUNDLED))
 
 
 @app.command("usage")
