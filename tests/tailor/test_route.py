@@ -1,4 +1,4 @@
-"""Omni vs Expert routing (B.2.2): configs, the model chosen per domain, and the choice recorded per sample."""
+"""Omni vs Expert routing (B.2.2): configs, the model per domain, the choice recorded per sample."""
 
 from __future__ import annotations
 
