@@ -294,7 +294,9 @@ def test_format_strategies(desk: CrossToolPipeline) -> None:
 
 def test_evaluator_rewards_correct_merges_only(desk: CrossToolPipeline) -> None:
     sid = _run(desk, "line4_press_briefing")
-    assert desk.evaluate_session(sid)["overall_score"] == 1.0
+    dims = desk.evaluate_session(sid)["dimensions"]
+    assert dims["aggregation"]["score"] == dims["report"]["score"] == 1.0
+    assert dims["efficiency"]["score"] < 1.0  # the two refused key declarations
     sid = _run(desk, "line4_press_briefing", upto=6)
     _ok(
         desk.call(
@@ -320,3 +322,43 @@ def test_evaluator_rewards_correct_merges_only(desk: CrossToolPipeline) -> None:
     sid = _run(desk, "council_hearing_graph", upto=7)
     _ok(desk.call(sid, "aggregate", job_ids=["J-3", "J-2"], dedup_key=["text"], normalization=FULL))
     assert desk.evaluate_session(sid)["dimensions"]["aggregation"]["score"] < 0.7
+
+
+def test_table_rows_merge_on_a_column_key_and_combine_their_fields(desk: CrossToolPipeline) -> None:
+    sid = _run(desk, "line_figures_digest", upto=6)
+    jobs = {j["job_id"]: j["status"] for j in _ok(desk.call(sid, "list_jobs", job_type="parse"))["jobs"]}
+    assert jobs == {"J-1": "completed", "J-2": "completed", "J-3": "failed"}
+    _err(desk.call(sid, "aggregate", job_ids=["J-1", "J-2"], dedup_key=["fields."]), "invalid_argument")
+    _err(desk.call(sid, "aggregate", job_ids=["J-1", "J-2"], dedup_key=["line"]), "invalid_argument")
+    exact = _ok(desk.call(sid, "aggregate", job_ids=["J-1", "J-2"], dedup_key=["fields.line"]))
+    assert exact["aggregate"]["item_count"] == 8  # "LINE 4" and "Bus  44e" do not match as typed
+    agg = _ok(
+        desk.call(
+            sid,
+            "aggregate",
+            job_ids=["J-1", "J-2"],
+            dedup_key=["fields.line"],
+            normalization=["lowercase", "collapse_whitespace"],
+        )
+    )
+    assert agg["aggregate"]["item_count"] == 6 and agg["aggregate"]["superseded_by"] is None
+    items = _ok(desk.call(sid, "get_aggregate", aggregate_id="AG-2"))["items"]
+    line4 = items[3]["fields"]
+    assert line4 == {
+        "line": "Line 4",
+        "respondents": 903,
+        "satisfaction_pct": 52,
+        "top_complaint": "construction delays",
+        "avg_weekday_riders": 18100,
+        "change_vs_2024_pct": 6.2,
+    }
+    assert "avg_weekday_riders" not in items[5]["fields"]  # night buses are only in the survey
+    report = _ok(
+        desk.call(
+            sid, "render_report", aggregate_id="AG-2", format="json", title="Line figures for the board"
+        )
+    )
+    assert json.loads(report["report"]["content"])["items"][3]["fields"]["avg_weekday_riders"] == 18100
+    dims = desk.evaluate_session(sid)["dimensions"]
+    assert dims["aggregation"]["score"] == dims["report"]["score"] == 1.0
+    assert dims["efficiency"]["score"] < 1.0  # the two refused key declarations

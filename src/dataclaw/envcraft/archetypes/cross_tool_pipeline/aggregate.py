@@ -4,6 +4,7 @@ threshold below 1, records whose normalised keys share enough tokens (Jaccard) m
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from dataclaw.envcraft.archetypes.cross_tool_pipeline.ingest import job
@@ -11,7 +12,8 @@ from dataclaw.envcraft.archetypes.cross_tool_pipeline.normalize import jaccard, 
 from dataclaw.envcraft.runtime import invalid_argument, invalid_reference, invalid_transition, now, tool
 from dataclaw.envcraft.runtime.errors import echo
 
-KeyField = Literal["title", "text", "url", "outlet", "date", "speaker"]
+KEY_FIELDS = ("title", "text", "url", "outlet", "date", "speaker")
+_COLUMN_KEY = re.compile(r"^fields\.[A-Za-z0-9_]{1,40}$")  # a table column, e.g. "fields.line"
 Step = Literal[
     "lowercase", "strip_punctuation", "collapse_whitespace", "strip_accents", "drop_stopwords", "sort_tokens"
 ]
@@ -20,7 +22,7 @@ Step = Literal[
 def _key(record: dict[str, Any], fields: list[str], steps: list[str]) -> str | None:
     parts = []
     for f in fields:
-        value = record.get(f)
+        value = (record["fields"] or {}).get(f[7:]) if f.startswith("fields.") else record.get(f)
         if value is None:
             return None
         parts.append(normalize(str(value), steps))
@@ -48,6 +50,8 @@ def _merge(item: dict[str, Any], record: dict[str, Any]) -> None:
     for field, value in (("outlets", record["outlet"]), ("urls", record["url"]), ("jobs", record["job_id"])):
         if value not in item[field]:
             item[field].append(value)
+    if record["fields"]:  # table rows merged on a shared key combine their columns (first value wins)
+        item["fields"] = {**record["fields"], **(item["fields"] or {})}
 
 
 def deduplicate(
@@ -86,7 +90,7 @@ def aggregate_of(session: dict[str, Any], aggregate_id: str) -> dict[str, Any]:
 def aggregate(
     session: dict,
     job_ids: list[str],
-    dedup_key: list[KeyField],
+    dedup_key: list[str],
     normalization: list[Step] | None = None,
     similarity_threshold: float = 1.0,
     name: str | None = None,
@@ -99,7 +103,8 @@ def aggregate(
 
     Args:
         job_ids: completed jobs to merge (1-20), e.g. ["J-1", "J-2"].
-        dedup_key: 1-3 record fields forming the key, e.g. ["title"] or ["speaker", "text"].
+        dedup_key: 1-3 record fields forming the key: title, text, url, outlet, date, speaker, or a table
+            column as "fields.<column>"; e.g. ["title"], ["speaker", "text"] or ["fields.line"].
         normalization: string normalisation steps applied to the key, in order, e.g.
             ["lowercase", "strip_punctuation", "collapse_whitespace"]; omit for exact comparison.
         similarity_threshold: token overlap (0.5-1.0) at which two keys count as the same; 1.0 = exact.
@@ -110,6 +115,11 @@ def aggregate(
         raise invalid_argument("job_ids", "give 1 to 20 job ids")
     if not 1 <= len(dedup_key) <= 3 or len(set(dedup_key)) != len(dedup_key):
         raise invalid_argument("dedup_key", "give 1 to 3 distinct fields")
+    for key in dedup_key:
+        if key not in KEY_FIELDS and not _COLUMN_KEY.match(key):
+            raise invalid_argument(
+                "dedup_key", f"{echo(key)} is not a key field; use {', '.join(KEY_FIELDS)} or fields.<column>"
+            )
     if len(steps) != len(set(steps)):
         raise invalid_argument("normalization", "each step may appear once")
     if not 0.5 <= similarity_threshold <= 1.0:

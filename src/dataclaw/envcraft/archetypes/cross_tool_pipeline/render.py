@@ -55,6 +55,7 @@ def _json(title: str, agg: dict[str, Any]) -> str:
         "date",
         "url",
         "speaker",
+        "fields",
         "entities",
         "outlets",
         "urls",
