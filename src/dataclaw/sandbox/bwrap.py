@@ -3,14 +3,13 @@
 Two modes. As root, bubblewrap runs privileged without a user namespace and ``setpriv`` drops the program to
 an unprivileged uid (RLIMIT_NPROC is never enforced for uid 0, so a root program could fork-bomb the host).
 As a normal user, bubblewrap creates a user namespace (``--disable-userns`` stops nesting) and the uid stays.
-Either way the program sees: read-only system dirs and Python, a minimal /etc, fresh /dev and /proc, a private
-size-capped /tmp, the workspace, explicitly granted paths — and nothing else (no network, no host home).
+Either way the program sees: read-only system dirs and Python, a minimal /etc, fresh /dev and /proc, private
+size-capped /tmp and /dev/shm, the workspace, explicitly granted paths — nothing else (no network, no home).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import subprocess
@@ -299,7 +298,3 @@ def sandbox_env(policy: SandboxPolicy, python: Path, env: dict[str, str] | None)
     for key, value in base.items():
         args += ["--setenv", key, value]
     return args
-
-
-def inner_config(**cfg: object) -> str:
-    return json.dumps(cfg)
