@@ -163,8 +163,8 @@ def test_timeout_is_retried_then_reported(server):
 
 
 def test_timeout_then_success(server):
-    server.enqueue(Reply.text("late", delay=1.0), Reply.text("on time"))
-    model = get_model(f"{server.base_url}::m?{FAST}&timeout=0.3", cache=False)
+    server.enqueue(Reply.text("late", delay=3.0), Reply.text("on time"))
+    model = get_model(f"{server.base_url}::m?{FAST}&timeout=1.0", cache=False)
     assert _run(model.complete("x")).text == "on time"
 
 
@@ -172,7 +172,7 @@ def test_concurrency_is_bounded(tmp_path):
     async def many(model, n):
         return await asyncio.gather(*(model.complete(f"prompt {i}") for i in range(n)))
 
-    with OpenAIServer(delay=0.15) as server:
+    with OpenAIServer(delay=0.3) as server:
         done = _run(many(get_model(f"{server.base_url}::m?concurrency=3", cache=False), 12))
         assert len(done) == 12
         assert server.request_count == 12
