@@ -164,8 +164,8 @@ def test_bad_inputs_are_named(workspace, tmp_path):
 
 
 def test_without_bubblewrap_runs_are_refused_with_one_clear_line(workspace, monkeypatch):
-    real_tool = bwrap._tool
-    monkeypatch.setattr(bwrap, "_tool", lambda name: None if name == "bwrap" else real_tool(name))
+    real_tool = bwrap.find_tool
+    monkeypatch.setattr(bwrap, "find_tool", lambda name: None if name == "bwrap" else real_tool(name))
     sandbox_available.cache_clear()
     try:
         avail = sandbox_available()

@@ -55,18 +55,19 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-def _tool(name: str) -> str | None:
+def find_tool(name: str) -> str | None:
+    """A system tool by name, looked up in the system dirs only (never the caller's PATH)."""
     return shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin")
 
 
 @functools.cache
 def sandbox_available() -> Availability:
     """Probe once per process whether bubblewrap can build the sandbox this module asks for."""
-    bwrap = _tool("bwrap")
+    bwrap = find_tool("bwrap")
     if bwrap is None:
         return Availability(False, "the bwrap executable was not found")
     need = ["prlimit", *(["setpriv"] if is_root() else [])]
-    missing = [n for n in need if _tool(n) is None]
+    missing = [n for n in need if find_tool(n) is None]
     if missing:
         return Availability(False, f"util-linux tool(s) missing: {', '.join(missing)}")
     probe = [bwrap, *namespace_args(), "--ro-bind", "/usr", "/usr", *_system_links(), "--proc", "/proc"]
@@ -111,7 +112,7 @@ def user_switch(uid: int) -> list[str]:
     if not is_root():
         return []
     return [
-        _tool("setpriv") or "setpriv",
+        find_tool("setpriv") or "setpriv",
         f"--reuid={uid}",
         f"--regid={uid}",
         "--clear-groups",
@@ -125,7 +126,7 @@ def user_switch(uid: int) -> list[str]:
 def rlimit_args(limits: Limits, *, cpu: bool = True) -> list[str]:
     """``prlimit`` wrapper that applies the limits inside the sandbox (so RLIMIT_NPROC counts per sandbox)."""
     mb = 1 << 20
-    args = [_tool("prlimit") or "prlimit"]
+    args = [find_tool("prlimit") or "prlimit"]
     if cpu:
         cpu_s = max(1, int(limits.cpu_s + 0.999))
         args.append(f"--cpu={cpu_s}:{cpu_s + 1}")

@@ -104,7 +104,7 @@ def run(
     limits = limits or Limits()
     if timeout is not None:
         limits = dataclasses.replace(limits, wall_s=timeout)
-    ws = _check_workspace(workspace)
+    ws = check_workspace(workspace)
     if isinstance(program, str):
         kind = "python"
     elif program and all(isinstance(a, str) for a in program):
@@ -134,7 +134,7 @@ def run(
             else:
                 target = list(program)
             cmd = [
-                _bwrap_exe(),
+                bwrap_exe(),
                 *bwrap.namespace_args(),
                 *plan.args,
                 "--chdir",
@@ -161,7 +161,7 @@ class OneShotRuntime(Runtime):
     def __init__(
         self, workspace: str | Path, limits: Limits | None = None, policy: SandboxPolicy | None = None
     ):
-        self.workspace = _check_workspace(workspace)
+        self.workspace = check_workspace(workspace)
         self.limits = limits or Limits()
         self.policy = policy or SandboxPolicy()
 
@@ -182,14 +182,14 @@ class OneShotRuntime(Runtime):
         """Nothing to release: every run tears its sandbox down before returning."""
 
 
-def _bwrap_exe() -> str:
-    exe = bwrap._tool("bwrap")
+def bwrap_exe() -> str:
+    exe = bwrap.find_tool("bwrap")
     if exe is None:
         raise SandboxUnavailable(bwrap.Availability(False, "the bwrap executable was not found").refusal)
     return exe
 
 
-def _check_workspace(workspace: str | Path) -> Path:
+def check_workspace(workspace: str | Path) -> Path:
     ws = Path(workspace).resolve()
     if not ws.is_dir():
         raise ConfigError(f"sandbox workspace {str(workspace)!r} is not an existing directory")
@@ -467,7 +467,7 @@ def _run_unsafe(
         "DATACLAW_WORKSPACE": str(ws),
         **(env or {}),
     }
-    prlimit = bwrap.rlimit_args(limits) if bwrap._tool("prlimit") else []
+    prlimit = bwrap.rlimit_args(limits) if bwrap.find_tool("prlimit") else []
     with tempfile.TemporaryDirectory() as tmp, _Pipe() as status:
         if isinstance(program, str):
             main = Path(tmp) / "main.py"

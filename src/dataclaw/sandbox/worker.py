@@ -60,7 +60,7 @@ class WarmWorker(Runtime):
         env: dict[str, str] | None = None,
         preload: Sequence[str] = (),
     ) -> None:
-        self.workspace = runner._check_workspace(workspace)
+        self.workspace = runner.check_workspace(workspace)
         self.limits = limits or Limits()
         self.policy = policy or SandboxPolicy()
         self.env = dict(env or {})
@@ -138,7 +138,7 @@ class WarmWorker(Runtime):
         self._own_workspace()
         cfg = self._config(pidns=True, cwd=self.policy.workspace_mount)
         cmd = [
-            runner._bwrap_exe(),
+            runner.bwrap_exe(),
             *bwrap.namespace_args(),
             *plan.args,
             "--chdir",
