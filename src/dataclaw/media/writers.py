@@ -88,7 +88,9 @@ H264_RGB_LOSSLESS = register_codec(
         pix_fmt="rgb24",
         container="mp4",
         suffix=".mp4",
-        options={"qp": "0", "preset": "veryfast"},
+        # ultrafast: ~2.6x faster than veryfast for ~14% more bytes (640x480: 33 vs 87 ms, 236 vs 207 KB
+        # per frame), no B-frames; lossless either way
+        options={"qp": "0", "preset": "ultrafast"},
         description="lossless RGB H.264 in MP4: exact RGB frames, decodable by any FFmpeg-based loader",
     )
 )
