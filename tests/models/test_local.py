@@ -32,7 +32,7 @@ def test_embedded_model_loads_once_and_answers_schema_valid_json(tmp_path):
     prompt = (
         'The robot must "Pick up the yellow bottle on the table." Give the object, its colour and how many.'
     )
-    done = model.complete_sync(prompt, schema=SCHEMA, max_tokens=80)
+    done = model.complete_sync(prompt, schema=SCHEMA, max_tokens=120)
     assert set(done.parsed) == {"object", "colour", "count"}
     assert json.loads(done.text) == done.parsed
     assert done.usage.prompt_tokens > 10 and done.usage.completion_tokens > 3
@@ -44,12 +44,12 @@ def test_embedded_model_loads_once_and_answers_schema_valid_json(tmp_path):
     # concurrent calls are serialised by the lock and all validate
     async def three():
         return await asyncio.gather(
-            *(other.complete(f"{prompt} ({i})", schema=SCHEMA, max_tokens=80) for i in range(3))
+            *(other.complete(f"{prompt} ({i})", schema=SCHEMA, max_tokens=120) for i in range(3))
         )
 
     assert all(set(d.parsed) == {"object", "colour", "count"} for d in asyncio.run(three()))
     # the repeat is a cache hit
-    assert model.complete_sync(prompt, schema=SCHEMA, max_tokens=80).cached
+    assert model.complete_sync(prompt, schema=SCHEMA, max_tokens=120).cached
 
 
 @pytest.mark.slow
