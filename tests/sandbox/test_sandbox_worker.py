@@ -121,11 +121,15 @@ def test_cleanup_is_idempotent_and_leaves_nothing_running(workspace, limits, pol
 
 
 def test_argv_is_refused_and_unsafe_worker_runs(workspace, limits):
-    with WarmWorker(workspace, limits, policy=SandboxPolicy(unsafe=True)) as worker:
+    import tempfile
+
+    keep = tempfile.NamedTemporaryFile(prefix="dataclaw-host-tmp-")  # the host's /tmp is never wiped
+    with keep, WarmWorker(workspace, limits, policy=SandboxPolicy(unsafe=True)) as worker:
         with pytest.raises(ConfigError, match="argv"):
             worker.run(["ls"])
         out = worker.run("import os\nprint(os.getcwd())")
         assert out.ok and not out.sandboxed and out.stdout.strip() == str(workspace.resolve())
+        assert Path(keep.name).exists()
 
 
 def test_jobs_from_several_threads_queue_up(workspace, limits, policy):
