@@ -485,6 +485,15 @@ def _wipe_private_dirs() -> None:
                     pass
 
 
+def _in_bubblewrap_pidns() -> bool:
+    """True when PID 1 is bubblewrap's init, i.e. this PID namespace is the sandbox's and ours to sweep."""
+    try:
+        with open("/proc/1/cmdline", "rb") as fh:
+            return os.path.basename(fh.read().split(b"\0", 1)[0]) == b"bwrap"
+    except OSError:
+        return False
+
+
 def run_worker(cfg: dict[str, Any]) -> None:
     """Worker entry: preload modules, then serve length-prefixed JSON jobs on stdin/stdout until EOF."""
     _make_undumpable()  # first: nothing of the jobs' runs before this
@@ -504,6 +513,8 @@ def run_worker(cfg: dict[str, Any]) -> None:
             importlib.import_module(mod)
         except Exception as exc:  # noqa: BLE001 - reported to the host, which decides what to do
             failed.append(f"{mod}: {type(exc).__name__}")
+    if cfg.get("pidns") and not _in_bubblewrap_pidns():
+        cfg = {**cfg, "pidns": False}  # never sweep a PID namespace that is not the sandbox's own
     close = [chan_in, chan_out, null]
     child = fork_child(cfg, chan_in, close)
     write_frame(chan_out, {"event": "ready", "pid": os.getpid(), "preload_failed": failed})
