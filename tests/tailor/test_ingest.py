@@ -157,3 +157,18 @@ def test_discover_inputs(shared_data: Path) -> None:
     found = {p.name for p in discover_inputs(shared_data)}
     assert {"lerobot_g1", "raw_recording", "cot_example", "agentnetbench", "videos", "lectures"} <= found
     assert "tau2" not in found
+
+
+@pytest.mark.slow
+def test_corrupt_screenshot_is_a_per_stream_anchor_reject(tmp_path: Path, shared_data: Path) -> None:
+    """A trajectory whose later screenshot is damaged passes the reader (it checks the first image) and
+    is rejected by the OCR extractor with a reason naming the file; the other trajectory completes."""
+    broken = tmp_path / "cot_broken"
+    shutil.copytree(shared_data / "opencua" / "cot_example", broken)
+    (broken / "images" / "5.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)  # step 5 is OCR'd
+    run = tmp_path / "run"
+    config = IngestConfig(extractors=["gui", "ocr"], extractor_config={"ocr": {"max_images": 4}}, workers=1)
+    summary = ingest([broken, shared_data / "opencua" / "cot_example"], run, config)
+    (rej,) = RunStore(run).rejects("anchors")
+    assert rej["reason"] == AnchorIssue.CORRUPT_MEDIA and "5.png" in rej["message"]
+    assert summary.streams == 2 and summary.candidates == {"gui_task": 1}
