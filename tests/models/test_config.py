@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.models import Generation, PriceTable, ResponseCache, Usage, UsageLedger, register_backend
+from dataclaw.models import (
+    ChatRequest,
+    Generation,
+    PriceTable,
+    ResponseCache,
+    Usage,
+    UsageLedger,
+    register_backend,
+)
 from dataclaw.models.registry import parse_spec
-from dataclaw.models.schema import register_schema_form
+from dataclaw.models.schema import parse_json_answer, register_schema_form
 
 
 def test_price_lookup_matches_names_and_dated_snapshots_only():
@@ -109,3 +120,36 @@ def test_get_model_builds_a_chat_model():
     assert isinstance(model, ChatModel)
     assert model.model_id == "http://127.0.0.1:9/v1::m"
     assert (model.backend.server, model.backend.concurrency) == ("llamacpp", 2)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    content=st.text(max_size=40),
+    params=st.dictionaries(
+        st.sampled_from(["temperature", "seed", "top_p", "stop"]), json_values, max_size=3
+    ),
+)
+def test_cache_keys_ignore_dict_order_and_separate_models(content, params):
+    messages = [{"role": "user", "content": content}]
+    a = ChatRequest(messages=messages, params=params)
+    b = ChatRequest(
+        messages=[{"content": content, "role": "user"}], params=dict(reversed(list(params.items())))
+    )
+    assert a.cache_key("m1") == b.cache_key("m1")
+    assert a.fingerprint() == b.fingerprint()
+    assert a.cache_key("m1") != a.cache_key("m2")
+    changed = ChatRequest(messages=messages, params={**params, "seed": "different"})
+    assert changed.cache_key("m1") != a.cache_key("m1") or params.get("seed") == "different"
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=json_values)
+def test_any_json_answer_round_trips_under_the_empty_schema(value):
+    assert parse_json_answer(json.dumps(value), {}, "m") == value
