@@ -42,10 +42,14 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON instead
     from dataclaw.envcraft import archetypes
 
     rows = []
-    for pkg in archetypes.all_packages():
+    for name in archetypes.names():
+        try:  # one broken package is reported in its row, not allowed to hide the others
+            pkg = archetypes.get(name)
+            n_scenarios, n_tools = len(pkg.env_cls.scenarios()), len(pkg.env_cls.tools)
+        except Exception as exc:  # noqa: BLE001 - shown to the user as that archetype's status
+            rows.append({"name": name, "tools": 0, "scenarios": 0, "description": f"failed to load: {exc}"})
+            continue
         doc = (pkg.env_cls.__doc__ or "").strip().split("\n")[0]
-        n_scenarios = len(pkg.env_cls.scenarios())
-        n_tools = len(pkg.env_cls.tools)
         rows.append({"name": pkg.name, "tools": n_tools, "scenarios": n_scenarios, "description": doc})
     if as_json:
         _echo_json(rows)

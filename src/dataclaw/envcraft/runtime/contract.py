@@ -141,6 +141,10 @@ def check_concurrency(pkg: EnvPackage, root: Path, threads: int = 8, per_thread:
 
 def check_workflows(pkg: EnvPackage, root: Path) -> str:
     env = pkg.env_cls(root / "workflows")
+    _expect(
+        any(sc.forbidden_actions for sc in _with_solution(pkg.env_cls)),
+        "no scenario lists forbidden_actions, so penalties for stale/forbidden actions are untested",
+    )
     notes = []
     for sc in _with_solution(pkg.env_cls):
         sid = env.create_session(sc.scenario_id)
