@@ -10,6 +10,7 @@ from dataclaw.envcraft.runtime.environment import Environment, Scenario
 from dataclaw.envcraft.runtime.errors import (
     EnvError,
     ErrorCategory,
+    echo,
     invalid_argument,
     invalid_reference,
     invalid_transition,
@@ -33,6 +34,7 @@ __all__ = [
     "SessionStore",
     "ToolSet",
     "ToolSpec",
+    "echo",
     "failed_actions",
     "invalid_argument",
     "invalid_reference",
