@@ -94,6 +94,9 @@ def test_patience_bound_sours_mood_then_forces_escalation() -> None:
     assert (
         late["valence"] == pytest.approx(-0.15) and "impatience" in late["signals"] and not late["escalate"]
     )
+    assert late["revealed"] == ["outage_credit", "late_fee"] and "convergence" in late["signals"]  # forced
+    raised = analyze("Hello.", _ctx(revealed=["outage_credit", "late_fee"]), INES, LEX, turn=8, patience=7)
+    assert raised["revealed"] == [] and "convergence" not in raised["signals"]
     assert analyze("Hello.", ctx, INES, LEX, turn=10, patience=7)["escalate"]
     assert analyze("Hello.", _ctx(valence=-0.85), INES, LEX, turn=9, patience=7)["escalate"]
     assert not analyze("Hello.", _ctx(valence=-0.85, outstanding=[]), INES, LEX, turn=12, patience=7)[
@@ -164,8 +167,11 @@ def test_replies_are_deterministic_and_mood_conditioned(desk: HumanAgentInteract
 def test_customer_escalates_past_patience(desk: HumanAgentInteraction) -> None:
     sid = desk.create_session("retention_call")
     _ok(desk.call(sid, "start_session", customer_id="C-2210", channel="phone"))  # patience 5 - 1 = 4
-    statuses = [_say(desk, sid, f"Let me check something ({i}).")["status"] for i in range(1, 8)]
-    assert statuses == ["active"] * 6 + ["escalated"]
+    outs = [_say(desk, sid, f"Let me check something ({i}).") for i in range(1, 8)]
+    assert [o["status"] for o in outs] == ["active"] * 6 + ["escalated"]
+    # turn 5 is the first past the bound: both hidden concerns come out at once, then nothing more
+    assert len(outs[4]["context_delta"]["newly_raised"]) == 2 and "e-mail address" in outs[4]["reply"]
+    assert all(not o["context_delta"]["newly_raised"] for o in outs[:4] + outs[5:])
     conv = desk.get_session_state(sid)["conversations"]["CONV-1"]
     assert conv["escalation"]["by"] == "customer" and conv["turn_count"] == 7
     _err(desk.call(sid, "send_message", conversation_id="CONV-1", text="Hello?"), "invalid_transition")

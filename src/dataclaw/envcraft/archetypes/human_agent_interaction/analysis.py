@@ -6,7 +6,8 @@ understood their latent intent (lowered when the confirmation is about the wrong
 requests lower it, mentioning the latent intent helps and pushing another intent hurts; an outstanding
 concern the customer has already raised moves to confirmed when the message both names it and states a
 resolution; empathy lifts the mood, every turn beyond the patience bound sours it, and running far past it
-forces an escalation. ``reply`` picks a mood-conditioned template, seeded by the message text and the turn
+forces an escalation; the first turn past the bound also forces convergence: the customer states every
+concern not yet raised. ``reply`` picks a mood-conditioned template, seeded by the message text and the turn
 index, so identical conversations always produce identical replies.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 
@@ -80,10 +82,14 @@ def analyze(
     reveal = next((n for n in unrevealed if _any(low, items[n]["keywords"])), None)
     if reveal is None and unrevealed and _any(low, lex["open_question"]):
         reveal = unrevealed[0]
+    revealed = [reveal] if reveal else []
     over = turn - patience
     if over > 0:
         valence += w["impatience_valence"]
         signals.append("impatience")
+        if unrevealed:  # out of patience, the customer forces convergence: every remaining concern at once
+            revealed = unrevealed
+            signals.append("convergence")
     new_valence = _clamp(context["valence"] + valence, -1.0, 1.0)
     remaining = [n for n in context["outstanding"] if n not in resolved]
     escalate = bool(remaining) and (
@@ -93,7 +99,7 @@ def analyze(
         "confidence": round(confidence, 4),
         "valence": round(new_valence - context["valence"], 4),
         "resolved": resolved,
-        "revealed": [reveal] if reveal else [],
+        "revealed": revealed,
         "signals": signals,
         "escalate": escalate,
     }
@@ -119,26 +125,27 @@ def apply_delta(context: dict[str, Any], delta: dict[str, Any], turn: int) -> No
     )
 
 
+# Reply situations in precedence order: the first that applies picks the template family.
+SITUATIONS: tuple[tuple[str, Callable[[dict[str, Any], dict[str, Any]], bool]], ...] = (
+    ("escalated", lambda ctx, d: d["escalate"]),
+    ("all_resolved", lambda ctx, d: bool(d["resolved"]) and not ctx["outstanding"]),
+    ("resolved", lambda ctx, d: bool(d["resolved"])),
+    ("converge", lambda ctx, d: "convergence" in d["signals"]),
+    ("reveal", lambda ctx, d: bool(d["revealed"])),
+    ("confused", lambda ctx, d: ctx["confidence"] < 0.25),
+    ("generic", lambda ctx, d: True),
+)
+
+
 def reply(
     text: str, turn: int, context: dict[str, Any], persona: dict[str, Any], delta: dict[str, Any], bank: dict
 ) -> str:
     """A deterministic, mood-conditioned reply from the template bank (seeded by text and turn)."""
     items = persona["items"]
-    if delta["escalate"]:
-        situation = "escalated"
-    elif delta["resolved"] and not context["outstanding"]:
-        situation = "all_resolved"
-    elif delta["resolved"]:
-        situation = "resolved"
-    elif delta["revealed"]:
-        situation = "reveal"
-    elif context["confidence"] < 0.25:
-        situation = "confused"
-    else:
-        situation = "generic"
+    situation = next(name for name, applies in SITUATIONS if applies(context, delta))
     templates = bank[situation][mood(context["valence"])]
     seed = int(hashlib.sha256(f"{text}|{turn}".encode()).hexdigest(), 16)
-    revealed = items[delta["revealed"][0]]["reveal"] if delta["revealed"] else ""
+    revealed = " ".join(items[n]["reveal"] for n in delta["revealed"])
     slots = {
         "reveal": revealed,
         "reveal_lower": revealed[:1].lower() + revealed[1:],
