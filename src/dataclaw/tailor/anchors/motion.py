@@ -104,6 +104,9 @@ def sample_gray_thumbs(
             raise MediaError(MediaIssue.NO_VIDEO, f"{path.name}: has no video stream")
         vstream = container.streams.video[0]
         vstream.thread_type = "AUTO"
+        # Non-reference frames (most B-frames) are never needed at a few samples per second and nothing
+        # depends on them: not decoding them saves about a third of the decode time.
+        vstream.codec_context.skip_frame = "NONREF"
         step = 1.0 / sample_fps
         next_t = start_s
         stop = float("inf") if end_s is None else end_s
