@@ -52,18 +52,18 @@ def survivors(uid: int):
 
 
 def processes_of(uid: int) -> list[int]:
-    """Host pids whose real uid is ``uid`` (skips processes that vanish while we look)."""
+    """Live host pids whose real uid is ``uid`` (zombies are already dead; vanished ones are skipped)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/status") as fh:
-                for line in fh:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(int(name))
-                        break
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
         except OSError:
             continue
+        if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
+            continue
+        if int(fields.get("Uid", "-1 ").split()[0]) == uid:
+            found.append(int(name))
     return found

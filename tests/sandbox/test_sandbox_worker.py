@@ -74,6 +74,9 @@ def test_hostile_jobs_are_classified_and_the_worker_keeps_serving(workspace, lim
             assert (out.status, out.resource) == (status, resource), (src, out.message, out.stderr[-300:])
         assert worker.run("print('alive')").stdout == "alive\n"
         assert worker.restarts == 0
+    deadline = time.monotonic() + 3
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert survivors() == []
 
 

@@ -104,7 +104,10 @@ class WarmWorker(Runtime):
         assert self._proc.stdout is not None
         os.set_blocking(self._proc.stdout.fileno(), False)
         self._buf.clear()
-        ready = self._read_frame(time.monotonic() + READY_TIMEOUT_S)
+        try:
+            ready = self._read_frame(time.monotonic() + READY_TIMEOUT_S)
+        except (EOFError, ValueError):
+            ready = None
         if ready is None or ready.get("event") != "ready":
             detail = self._stderr_tail()
             self._stop_process()
@@ -275,30 +278,32 @@ class WarmWorker(Runtime):
         try:
             self._write_frame(job)
             reply = self._read_frame(t0 + lim.wall_s + GRACE_S)
-        except OSError:
-            reply = None
+        except (OSError, EOFError, ValueError):  # worker gone (broken pipe, EOF) or garbled
+            return self._lost(lim, t0, crashed=True)
         if reply is None:
-            return self._lost(lim, t0)
-        return Outcome(
-            status=Status(reply["status"]),
-            exit_code=reply["exit_code"],
-            stdout=reply["stdout"],
-            stderr=reply["stderr"],
-            duration_s=time.monotonic() - t0,
-            message=reply["message"],
-            truncated=reply["truncated"],
-            resource=reply["resource"],
-            sandboxed=not self.policy.unsafe,
-            result=reply.get("result"),
-        )
+            return self._lost(lim, t0, crashed=False)
+        try:
+            return Outcome(
+                status=Status(reply["status"]),
+                exit_code=reply["exit_code"],
+                stdout=str(reply["stdout"]),
+                stderr=str(reply["stderr"]),
+                duration_s=time.monotonic() - t0,
+                message=str(reply["message"]),
+                truncated=bool(reply["truncated"]),
+                resource=reply["resource"],
+                sandboxed=not self.policy.unsafe,
+                result=reply.get("result"),
+            )
+        except (KeyError, TypeError, ValueError):  # not what our worker writes: do not trust it further
+            return self._lost(lim, t0, crashed=True)
 
-    def _lost(self, lim: Limits, t0: float) -> Outcome:
-        """The worker died or stopped answering: kill it, count a restart, classify the job."""
-        alive = self._proc is not None and self._proc.poll() is None
+    def _lost(self, lim: Limits, t0: float, *, crashed: bool) -> Outcome:
+        """The worker died, garbled its answer or stopped answering: kill it, count a restart, classify."""
         self._stop_process()
         self.restarts += 1
         took = time.monotonic() - t0
-        if alive:
+        if not crashed:
             msg = _inner.classify_exit(None, None, True, lim.wall_s)["message"]
             return Outcome(Status.TIMEOUT, None, "", "", took, msg, resource="wall")
         msg = "the job crashed the sandbox worker (it will be restarted)"
@@ -311,7 +316,7 @@ class WarmWorker(Runtime):
         _inner.write_frame(self._proc.stdin.fileno(), obj)
 
     def _read_frame(self, deadline: float) -> dict[str, Any] | None:
-        """One length-prefixed JSON frame from the worker, or None on EOF or deadline."""
+        """One length-prefixed JSON frame from the worker; None at the deadline, EOFError at EOF."""
         import json
 
         assert self._proc is not None and self._proc.stdout is not None
@@ -333,7 +338,7 @@ class WarmWorker(Runtime):
                 except BlockingIOError:
                     continue
                 if not chunk:
-                    return None
+                    raise EOFError("the sandbox worker closed its channel")
                 self._buf += chunk
 
     def _stderr_tail(self) -> str:
