@@ -2,7 +2,7 @@
 
 Inputs: every source in ``../shared/data`` that a stream reader recognises (LeRobot G1 episodes, the OpenCUA
 raw screen recording, two AgentNet trajectories and a CoT trajectory, six short videos, an MIT lecture) —
-about 15 streams and 4.5 minutes of video.
+13 streams (10 units plus 3 robot episodes) and 4.3 minutes of video.
 
 Measured in one run:
 
