@@ -173,7 +173,8 @@ def tailor_run(
         ledger.save(store)
     stats = materialize(mats, run_dir, executor=LocalExecutor(workers=config.workers))
     stages["materialize"] = _stats(stats)
-    exported = export(run_dir, config.export).to_dict() if config.export else None
+    has_samples = (Path(run_dir) / "samples.jsonl").is_file()
+    exported = export(run_dir, config.export).to_dict() if config.export and has_samples else None
     with RunStore(run_dir) as store:
         store.update_manifest(last_run=stages, export=exported)
         rejects = Counter(f"{r['stage']}:{r['reason']}" for r in store.rejects())
