@@ -42,10 +42,11 @@ def test_the_embedder_is_offline_and_normalised() -> None:
          "video_generation_segment"),
         ("teach an agent to walk from the bed to the desk in this room", "dynamic_segment", "video",
          "vln_navigation"),
-        ("data where the robot gets stuck and has to recover", "fault_window", "robot", "robot_fault_recovery"),
+        ("data where the robot gets stuck and has to recover", "fault_window", "robot",
+         "robot_fault_recovery"),
         ("what will the robot do next?", "keyframes", "robot", "predict_next_subtask"),
-        ("shuffle the steps of this computer task and make the model put them back in order", "gui_task", "gui",
-         "gui_task_reconstruction"),
+        ("shuffle the steps of this computer task and make the model put them back in order", "gui_task",
+         "gui", "gui_task_reconstruction"),
     ],
 )  # fmt: skip
 def test_embedding_similarity_ranks_the_fitting_intent_first(
