@@ -588,3 +588,18 @@ def test_a_too_narrow_rule_scores_lower(hub: EventTriggering) -> None:
         _ok(hub.call(sid, step["tool"], **params))
     dims = hub.evaluate_session(sid)["dimensions"]
     assert dims["rule_configuration"]["score"] < 1.0 and dims["dispatch_trace"]["score"] == 1.0
+
+
+def test_long_context_adds_a_week_of_routine_events_through_the_engine(hub: EventTriggering) -> None:
+    short = hub.get_session_state(hub.create_session("cold_room_escalation"))
+    sid = hub.create_session("cold_room_escalation", long_context=True)
+    long = hub.get_session_state(sid)
+    assert len(long["event_log"]) == len(short["event_log"]) + 240
+    times = [e["at"] for e in long["event_log"]]
+    assert times == sorted(times) and [e["event_id"] for e in long["event_log"]][-1] == "E-0256"
+    # distractors fire rules too: R-3 posts every cold room 3 reading (30 in the extra week)
+    assert long["rules"]["R-3"]["fire_count"] == short["rules"]["R-3"]["fire_count"] + 30
+    assert sum(long["sources"][s]["event_count"] for s in long["sources"]) == 256
+    for step in hub.scenario("cold_room_escalation").reference_solution:
+        _ok(hub.call(sid, step["tool"], **step["params"]))
+    assert hub.evaluate_session(sid)["overall_score"] == 1.0

@@ -6,8 +6,12 @@ from typing import Any, ClassVar
 
 from dataclaw.envcraft.archetypes.event_triggering import catalog, engine, rules
 from dataclaw.envcraft.archetypes.event_triggering.evaluator import EVALUATOR
-from dataclaw.envcraft.archetypes.event_triggering.state import DEFAULT_STATE
-from dataclaw.envcraft.runtime import Environment, Evaluator, ToolSet
+from dataclaw.envcraft.archetypes.event_triggering.state import (
+    DEFAULT_STATE,
+    long_context_history,
+    replay_history,
+)
+from dataclaw.envcraft.runtime import Environment, Evaluator, Scenario, ToolSet
 
 
 class EventTriggering(Environment):
@@ -19,3 +23,9 @@ class EventTriggering(Environment):
     DEFAULT_STATE: ClassVar[dict[str, Any]] = DEFAULT_STATE
     tools: ClassVar[ToolSet] = ToolSet.from_modules(catalog, rules, engine)
     evaluator: ClassVar[Evaluator] = EVALUATOR
+
+    def on_scenario_loaded(self, state: dict[str, Any], scenario: Scenario) -> None:
+        """Long-context sessions carry a week of routine events (readings, alerts, payments) before the
+        regular history, run through the engine like everything else: distractors in both logs."""
+        if state["meta"]["long_context"]:
+            replay_history(state, long_context_history())
