@@ -12,6 +12,7 @@ serialised by a lock and run in a worker thread to keep the event loop free.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import json
 import os
@@ -84,6 +85,16 @@ _LOADED: dict[tuple[str, int], _Loaded] = {}
 _LOAD_LOCK = threading.Lock()
 
 
+def _close_all() -> None:
+    """Free loaded models at exit, while llama.cpp's bindings still exist (its ``__del__`` fails when
+    it runs during interpreter teardown)."""
+    with _LOAD_LOCK:
+        for loaded in _LOADED.values():
+            with loaded.lock:
+                loaded.llama.close()
+        _LOADED.clear()
+
+
 def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> _Loaded:
     """Load ``path`` once per process (thread-safe); later calls return the same instance."""
     import time
@@ -103,6 +114,8 @@ def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> _Loaded:
                 )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ConfigError(f"cannot load the GGUF model {path}: {exc}") from None
+            if not _LOADED:
+                atexit.register(_close_all)
             _LOADED[key] = _Loaded(llama, time.perf_counter() - start)
         return _LOADED[key]
 

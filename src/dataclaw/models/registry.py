@@ -32,8 +32,14 @@ BackendFactory = Callable[[str, str, dict[str, Any]], Backend]
 """(scheme, the spec after ``scheme:``, options) → backend. Must consume or reject every option."""
 
 BACKENDS: dict[str, BackendFactory] = {}
-_BUILTIN_MODULES = ("dataclaw.models.openai_compat", "dataclaw.models.local", "dataclaw.models.replay")
-_loaded = False
+# scheme -> module that registers it; imported on first use so `local:` never pays for importing `openai`
+_BUILTIN_SCHEMES = {
+    "http": "dataclaw.models.openai_compat",
+    "https": "dataclaw.models.openai_compat",
+    "openai": "dataclaw.models.openai_compat",
+    "local": "dataclaw.models.local",
+    "replay": "dataclaw.models.replay",
+}
 
 
 def register_backend(*schemes: str) -> Callable[[BackendFactory], BackendFactory]:
@@ -49,12 +55,11 @@ def register_backend(*schemes: str) -> Callable[[BackendFactory], BackendFactory
     return deco
 
 
-def load_builtin_backends() -> None:
-    global _loaded
-    if not _loaded:
-        for module in _BUILTIN_MODULES:
-            importlib.import_module(module)
-        _loaded = True
+def load_builtin_backends(scheme: str | None = None) -> None:
+    """Import the built-in backend module of ``scheme`` (all of them when None) so it registers."""
+    modules = set(_BUILTIN_SCHEMES.values()) if scheme is None else {_BUILTIN_SCHEMES.get(scheme)}
+    for module in sorted(m for m in modules if m):
+        importlib.import_module(module)
 
 
 def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -99,9 +104,11 @@ def refuse_unknown_options(options: dict[str, Any], spec: str, known: list[str])
 
 def build_backend(spec: str, **options: Any) -> Backend:
     """The backend for ``spec`` without cache or accounting (for wrapping, e.g. recording)."""
-    load_builtin_backends()
     scheme, rest, query = parse_spec(spec)
     if scheme not in BACKENDS:
+        load_builtin_backends(scheme)
+    if scheme not in BACKENDS:
+        load_builtin_backends()
         raise UnknownModelError(
             f"unknown model string {spec!r}: scheme {scheme!r} is not one of {', '.join(sorted(BACKENDS))}"
         )
