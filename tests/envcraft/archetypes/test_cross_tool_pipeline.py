@@ -360,3 +360,16 @@ def test_table_rows_merge_on_a_column_key_and_combine_their_fields(desk: CrossTo
     dims = desk.evaluate_session(sid)["dimensions"]
     assert dims["aggregation"]["score"] == dims["report"]["score"] == 1.0
     assert dims["efficiency"]["score"] < 1.0  # the two refused key declarations
+
+
+def test_long_context_adds_search_distractors_without_changing_the_task(desk: CrossToolPipeline) -> None:
+    sid = desk.create_session("line4_press_briefing", long_context=True)
+    articles = desk.get_session_state(sid)["corpus"]["articles"]
+    assert len(articles) == 12 + 60 and len({a["url"] for a in articles}) == 72
+    for step in desk.scenario("line4_press_briefing").reference_solution:
+        _ok(desk.call(sid, step["tool"], **step["params"]))
+    assert desk.evaluate_session(sid)["overall_score"] == 1.0
+    _ok(desk.call(sid, "ingest", source_id="aurora-news-index", inputs=["ticket machines"], max_results=50))
+    _ok(desk.call(sid, "process_jobs"))
+    records = _ok(desk.call(sid, "get_job", job_id="J-5", limit=100))["records"]
+    assert len(records) == 10 and all(r["title"].startswith("Ticket machines replaced at") for r in records)

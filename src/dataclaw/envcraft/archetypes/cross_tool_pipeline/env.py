@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 from dataclaw.envcraft.archetypes.cross_tool_pipeline import aggregate, ingest, process, render
 from dataclaw.envcraft.archetypes.cross_tool_pipeline.evaluator import EVALUATOR
-from dataclaw.envcraft.archetypes.cross_tool_pipeline.state import DEFAULT_STATE
-from dataclaw.envcraft.runtime import Environment, Evaluator, ToolSet
+from dataclaw.envcraft.archetypes.cross_tool_pipeline.state import DEFAULT_STATE, long_context_articles
+from dataclaw.envcraft.runtime import Environment, Evaluator, Scenario, ToolSet
 
 
 class CrossToolPipeline(Environment):
@@ -19,3 +19,8 @@ class CrossToolPipeline(Environment):
     DEFAULT_STATE: ClassVar[dict[str, Any]] = DEFAULT_STATE
     tools: ClassVar[ToolSet] = ToolSet.from_modules(ingest, process, aggregate, render)
     evaluator: ClassVar[Evaluator] = EVALUATOR
+
+    def on_scenario_loaded(self, state: dict[str, Any], scenario: Scenario) -> None:
+        """Long-context sessions add 60 routine transit articles to the news corpus as search distractors."""
+        if state["meta"]["long_context"]:
+            state["corpus"]["articles"] += long_context_articles()

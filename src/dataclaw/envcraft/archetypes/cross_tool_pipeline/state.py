@@ -47,3 +47,32 @@ def _default_state() -> dict[str, Any]:
 
 # The template every session is deep-copied from (never mutated: the runtime copies it).
 DEFAULT_STATE: dict[str, Any] = _default_state()
+
+
+def long_context_articles() -> list[dict[str, Any]]:
+    """Routine transit news for long-context sessions: distractors for every search, matching none of the
+    scenario queries (``data/long_context.json``, filled deterministically from its lists)."""
+    spec = _read("long_context.json")
+    outlets = list(spec["outlets"].items())
+    out = []
+    for i in range(spec["count"]):
+        tpl = spec["templates"][i % len(spec["templates"])]
+        outlet, domain = outlets[i % len(outlets)]
+        slots = {
+            "n": spec["numbers"][i % len(spec["numbers"])],
+            "m": spec["minutes"][i % len(spec["minutes"])],
+            "stop": spec["stops"][i % len(spec["stops"])],
+            "street": spec["streets"][i % len(spec["streets"])],
+            "date": f"2026-06-{1 + i % 28:02d}",
+        }
+        out.append(
+            {
+                "doc_id": f"lc{i + 1:03d}",
+                "outlet": outlet,
+                "published": f"2026-04-{1 + i % 30:02d}",
+                "url": f"https://{domain}/archive/{i + 1:03d}",
+                "title": tpl["title"].format(**slots),
+                "text": tpl["text"].format(**slots),
+            }
+        )
+    return out
