@@ -22,10 +22,6 @@ from dataclaw.tailor.anchors.ocr import (
 PIL = pytest.importorskip("PIL")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
-SHARED = Path("/work/shared/data")
-if not SHARED.is_dir():
-    SHARED = Path(__file__).resolve().parents[4] / "shared" / "data"
-COT = SHARED / "opencua" / "cot_example"
 needs_tesseract = pytest.mark.skipif(
     shutil.which("tesseract") is None, reason="tesseract binary not installed"
 )
@@ -60,8 +56,8 @@ def test_tesseract_reads_rendered_text_exactly_with_boxes() -> None:
 
 
 @needs_tesseract
-def test_tesseract_reads_a_real_screenshot() -> None:
-    lines = ocr_image(COT / "images" / "5.png")
+def test_tesseract_reads_a_real_screenshot(shared_data: Path) -> None:
+    lines = ocr_image(shared_data / "opencua" / "cot_example" / "images" / "5.png")
     texts = {line.text for line in lines}
     for expected in (
         "Brightness and colour",
@@ -118,11 +114,11 @@ def test_bad_images_are_clear_errors() -> None:
 
 
 @needs_tesseract
-def test_extractor_on_a_screenshot_trajectory() -> None:
+def test_extractor_on_a_screenshot_trajectory(shared_data: Path) -> None:
     """The OpenCUA CoT trajectory read by its stream reader: OCR anchors at step times."""
     from dataclaw.tailor.streams import StreamSource, open_source
 
-    streams = [s for s in open_source(COT) if not hasattr(s, "reason")]
+    streams = [s for s in open_source(shared_data / "opencua" / "cot_example") if not hasattr(s, "reason")]
     assert len(streams) == 1
     stream = streams[0]
     ext = get_extractor("ocr", max_images=2)
@@ -134,3 +130,22 @@ def test_extractor_on_a_screenshot_trajectory() -> None:
     assert {a.kind for a in anchors} == {"ocr_text"} and {a.source for a in anchors} == {"ocr"}
     assert all(0.3 <= a.confidence <= 1 and a.payload["backend"] == "tesseract" for a in anchors)
     assert all(a.t == float(a.payload["frame"]) for a in anchors)  # step clock: step i at i s
+
+
+@needs_tesseract
+def test_extractor_on_a_screen_recording_reads_frames_at_event_times(shared_data: Path) -> None:
+    """A GUI recording is read at the times of its input events (the screens the user acted on)."""
+    from dataclaw.tailor.streams import StreamSource, open_source
+
+    (stream,) = [
+        s for s in open_source(shared_data / "opencua" / "raw_recording") if not hasattr(s, "reason")
+    ]
+    ext = get_extractor("ocr", max_images=2)
+    assert ext.applies_to(stream)
+    with StreamSource(stream) as source:
+        anchors = ext.extract(stream, source)
+    event_times = {round(float(e["t"]), 3) for e in stream.events}
+    times = sorted({a.t for a in anchors})
+    assert len(times) == 2 and all(t in event_times for t in times)
+    assert all(0 <= a.payload["frame"] < stream.frame_count for a in anchors)
+    assert any("Settings" in a.payload["text"] or "Display" in a.payload["text"] for a in anchors)

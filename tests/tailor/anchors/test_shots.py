@@ -16,9 +16,6 @@ from dataclaw.tailor.streams.base import Camera, Modality, Stream
 av = pytest.importorskip("av")
 pytest.importorskip("scenedetect")
 
-DATA = Path("/work/shared/data/videos")
-if not DATA.is_dir():  # CI lays shared/ beside the clone
-    DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "videos"
 # Far apart in hue, saturation and value, so every cut scores well above the threshold.
 COLOURS = [(250, 250, 250), (10, 10, 120), (240, 200, 0)]
 
@@ -44,9 +41,9 @@ def write_video(path: Path, colours: list[tuple[int, int, int]], frames_each: in
 @pytest.mark.parametrize(
     ("name", "scenes"), [("dj_video1.mp4", 3), ("dj_video2.mp4", 1), ("dj_video3.mp4", 2)]
 )
-def test_data_juicer_scene_counts(name: str, scenes: int) -> None:
+def test_data_juicer_scene_counts(name: str, scenes: int, shared_data: Path) -> None:
     """data-juicer's parameters (ContentDetector threshold 27, min scene length 15) give its counts."""
-    shots = detect_shots(DATA / name, ShotParams(threshold=27.0, min_scene_len=15))
+    shots = detect_shots(shared_data / "videos" / name, ShotParams(threshold=27.0, min_scene_len=15))
     assert len(shots) == scenes
     assert shots[0].start_frame == 0 and shots[0].boundary_score is None
     for prev, cur in itertools.pairwise(shots):
@@ -55,18 +52,13 @@ def test_data_juicer_scene_counts(name: str, scenes: int) -> None:
         assert 0.5 <= cur.boundary_confidence <= 1.0
 
 
-def test_parameters_change_the_result() -> None:
+def test_parameters_change_the_result(shared_data: Path) -> None:
     """A threshold above every cut's score leaves one shot: the parameters reach the detector."""
-    cuts = detect_shots(DATA / "dj_video1.mp4")
+    video = shared_data / "videos" / "dj_video1.mp4"
+    cuts = detect_shots(video)
     assert len(cuts) == 3
-    assert (
-        len(
-            detect_shots(
-                DATA / "dj_video1.mp4", ShotParams(threshold=max(s.boundary_score or 0 for s in cuts) + 1)
-            )
-        )
-        == 1
-    )
+    above = max(s.boundary_score or 0 for s in cuts) + 1
+    assert len(detect_shots(video, ShotParams(threshold=above))) == 1
 
 
 def test_synthetic_cuts_are_found_at_their_frames(tmp_path: Path) -> None:
