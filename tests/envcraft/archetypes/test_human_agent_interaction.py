@@ -339,3 +339,22 @@ def test_escalation_is_the_right_outcome_when_policy_forbids_the_fix(desk: Human
     ev = desk.evaluate_session(sid)["dimensions"]
     assert ev["concerns_resolved"]["score"] == 0.0 and ev["commitments_backed"]["score"] == 0.0
     assert ev["outcome"]["score"] == 0.0
+
+
+def test_long_context_archives_past_conversations_in_all_three_layers(desk: HumanAgentInteraction) -> None:
+    sid = desk.create_session("march_bill_dispute", long_context=True)
+    state = desk.get_session_state(sid)
+    archived = [c for c in state["conversations"].values() if c.get("archived")]
+    assert len(archived) == 40 and all(c["conversation_id"] in state["histories"] for c in archived)
+    assert max(c["started_at"] for c in archived) < state["meta"]["base_time"]
+    assert len({(c["customer_id"], c["channel"]) for c in archived}) > 5  # templates vary per customer
+    past = _ok(desk.call(sid, "list_conversations", customer_id="C-1042"))["conversations"]
+    assert len(past) == 8 and all(c["status"] in ("resolved", "unresolved") for c in past)
+    for step in desk.scenario("march_bill_dispute").reference_solution:
+        _ok(desk.call(sid, step["tool"], **step["params"]))
+    assert (
+        desk.evaluate_session(sid)["overall_score"] == 1.0
+    )  # archived contacts are not the conversation scored
+    assert _ok(desk.call(sid, "list_conversations", status="active"))["count"] == 0
+    archived_id = past[0]["conversation_id"]
+    _err(desk.call(sid, "send_message", conversation_id=archived_id, text="Hi"), "invalid_transition")

@@ -181,6 +181,28 @@ def send_message(session: dict, conversation_id: str, text: str) -> dict:
     return {"reply": answer, "context_delta": report, "turn": turn, "status": conv["status"]}
 
 
+@tool("read", returns=["conversations", "count"])
+def list_conversations(
+    session: dict,
+    customer_id: str | None = None,
+    status: Literal["active", "resolved", "unresolved", "escalated"] | None = None,
+) -> dict:
+    """List conversation records (newest first), including past ones, by customer or status.
+
+    Args:
+        customer_id: only conversations with this customer.
+        status: only conversations in this status.
+    """
+    rows = [
+        {k: v for k, v in c.items() if k != "patience"}
+        for c in session["conversations"].values()
+        if (customer_id is None or c["customer_id"] == customer_id)
+        and (status is None or c["status"] == status)
+    ]
+    rows.sort(key=lambda c: (c["started_at"], c["conversation_id"]), reverse=True)
+    return {"conversations": rows, "count": len(rows)}
+
+
 @tool("read", returns=["messages"])
 def get_history(session: dict, conversation_id: str, last: int = 50) -> dict:
     """Show the message history of a conversation (oldest first).

@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 from dataclaw.envcraft.archetypes.human_agent_interaction import account, conversation
 from dataclaw.envcraft.archetypes.human_agent_interaction.evaluator import EVALUATOR
-from dataclaw.envcraft.archetypes.human_agent_interaction.state import DEFAULT_STATE
-from dataclaw.envcraft.runtime import Environment, Evaluator, ToolSet
+from dataclaw.envcraft.archetypes.human_agent_interaction.state import DEFAULT_STATE, archived_conversations
+from dataclaw.envcraft.runtime import Environment, Evaluator, Scenario, ToolSet
 
 
 class HumanAgentInteraction(Environment):
@@ -20,3 +20,13 @@ class HumanAgentInteraction(Environment):
     DEFAULT_STATE: ClassVar[dict[str, Any]] = DEFAULT_STATE
     tools: ClassVar[ToolSet] = ToolSet.from_modules(conversation, account)
     evaluator: ClassVar[Evaluator] = EVALUATOR
+
+    def on_scenario_loaded(self, state: dict[str, Any], scenario: Scenario) -> None:
+        """Long-context sessions carry 40 archived conversations (all three layers) as distractors."""
+        if state["meta"]["long_context"]:
+            for record, history, context in archived_conversations(sorted(state["customers"])):
+                cid = record["conversation_id"]
+                record["customer_name"] = state["customers"][record["customer_id"]]["name"]
+                state["conversations"][cid] = record
+                state["histories"][cid] = history
+                state["contexts"][cid] = context

@@ -14,7 +14,9 @@ UNDERSTOOD = 0.5  # customer confidence from which they feel their intent was un
 def _conversation(state: dict[str, Any], scenario: Scenario) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The latest conversation with the scenario's customer, and its context."""
     customer = scenario.evaluation["customer_id"]
-    convs = [c for c in state["conversations"].values() if c["customer_id"] == customer]
+    convs = [
+        c for c in state["conversations"].values() if c["customer_id"] == customer and not c.get("archived")
+    ]
     if not convs:
         return None, {}
     conv = max(convs, key=lambda c: int(c["conversation_id"].split("-")[1]))
