@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.media.image import load_image
 from dataclaw.tailor.anchors import get_extractor
 from dataclaw.tailor.anchors.ocr import (
     OcrBackend,
@@ -149,3 +150,17 @@ def test_extractor_on_a_screen_recording_reads_frames_at_event_times(shared_data
     assert len(times) == 2 and all(t in event_times for t in times)
     assert all(0 <= a.payload["frame"] < stream.frame_count for a in anchors)
     assert any("Settings" in a.payload["text"] or "Display" in a.payload["text"] for a in anchors)
+
+
+@needs_tesseract
+def test_batched_tesseract_keeps_pages_apart(shared_data: Path) -> None:
+    """One tesseract process reads a batch; each image gets its own lines, in order, blanks empty."""
+    backend = get_backend("tesseract")
+    screenshot = load_image(shared_data / "opencua" / "cot_example" / "images" / "5.png")
+    blank = np.full((80, 80, 3), 255, dtype=np.uint8)
+    batch = backend.read_many([rendered(), blank, screenshot])
+    assert len(batch) == 3 and batch[1] == []
+    assert [ln.text for ln in batch[0]] == [ln.text for ln in backend.read(rendered())]
+    assert {"Brightness and colour", "Night light settings"} <= {ln.text for ln in batch[2]}
+    assert "Quarterly revenue report" not in {ln.text for ln in batch[2]}
+    assert backend.read_many([]) == []
