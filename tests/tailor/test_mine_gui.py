@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataclaw.tailor.anchors.base import Anchor, make_anchor
 from dataclaw.tailor.mine import CandidateKind, StreamView
@@ -159,3 +161,46 @@ def test_phase_changes_from_ocr_turnover() -> None:
     anchors = [*ocr, act(0.0, "click"), act(1.0, "click"), act(2.0, "typing", text="x")]
     _cls, sig = classify("Open the inbox and format the spreadsheet", anchors)
     assert [a.t for a in sig.phase_changes] == [2.0]
+
+
+KINDS = ["click", "typing", "scroll", "shortcut", "right_click"]
+INSTRUCTIONS = [
+    "Open the file",
+    "First open the file, then rename it and finally send it to Ann",
+    "Rename each of the files",
+    "Open Excel, format the header, fix the typo, then save it and close the window",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(KINDS), min_size=2, max_size=40),
+    gaps=st.lists(st.floats(0.1, 30.0), min_size=40, max_size=40),
+    windows=st.lists(st.sampled_from(["Excel", "Chrome", "Outlook"]), min_size=40, max_size=40),
+    switch_every=st.integers(1, 50),
+    instruction=st.sampled_from(INSTRUCTIONS),
+)
+def test_proposed_fragments_always_partition_the_actions(
+    kinds: list[str], gaps: list[float], windows: list[str], switch_every: int, instruction: str
+) -> None:
+    """A.3.4's structure rules hold for any trajectory: fragments are contiguous, non-overlapping and
+    cover every action exactly once, in order; single-goal trajectories get no fragments."""
+    anchors: list[Anchor] = []
+    t = 0.0
+    for i, kind in enumerate(kinds):
+        if i % switch_every == 0:
+            anchors.append(window(t, windows[i]))
+        t += gaps[i]
+        anchors.append(act(t, kind, target={"title": f"item {i % 3}"}))
+    events = action_events(anchors)
+    sig = gather_signals(instruction, anchors, events)
+    cls = sig.classify()
+    frags = propose_subtasks(events, sig, cls)
+    if cls is MultiEvent.NONE:
+        assert frags == []
+        return
+    covered = [i for f in frags for i in range(f["event_range"][0], f["event_range"][1] + 1)]
+    assert covered == list(range(len(events)))
+    assert all(f["t_start"] <= f["t_end"] for f in frags)
+    assert [f["t_start"] for f in frags] == sorted(f["t_start"] for f in frags)
+    assert sum(len(f["anchor_ids"]) for f in frags) == len(events)
