@@ -134,11 +134,12 @@ def test_b_frame_skipping_on_x264_recording_is_frame_exact(shared_data: Path) ->
         plan = sample_indices(n, 24)
         picks = rng.sample(range(n), 30)
         ascending = sorted(rng.sample(range(n), 10))
+        singles = rng.sample(range(n), 40)  # one at a time, in random order: seeks and continuations
         edges = [0, 1, n - 2, n - 1, 39, 40, 38]  # around the first keyframes and the end
-        expected = _hashes_by_full_decode(path, set(plan + picks + ascending + edges))
+        expected = _hashes_by_full_decode(path, set(plan + picks + ascending + singles + edges))
         assert [frame_hash(f) for f in reader.frames_at(plan)] == [expected[i] for i in plan]
         assert [frame_hash(f) for f in reader.frames_at(picks)] == [expected[i] for i in picks]
-        for i in ascending + edges:  # single requests: continue forward or seek back
+        for i in ascending + singles + edges:  # single requests: continue forward or seek back
             assert frame_hash(reader.frame_at(i)) == expected[i], i
 
 

@@ -13,6 +13,7 @@ instead of seeking again. Frames come back as RGB ``uint8`` arrays of shape ``(H
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import os
 import re
@@ -32,6 +33,7 @@ def _av() -> Any:
     return require("av", "video decoding", "media")
 
 
+_B_KEEP_BEFORE_MINI_GOPS = 4  # B-frames kept before a wanted frame, in mini-GOPs (see _b_frame_window)
 _X264_INFO = re.compile(rb"x264 - core \d+[^\x00]*? options: ([ -~]+)")
 
 
@@ -121,7 +123,7 @@ class VideoReader:
         self._pos: int | None = None  # pts of the last frame the decoder output, None = needs a seek
         self._skipped: set[int] = set()  # pts of packets fed with a skip_frame since the last seek
         self._bidir_skipped: set[int] = set()  # ... of those, the ones skipped as B-frames (may be refs)
-        self._b_window: int | None = None  # pts distance within which B-frames must be kept, see below
+        self._b_window: tuple[int, int] | None = None  # keep B-frames this far (pts) before/after wanted
         try:
             self._init_stream(threads)
             self._index_packets()
@@ -183,18 +185,24 @@ class VideoReader:
         self._declared = declared
         self._b_window = self._b_frame_window(options)
 
-    def _b_frame_window(self, options: dict[str, str]) -> int | None:
-        """How close (in pts) to a wanted frame B-frames must be decoded, or None to keep all B-refs.
+    def _b_frame_window(self, options: dict[str, str]) -> tuple[int, int] | None:
+        """How far (pts) before/after a wanted frame B-frames must be decoded, or None to keep all B-refs.
 
         x264 with ``ref=1`` predicts every P-frame from the previous I/P-frame only (the nearest reference
-        by POC; pyramid B-references always lie before it), so B-frames outside the mini-GOP of a wanted
-        frame can be skipped outright. A mini-GOP spans at most ``bframes + 1`` frames. For any other
-        encoder we cannot know that, and only non-reference frames are skipped.
+        by POC; pyramid B-references lie before it), so P-frames decode exactly with every B-frame
+        skipped. B-frames near a wanted frame are still decoded: the wanted frame's references, and the
+        decoder's reference list and implicit bi-prediction weights (which depend on the references'
+        POCs and on how FFmpeg fills frame_num gaps), must be those of a full decode: so the last few
+        references before the wanted frame must all be real. We keep B-frames from four mini-GOPs
+        (``bframes + 1`` frames each) before it to one mini-GOP after it; one mini-GOP before is
+        measurably not enough. For any other encoder we cannot know what P-frames reference, and
+        only non-reference frames are skipped.
         """
         if options.get("ref") != "1" or not options.get("bframes", "").isdigit() or len(self._pts) < 2:
             return None
-        steps = [b - a for a, b in zip(self._pts, self._pts[1:], strict=False) if b > a]
-        return (int(options["bframes"]) + 1) * max(steps)
+        steps = [b - a for a, b in itertools.pairwise(self._pts) if b > a]
+        mini_gop = (int(options["bframes"]) + 1) * max(steps)
+        return _B_KEEP_BEFORE_MINI_GOPS * mini_gop, mini_gop
 
     def _check_decodes(self) -> None:
         """Decode the first frame so that a broken bitstream or codec fails at open, not mid-run."""
@@ -316,9 +324,10 @@ class VideoReader:
             return "DEFAULT"
         self._skipped.add(pts)
         if self._b_window is not None:
-            i = bisect.bisect_left(near, pts)
-            gap = min(abs(near[j] - pts) for j in (i - 1, i) if 0 <= j < len(near))
-            if gap > self._b_window:
+            before, after = self._b_window
+            i = bisect.bisect_left(near, pts)  # near[i] is the next wanted frame, near[i - 1] the last one
+            keep = (i < len(near) and near[i] - pts <= before) or (i > 0 and pts - near[i - 1] <= after)
+            if not keep:
                 self._bidir_skipped.add(pts)
                 return "BIDIR"
         return "NONREF"
@@ -328,8 +337,8 @@ class VideoReader:
         mini-GOP must not have been skipped already."""
         if target in self._skipped:
             return False
-        window = self._b_window or 0
-        return not any(abs(p - target) <= window for p in self._bidir_skipped)
+        before, after = self._b_window or (0, 0)
+        return not any(-before <= p - target <= after for p in self._bidir_skipped)
 
     def _take(self, frames: list[Any], wanted: set[int], got: dict[int, np.ndarray], target: int) -> bool:
         for frame in frames:
