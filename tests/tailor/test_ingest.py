@@ -142,6 +142,21 @@ def test_config_is_checked() -> None:
         ingest([], "/tmp/never-used")
 
 
+def test_bad_settings_fail_before_any_work(tmp_path: Path, shared_data: Path) -> None:
+    """Extractor and miner settings are built up front: one clear error, no half-made run directory."""
+    video = shared_data / "videos" / "lf_demo4.mp4"
+    bad = [
+        ({"ocr": {"backend": "nope"}}, {}, "unknown OCR backend 'nope'"),
+        ({"shots": {"threshold": 0}}, {}, "shot threshold must be > 0"),
+        ({}, {"fault_window": {"fractions": [1.5]}}, "fractions must lie strictly between 0 and 1"),
+    ]
+    for extractor_config, miner_config, message in bad:
+        config = IngestConfig(extractor_config=extractor_config, miner_config=miner_config, workers=1)
+        with pytest.raises(ConfigError, match=message):
+            ingest([video], tmp_path / "run", config)
+        assert not (tmp_path / "run").exists()
+
+
 def test_process_pool_gives_the_same_records(tmp_path: Path) -> None:
     """Stages are pickled to worker processes; the output must not depend on the executor."""
     videos = [write_video(tmp_path / f"v{i}.mp4", seconds=2) for i in range(2)]

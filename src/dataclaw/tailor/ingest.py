@@ -319,17 +319,21 @@ def ingest(
     config = config or IngestConfig()
     if not inputs:
         raise ConfigError("no inputs given: pass dataset folders, recordings, videos or slide decks")
+    anchor_stage = AnchorStage(config.extractors, config.extractor_config)
+    mine_stage = MineStage(config.miners, config.miner_config)
+    # build every extractor and miner once here, so bad settings or a missing backend fail the run up
+    # front with one clear error (the stages sent to workers stay unbuilt: they build in each worker)
+    AnchorStage(config.extractors, config.extractor_config).setup()
+    MineStage(config.miners, config.miner_config).setup()
     executor = LocalExecutor(workers=config.workers)
     stages: dict[str, dict[str, Any]] = {}
     with RunStore(run_dir) as store:
         store.update_manifest(command="tailor ingest", inputs=[str(p) for p in inputs], config=asdict(config))
         with _bar(progress, "streams") as update:
             read_inputs(inputs, store, update)
-        anchor_stage = AnchorStage(config.extractors, config.extractor_config)
         with _bar(progress, "anchors") as update:
             stats = run_stage(anchor_stage, list(store.records(STREAMS)), store, executor, update)
         stages[ANCHORS] = _stats(stats)
-        mine_stage = MineStage(config.miners, config.miner_config)
         with _bar(progress, "candidates") as update:
             stats = run_stage(mine_stage, mine_items(store), store, executor, update)
         stages[CANDIDATES] = _stats(stats)

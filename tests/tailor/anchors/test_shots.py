@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dataclaw.core.errors import ConfigError
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.tailor.anchors import get_extractor
 from dataclaw.tailor.anchors.shots import ShotParams, boundary_confidence, detect_shots
@@ -88,9 +89,9 @@ def test_boundary_confidence_is_monotone_and_half_at_threshold() -> None:
 
 
 def test_bad_parameters_are_refused() -> None:
-    with pytest.raises(ValueError, match="threshold"):
+    with pytest.raises(ConfigError, match="threshold"):
         ShotParams(threshold=0)
-    with pytest.raises(ValueError, match="min_scene_len"):
+    with pytest.raises(ConfigError, match="min_scene_len"):
         ShotParams(min_scene_len=0)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from dataclaw.core.errors import require
+from dataclaw.core.errors import ConfigError, require
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
 
@@ -36,9 +36,9 @@ class MotionParams:
 
     def __post_init__(self) -> None:
         if self.sample_fps <= 0 or self.window_s <= 0:
-            raise ValueError("motion sample_fps and window_s must be > 0")
+            raise ConfigError("motion sample_fps and window_s must be > 0")
         if min(self.size) < 2:
-            raise ValueError(f"motion thumbnail size must be at least 2x2, got {self.size}")
+            raise ConfigError(f"motion thumbnail size must be at least 2x2, got {self.size}")
 
 
 def to_gray_thumb(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:

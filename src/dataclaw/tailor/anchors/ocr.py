@@ -49,6 +49,11 @@ class OcrBackend(ABC):
 
     name: ClassVar[str]
 
+    @classmethod
+    def check(cls) -> None:
+        """Raise a :class:`DataclawError` with an install hint when this backend cannot run here."""
+        return None  # pure-Python backends have nothing to check
+
     @abstractmethod
     def read(self, image: np.ndarray) -> list[OcrLine]:
         """Text lines of ``image`` in reading order."""
@@ -73,12 +78,17 @@ def backend_names() -> list[str]:
     return sorted(_BACKENDS)
 
 
-def get_backend(name: str, **config: Any) -> OcrBackend:
-    """A new OCR backend ``name``; unknown names list the known ones."""
+def backend_class(name: str) -> type[OcrBackend]:
+    """The backend class registered as ``name``; unknown names list the known ones."""
     cls = _BACKENDS.get(name)
     if cls is None:
         raise ConfigError(f"unknown OCR backend '{name}': expected one of {', '.join(backend_names())}")
-    return cls(**config)
+    return cls
+
+
+def get_backend(name: str, **config: Any) -> OcrBackend:
+    """A new OCR backend ``name`` built with ``config``."""
+    return backend_class(name)(**config)
 
 
 def _as_rgb(image: np.ndarray) -> np.ndarray:
@@ -94,19 +104,24 @@ def _as_rgb(image: np.ndarray) -> np.ndarray:
 
 @register_backend
 class TesseractBackend(OcrBackend):
-    """The ``tesseract`` CLI (Tesseract 5, LSTM), one process per image, image passed as PPM on stdin."""
+    """The ``tesseract`` CLI (Tesseract 5, LSTM) on PPM pages; ``psm`` 11 (sparse text) because screens
+    are scattered labels, not the columns of a page that the default layout analysis expects."""
 
     name: ClassVar[str] = "tesseract"
 
-    def __init__(
-        self, lang: str = "eng", psm: int = 11, min_confidence: float = 0.3, timeout_s: float = 60.0
-    ):
-        self.binary = shutil.which("tesseract")
-        if self.binary is None:
+    @classmethod
+    def check(cls) -> None:
+        if shutil.which("tesseract") is None:
             raise DataclawError(
                 "OCR backend 'tesseract' needs the tesseract binary: run scripts/install-system-deps.sh "
                 "(apt-get install tesseract-ocr tesseract-ocr-eng) or choose --ocr-backend rapidocr"
             )
+
+    def __init__(
+        self, lang: str = "eng", psm: int = 11, min_confidence: float = 0.3, timeout_s: float = 60.0
+    ):
+        self.check()
+        self.binary = shutil.which("tesseract") or "tesseract"
         self.lang, self.psm, self.min_confidence, self.timeout_s = lang, psm, min_confidence, timeout_s
 
     def read(self, image: np.ndarray) -> list[OcrLine]:
@@ -194,6 +209,10 @@ class RapidOcrBackend(OcrBackend):
 
     name: ClassVar[str] = "rapidocr"
 
+    @classmethod
+    def check(cls) -> None:
+        require("rapidocr_onnxruntime", "OCR backend 'rapidocr'", "ocr")
+
     def __init__(self, min_confidence: float = 0.3) -> None:
         module = require("rapidocr_onnxruntime", "OCR backend 'rapidocr'", "ocr")
         self.engine = module.RapidOCR()
@@ -257,6 +276,7 @@ class OcrText(AnchorExtractor):
     def __init__(
         self, backend: str = "tesseract", max_images: int = 16, every_s: float = 10.0, **config: Any
     ):
+        backend_class(backend).check()  # fail when the run is configured, not on the first stream
         self.backend_name = backend
         self.backend_config = config
         self.max_images = max_images

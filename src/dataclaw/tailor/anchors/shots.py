@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dataclaw.core.errors import require
+from dataclaw.core.errors import ConfigError, require
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
 
@@ -38,9 +38,9 @@ class ShotParams:
 
     def __post_init__(self) -> None:
         if self.threshold <= 0:
-            raise ValueError(f"shot threshold must be > 0, got {self.threshold}")
+            raise ConfigError(f"shot threshold must be > 0, got {self.threshold}")
         if self.min_scene_len < 1:
-            raise ValueError(f"min_scene_len must be >= 1 frame, got {self.min_scene_len}")
+            raise ConfigError(f"min_scene_len must be >= 1 frame, got {self.min_scene_len}")
 
 
 @dataclass(frozen=True)
