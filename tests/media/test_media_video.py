@@ -8,6 +8,8 @@ from pathlib import Path
 
 import av
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataclaw.media import MediaError, MediaIssue, VideoReader, frame_hash, probe, sample_indices
 from dataclaw.media.video import decode_all
@@ -150,3 +152,28 @@ def test_x264_options_parsing() -> None:
     sei += b" b_pyramid=2\x00"
     assert x264_options(sei) == {"cabac": "1", "ref": "1", "bframes": "3", "b_pyramid": "2"}
     assert x264_options(b"no encoder info here") == {}
+
+
+def test_frame_count_from_packets_when_the_container_says_nothing(shared_data: Path, tmp_path: Path) -> None:
+    """Matroska stores no frame count: the count comes from the packets and still matches a full decode."""
+    mkv = tmp_path / "clip.mkv"
+    with av.open(str(shared_data / "videos/lf_demo4.mp4")) as inp, av.open(str(mkv), "w") as out:
+        stream = inp.streams.video[0]
+        ostream = out.add_stream_from_template(stream)
+        for packet in inp.demux(stream):
+            if packet.dts is not None:
+                packet.stream = ostream
+                out.mux(packet)
+    info = probe(mkv)
+    assert info.container_frame_count == 0 and info.frame_count_source == "packets"
+    assert info.frame_count == len(_full_hashes(mkv)) == 150
+    with VideoReader(mkv) as reader:
+        assert frame_hash(reader.frame_at(149)) == _full_hashes(mkv)[149]
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(min_value=0, max_value=100_000), k=st.integers(min_value=0, max_value=500))
+def test_sample_indices_properties(n: int, k: int) -> None:
+    plan = sample_indices(n, k)
+    assert len(plan) == min(n, k)
+    assert plan == sorted(set(plan)) and all(0 <= i < n for i in plan)
