@@ -32,10 +32,6 @@ class VideoRange:
     time_start: float
     time_end: float
 
-    @property
-    def whole_file(self) -> bool:
-        return self.frame_start == 0 and self.time_start == 0.0
-
 
 def main_video(stream: Stream, modalities: frozenset[str] = VIDEO_MODALITIES) -> VideoRange | None:
     """The stream's main camera when it is a video file and the modality has shots/motion worth finding."""
@@ -89,7 +85,8 @@ def ocr_targets(
     if video is None:
         return
     duration = stream.duration
-    times = sorted({round(float(ev["t"]), 3) for ev in stream.events if 0 <= float(ev["t"]) <= duration})
+    rounded = {round(float(ev["t"]), 3) for ev in stream.events}
+    times = sorted(t for t in rounded if 0 <= t <= duration)  # rounding may not push past the end
     if not times:
         step = max(every_s, 1e-3)
         times = [round(k * step, 3) for k in range(int(duration / step) + 1)]
