@@ -113,3 +113,41 @@ def _ingest_part(out: Path, model: str) -> dict[str, Any]:
 
 
 PARTS.append(("ingest", _ingest_part))
+
+
+# --- part "tailor": the whole Tailor pipeline on bundled examples with the model -------------------------
+def _tailor_part(out: Path, model: str) -> dict[str, Any]:
+    """``dataclaw tailor run``: a robot episode and a video → fault-recovery, subtask and video-gen samples
+    (ingest → synthesis → validation → materialisation → JSONL export). The embedded model is weak, so
+    many answers are rejected by validation; the reasons are listed."""
+    from dataclaw.core.errors import ConfigError
+    from dataclaw.tailor.ingest import IngestConfig
+    from dataclaw.tailor.route import RouteConfig
+    from dataclaw.tailor.run import TailorRunConfig, tailor_run
+
+    inputs = [EXAMPLES / "lerobot_g1", EXAMPLES / "videos" / "dj_video1.mp4"]
+    missing = [str(p) for p in inputs if not p.exists()]
+    if missing:
+        raise ConfigError(f"bundled Tailor examples are missing: {', '.join(missing)}")
+    config = TailorRunConfig(
+        route=RouteConfig.omni(model),
+        intents=["robot_fault_recovery", "describe_current_subtask", "video_generation_segment"],
+        ingest=IngestConfig(workers=2, extractors=["proprio", "shots", "motion"]),
+        max_per_kind=1,
+        concurrency=2,
+        workers=2,
+    )
+    summary = tailor_run(inputs, out, config)
+    usage = summary["usage"]
+    return {
+        "requests": summary["requests"],
+        "samples": summary["counts"].get("samples", 0),
+        "rejects": ", ".join(f"{k} {v}" for k, v in summary["rejects"].items() if not k.startswith("ingest"))
+        or "none",
+        "tokens": f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out",
+        "export": (summary["export"] or {}).get("out_dir", "none (no sample passed validation)"),
+        "run": out,
+    }
+
+
+PARTS.append(("tailor", _tailor_part))

@@ -53,6 +53,7 @@ class TailorRunConfig:
     export: str | None = field(default="jsonl", metadata={"help": "export format, or None"})
     send_images: bool = True
     max_candidates: int | None = field(default=None, metadata={"help": "use at most this many candidates"})
+    max_per_kind: int | None = field(default=None, metadata={"help": "at most this many of each kind"})
 
     def __post_init__(self) -> None:
         if bool(self.intents) == bool(self.request):
@@ -107,6 +108,11 @@ def plan_items(
     streams = {s["id"]: s for s in store.records(STREAMS)}
     anchors = {a["id"]: a for a in store.records(ANCHORS)}
     candidates = [c for c in store.records(CANDIDATES) if c["stream_id"] in streams]
+    if config.max_per_kind:
+        seen: Counter[str] = Counter()
+        candidates = [
+            c for c in candidates if (seen.update([c["kind"]]) or seen[c["kind"]]) <= config.max_per_kind
+        ]
     candidates = candidates[: config.max_candidates] if config.max_candidates else candidates
     explicit: list[Intent] = [catalog.resolve(ref) for ref in config.intents]
     choices: dict[tuple[str, str | None], dict[str, Any]] = {}
