@@ -209,3 +209,12 @@ def test_v30_episode_pointing_past_the_video_is_rejected(shared_data: Path, tmp_
     streams, rejects = _split(list(open_source(root)))
     assert len(streams) == 1 and len(rejects) == 1
     assert rejects[0].reason == IngestIssue.LENGTH_MISMATCH
+
+
+def test_v21_unreadable_parquet_is_a_bad_table_reject(shared_data: Path, tmp_path: Path) -> None:
+    root = _copy_dataset(shared_data, tmp_path)
+    (root / "data/chunk-000/episode_000001.parquet").write_bytes(b"PAR1 not really parquet")
+    streams, rejects = _split(list(open_source(root)))
+    assert sorted(s.metadata["episode_index"] for s in streams) == [2, 4]
+    [bad] = [r for r in rejects if r.reason == IngestIssue.BAD_TABLE]
+    assert "episode 1" in bad.message and "episode_000001.parquet" in bad.message

@@ -152,11 +152,12 @@ class _LeRobotBase(StreamReader):
     def _check_table(
         self, uid: str, where: str, spec: EpisodeSpec, fps: float, features: dict[str, Any]
     ) -> tuple[list[float], list[str]] | Reject:
+        pa = require("pyarrow", "LeRobot reader", "media")
         pq = require("pyarrow.parquet", "LeRobot reader", "media")
         pc = require("pyarrow.compute", "LeRobot reader", "media")
         try:
             schema_names = pq.read_schema(spec.data_path).names
-        except Exception as exc:  # pyarrow raises several types for a broken file
+        except (OSError, pa.ArrowException) as exc:
             return reject(
                 uid, IngestIssue.BAD_TABLE, f"{where}: {spec.data_path} is not a readable parquet ({exc})"
             )
@@ -284,6 +285,7 @@ class LeRobotV30Reader(_LeRobotBase):
     version_prefix = "v3"
 
     def episodes(self, root: Path, info: dict[str, Any]) -> Iterator[EpisodeSpec | Reject]:
+        pa = require("pyarrow", "LeRobot reader", "media")
         pq = require("pyarrow.parquet", "LeRobot reader", "media")
         keys = _video_keys(info)
         files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
@@ -295,7 +297,7 @@ class LeRobotV30Reader(_LeRobotBase):
         for file in files:
             try:
                 rows = pq.read_table(file).to_pylist()
-            except Exception as exc:  # pyarrow raises several types for a broken file
+            except (OSError, pa.ArrowException) as exc:
                 uid = stream_id(f"{root.name}-{file.stem}", [self.name, root.name, str(file)])
                 yield reject(uid, IngestIssue.BAD_METADATA, f"{file}: not a readable parquet ({exc})")
                 continue
