@@ -132,6 +132,7 @@ def test_hybrid_task_stages_then_repetitions() -> None:
     assert cls is MultiEvent.HYBRID
     frags = propose_subtasks(action_events(anchors), sig, cls)
     assert frags[0]["event_range"] == [0, 0] and frags[0]["structure"] == "sequential"
+    assert [f["index"] for f in frags] == list(range(len(frags)))
     assert [f["structure"] for f in frags[1:]] == ["parallel"] * 3
 
 
@@ -204,3 +205,4 @@ def test_proposed_fragments_always_partition_the_actions(
     assert all(f["t_start"] <= f["t_end"] for f in frags)
     assert [f["t_start"] for f in frags] == sorted(f["t_start"] for f in frags)
     assert sum(len(f["anchor_ids"]) for f in frags) == len(events)
+    assert [f["index"] for f in frags] == list(range(len(frags)))

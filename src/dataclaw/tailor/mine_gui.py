@@ -255,12 +255,15 @@ def _stage_cuts(events: Sequence[Anchor], sig: Signals, k: int) -> list[int]:
     return sorted(best)
 
 
-def _fragment(index: int, events: Sequence[Anchor], label: str, kind: str) -> dict[str, Any]:
+def _fragment(
+    index: int, events: Sequence[Anchor], label: str, kind: str, pos: dict[str, int]
+) -> dict[str, Any]:
+    """One proposed fragment: actions ``event_range`` (inclusive positions in the action list)."""
     return {
         "index": index,
         "label": label,
         "structure": kind,
-        "event_range": [events[0].payload.get("_pos", 0), events[-1].payload.get("_pos", 0)],
+        "event_range": [pos[events[0].id], pos[events[-1].id]],
         "t_start": events[0].t,
         "t_end": max(e.t_end if e.t_end is not None else e.t for e in events),
         "anchor_ids": [e.id for e in events],
@@ -293,10 +296,10 @@ def propose_subtasks(events: Sequence[Anchor], sig: Signals, cls: MultiEvent) ->
     """Stage-2 fragments of a multi-event trajectory (empty for ``none``)."""
     if cls is MultiEvent.NONE or not events:
         return []
-    events = [e.model_copy(update={"payload": {**e.payload, "_pos": i}}) for i, e in enumerate(events)]
+    pos = {e.id: i for i, e in enumerate(events)}
     if cls is MultiEvent.PARALLEL and sig.pattern:
         blocks = _split_parallel(events, sig.pattern[0])
-        frags = [_fragment(i, b, name, "parallel") for i, (b, name) in enumerate(blocks)]
+        frags = [_fragment(i, b, name, "parallel", pos) for i, (b, name) in enumerate(blocks)]
     else:
         k = max(2, len(sig.goals), len(set(sig.contexts)))
         k = min(k, len(events))
@@ -313,12 +316,10 @@ def propose_subtasks(events: Sequence[Anchor], sig: Signals, cls: MultiEvent) ->
                 blocks = _split_parallel(stage, sig.pattern[0])
                 if len(blocks) > 1:
                     frags.extend(
-                        _fragment(len(frags), b, f"{label}: {name}", "parallel") for b, name in blocks
+                        _fragment(len(frags), b, f"{label}: {name}", "parallel", pos) for b, name in blocks
                     )
                     continue
-            frags.append(_fragment(len(frags), stage, label, "sequential"))
-    for f in frags:
-        f["event_range"] = [int(f["event_range"][0]), int(f["event_range"][1])]
+            frags.append(_fragment(len(frags), stage, label, "sequential", pos))
     return frags
 
 
