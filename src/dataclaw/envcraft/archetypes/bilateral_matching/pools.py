@@ -166,7 +166,7 @@ def add_candidate(
     candidate_id: str,
     name: str | None = None,
     attributes: dict | None = None,
-    openings: int = 1,
+    openings: int | None = None,
 ) -> dict:
     """Add a supply (resume) or demand (job) candidate to a pool. A directory id copies its name and
     attributes from the directory; any other id needs a name and typed attributes.
@@ -177,7 +177,7 @@ def add_candidate(
         candidate_id: a directory id such as "R-110" or "J-305", or a new id such as "REF-001".
         name: the candidate's name or job title (only for ids not in the directory).
         attributes: typed attributes for ids not in the directory, e.g. {"skills": ["sql"], "remote": true}.
-        openings: demand only, number of positions (1-50); directory jobs bring their own.
+        openings: demand only, number of positions (1-50, default 1); directory jobs bring their own.
     """
     p = get_pool(session, pool_id)
     if not _CAND_RE.match(candidate_id):
@@ -189,13 +189,13 @@ def add_candidate(
     other = "demand" if side == "supply" else "supply"
     if candidate_id in session["directory"][other]:
         raise invalid_argument("side", f"{candidate_id} is a {other} entry in the directory, not {side}")
-    if not 1 <= openings <= 50:
-        raise invalid_argument("openings", "must be between 1 and 50")
+    if openings is not None and (side != "demand" or not 1 <= openings <= 50):
+        raise invalid_argument("openings", "only for demand candidates, between 1 and 50")
     entry = session["directory"][side].get(candidate_id)
     if entry is not None:
-        if attributes is not None or name is not None:
+        if attributes is not None or name is not None or openings is not None:
             raise invalid_argument(
-                "attributes", f"{candidate_id} comes from the directory; omit name and attributes"
+                "attributes", f"{candidate_id} comes from the directory; omit name, attributes and openings"
             )
     else:
         if attributes is None:
@@ -207,7 +207,7 @@ def add_candidate(
         _check_attributes(attributes)
         entry = {"candidate_id": candidate_id, "name": name.strip(), "attributes": attributes}
         if side == "demand":
-            entry["openings"] = openings
+            entry["openings"] = openings or 1
     record = member(entry, side, now(session))
     p[side][candidate_id] = record
     return {"candidate": record, "pool_id": pool_id}

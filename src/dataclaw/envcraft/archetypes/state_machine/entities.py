@@ -28,6 +28,7 @@ from dataclaw.envcraft.runtime import (
     now,
     tool,
 )
+from dataclaw.envcraft.runtime.errors import echo
 
 MAX_DATA_FIELDS = 40
 
@@ -175,7 +176,7 @@ def transition_entity(session: dict, entity_id: str, target: str, trigger: Trigg
         raise EnvError(
             ErrorCategory.INVALID_TRANSITION,
             f"no_such_transition: entity {entity_id} is '{current}' and machine '{m['machine_id']}' has no "
-            f"edge '{current}' → {target!r}"
+            f"edge '{current}' → {echo(target)}"
             + (f" with trigger '{trigger}'" if trigger else "")
             + f". Reachable from '{current}': {', '.join(reachable) or 'nothing'}.",
             result="no_such_transition",

@@ -11,6 +11,7 @@ A hook is ``{"action": <name>, ...}`` from the :data:`HOOKS` registry; hooks run
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ MAX_GUARD_FIELDS = 12
 MAX_NAME_CHARS = 64
 MAX_TEXT_CHARS = 300
 MAX_LIST_ITEMS = 50
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
 def _number(value: Any) -> float | None:
@@ -88,9 +90,12 @@ def _scalar_ok(value: Any) -> bool:
 
 
 def check_name(name: Any, what: str) -> str:
-    """A field/state name: non-empty text of at most 64 characters without surrounding spaces."""
-    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS or name != name.strip():
-        raise invalid_argument(what, f"{echo(name)} must be a name of 1-{MAX_NAME_CHARS} characters")
+    """A field or state name: a letter or _, then letters, digits or _ (at most 64 characters)."""
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise invalid_argument(
+            what,
+            f"{echo(name)} must be 1-{MAX_NAME_CHARS} letters, digits or _, not starting with a digit",
+        )
     return name
 
 
