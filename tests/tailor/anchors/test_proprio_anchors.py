@@ -80,3 +80,17 @@ def test_zigzag_ignores_jitter() -> None:
 def test_hand_groups_by_side() -> None:
     names = ["l_shoulder", "kLeftHandIndex", "kLeftHandThumbRotation", "kRightHandIndex", "gripper"]
     assert hand_groups(names) == {"left": [1], "right": [3], "hand": [4]}
+
+
+def test_action_is_used_when_no_state_is_logged(episodes: dict[int, tuple[Stream, list[Anchor]]]) -> None:
+    stream, _ = episodes[1]
+    action_only = stream.model_copy(update={"metadata": {**stream.metadata, "has_state": False}})
+    extractor = get_extractor("proprio")
+    assert extractor.applies_to(action_only)
+    with StreamSource(action_only) as source:
+        anchors = extractor.extract(action_only, source)
+    assert ("hand_close", "right") in [(a.kind, a.payload.get("hand")) for a in anchors]
+    none = stream.model_copy(
+        update={"metadata": {**stream.metadata, "has_state": False, "has_action": False}}
+    )
+    assert not extractor.applies_to(none)

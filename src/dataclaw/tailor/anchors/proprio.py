@@ -1,4 +1,5 @@
-"""Proprioception parser anchors from LeRobot state (exact: computed from logged joint values).
+"""Proprioception parser anchors from LeRobot state, or action when no state is logged (exact:
+computed from logged joint values).
 
 - ``hand_close`` / ``hand_open``: a hand's finger joints (names with ``Hand`` or ``gripper``) move by at
   least ``min_delta`` (in joint units) towards closed (lower) or open (higher). Found as the legs of a
@@ -79,14 +80,17 @@ class ProprioAnchors(AnchorExtractor):
         self.min_stall_s = min_stall_s
 
     def applies_to(self, stream: Stream) -> bool:
-        return stream.modality == Modality.ROBOT and bool(stream.metadata.get("has_state"))
+        meta = stream.metadata
+        return stream.modality == Modality.ROBOT and bool(meta.get("has_state") or meta.get("has_action"))
 
     def extract(self, stream: Stream, source: StreamSource) -> list[Anchor]:
+        # measured joint positions when logged, else the commanded ones
+        column = "observation.state" if stream.metadata.get("has_state") else "action"
         table = source.table()
-        state = np.asarray(table["observation.state"], dtype=np.float64)
+        state = np.asarray(table[column], dtype=np.float64)
         times = np.asarray(table["timestamp"], dtype=np.float64)
         times = times - times[0]
-        names = stream.metadata.get("joint_names", {}).get("observation.state") or []
+        names = stream.metadata.get("joint_names", {}).get(column) or []
         if len(names) != state.shape[1]:
             names = [f"joint_{i}" for i in range(state.shape[1])]
         anchors = self._hands(stream, state, times, names)

@@ -166,7 +166,10 @@ def read_table(
     out: dict[str, Any] = {}
     for name in table.column_names:
         column = table[name].combine_chunks()
-        if hasattr(column.type, "list_size") or str(column.type).startswith(("list", "large_list")):
+        size = getattr(column.type, "list_size", None)
+        if size is not None and column.null_count == 0:  # fixed-size vectors: one reshape, no copy per row
+            out[name] = column.flatten().to_numpy(zero_copy_only=False).reshape(len(column), size)
+        elif str(column.type).startswith(("list", "large_list", "fixed_size_list")):
             out[name] = np.asarray(column.to_pylist(), dtype=np.float32)
         else:
             out[name] = column.to_numpy(zero_copy_only=False)
