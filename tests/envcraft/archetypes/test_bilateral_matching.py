@@ -259,3 +259,47 @@ def test_evaluator_rewards_reference_and_penalises_wrong_acceptance(env: Bilater
     dims = env.evaluate_session(sid)["dimensions"]
     assert dims["goal_state"]["score"] < 0.5 and "unexpected acceptance R-102" in dims["goal_state"]["reason"]
     assert dims["collateral"]["score"] == 0.0
+
+
+def test_accepting_from_a_ranking_the_pool_outdated_is_stale(env: BilateralMatchingEnv) -> None:
+    sid = env.create_session("onboarding_late_referral")
+    first = _ok(env.call(sid, "run_matching", pool_id="pool-helio-onboarding"))["shortlists"]["J-203"]
+    assert [m["supply_id"] for m in first] == ["R-103", "R-109"]
+    greta = {
+        "skills": ["java", "spring", "postgresql", "kafka", "kotlin"],
+        "languages": ["german", "english"],
+        "location": "Berlin",
+        "years_experience": 5,
+    }
+    _ok(
+        env.call(
+            sid,
+            "add_candidate",
+            pool_id="pool-helio-onboarding",
+            side="supply",
+            candidate_id="REF-007",
+            name="Greta Vogel",
+            attributes=greta,
+        )
+    )
+    out = env.call(sid, "accept_match", match_id=first[1]["match_id"])  # R-109 from the old ranking
+    assert out["status"] == "ok" and out["warnings"][0]["category"] == "stale_information"
+    dims = env.evaluate_session(sid)["dimensions"]
+    assert dims["information_freshness"]["score"] == 0.5 and dims["goal_state"]["score"] < 1
+    # a fresh ranking puts the referral second (88) after the unavailable candidate, with no warning
+    sid = env.create_session("onboarding_late_referral")
+    _ok(
+        env.call(
+            sid,
+            "add_candidate",
+            pool_id="pool-helio-onboarding",
+            side="supply",
+            candidate_id="REF-007",
+            name="Greta Vogel",
+            attributes=greta,
+        )
+    )
+    fresh = _ok(env.call(sid, "run_matching", pool_id="pool-helio-onboarding"))["shortlists"]["J-203"]
+    assert [(m["supply_id"], m["score"]) for m in fresh] == [("R-103", 100.0), ("REF-007", 88.0)]
+    out = env.call(sid, "accept_match", match_id=fresh[1]["match_id"])
+    assert out["status"] == "ok" and "warnings" not in out

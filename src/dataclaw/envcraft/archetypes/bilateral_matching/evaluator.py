@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataclaw.envcraft.runtime import Evaluator, Scenario, failed_actions, penalty_score
+from dataclaw.envcraft.runtime import Evaluator, Scenario, failed_actions, penalty_score, warned_actions
 
 EVALUATOR = Evaluator()
 
@@ -74,7 +74,7 @@ def pool_setup(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     return 1 - len(bad) / len(checks), ("set up as asked" if not bad else "wrong: " + ", ".join(bad))
 
 
-@EVALUATOR.dimension("collateral", 0.2, "pools outside the task got no new candidates or matches")
+@EVALUATOR.dimension("collateral", 0.15, "pools outside the task got no new candidates or matches")
 def collateral(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     protected = scenario.evaluation.get("untouched_pools", [])
     if not protected:
@@ -96,3 +96,9 @@ def collateral(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
 def policy_compliance(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     bad = failed_actions(state, "invalid_transition")
     return penalty_score(len(bad), 0.34), f"{len(bad)} refused decision(s)"
+
+
+@EVALUATOR.dimension("information_freshness", 0.1, "no acceptance based on a ranking the pool has outdated")
+def information_freshness(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
+    stale = warned_actions(state, "stale_information")
+    return penalty_score(len(stale), 0.5), f"{len(stale)} decision(s) on a stale ranking"

@@ -19,6 +19,7 @@ from dataclaw.envcraft.runtime import (
     invalid_transition,
     missing_field,
     now,
+    stale_warning,
     tool,
 )
 
@@ -73,6 +74,7 @@ def run_matching(session: dict, pool_id: str, demand_id: str | None = None) -> d
     """Score every supply candidate of a pool against each demand candidate (or one), using the pool's
     weighted criteria (0-100), keep the best top-K per demand and save them as pending matches.
     Already accepted or rejected matches are kept as they are; placed candidates are skipped.
+    Run it again after adding candidates: accepting a match ranked before the pool changed is stale.
 
     Args:
         pool_id: the pool to match in.
@@ -107,6 +109,7 @@ def run_matching(session: dict, pool_id: str, demand_id: str | None = None) -> d
                 m |= {"status": "pending", "created_at": at, "decided_at": None, "note": None}
                 session["matches"][mid] = m
             m |= {"score": r["score"], "breakdown": r["breakdown"], "rank": rank, "scored_at": at}
+            m["pool_revision"] = pool["revision"]
             out.append(_view(session, m))
         shortlists[did] = out
     return {"pool_id": pool_id, "shortlists": shortlists}
@@ -206,8 +209,17 @@ def accept_match(session: dict, match_id: str, note: str = "") -> dict:
         )
     if len(note) > 300:
         raise invalid_argument("note", "at most 300 characters")
+    warnings = []
+    if pool["revision"] != m["pool_revision"]:
+        warnings.append(
+            stale_warning(
+                f"{match_id} was ranked before candidates were added to pool {m['pool_id']}; its shortlist "
+                "may be outdated. Run run_matching again before deciding.",
+                match_id=match_id,
+            )
+        )
     m |= {"status": "accepted", "decided_at": now(session), "note": note.strip() or None}
-    return {"match": _view(session, m)}
+    return {"match": _view(session, m), "warnings": warnings}
 
 
 @tool("write", fields=["matches"], returns=["match"])

@@ -151,6 +151,7 @@ def create_pool(
         "criteria": {k: float(v) for k, v in criteria.items()},
         "top_k": top_k,
         "created_at": now(session),
+        "revision": 0,
         "supply": {},
         "demand": {},
     }
@@ -210,4 +211,5 @@ def add_candidate(
             entry["openings"] = openings or 1
     record = member(entry, side, now(session))
     p[side][candidate_id] = record
+    p["revision"] += 1
     return {"candidate": record, "pool_id": pool_id}

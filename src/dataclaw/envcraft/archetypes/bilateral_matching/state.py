@@ -37,6 +37,7 @@ def _default_state() -> dict[str, Any]:
     pools = {}
     for raw in _read("pools.json"):
         pool = {k: raw[k] for k in ("pool_id", "name", "client", "criteria", "top_k", "created_at")}
+        pool["revision"] = 0  # bumped whenever the pool's candidates change: older scores become stale
         for side in ("supply", "demand"):
             pool[side] = {cid: member(directory[side][cid], side, raw["created_at"]) for cid in raw[side]}
         pools[raw["pool_id"]] = pool
