@@ -259,3 +259,46 @@ def test_reference_solutions_score_full_and_wrong_moves_lower_goal(env: StateMac
     sid = env.create_session("equipment_lease_definition")
     _ok(env.call(sid, "create_machine", machine_id="equipment_lease", name="x", entity_prefix="EQL"))
     assert env.evaluate_session(sid)["dimensions"]["machine_definition"]["score"] < 0.5
+
+
+def test_data_updates_unblock_guards_across_trigger_modes(env: StateMachineEnv) -> None:
+    sid = env.create_session("document_intake_and_title_release")
+    # automatic edge T2 needs kyc_status verified; the manual edge T3 to pending_documents is not taken
+    err = _err(
+        env.call(sid, "transition_entity", entity_id="LN-1013", target="underwriting", trigger="automatic"),
+        "invalid_transition",
+    )
+    assert "kyc_status eq 'verified' (is 'pending')" in err["message"]
+    _ok(env.call(sid, "update_entity_data", entity_id="LN-1013", fields={"kyc_status": "verified"}))
+    out = _ok(
+        env.call(sid, "transition_entity", entity_id="LN-1013", target="underwriting", trigger="automatic")
+    )
+    assert out["via"] == "T2"
+    # the title-release machine: balance guard blocks TR-202; TR-203 can go only one step
+    _err(
+        env.call(sid, "transition_entity", entity_id="TR-202", target="payoff_confirmed"),
+        "invalid_transition",
+    )
+    _ok(env.call(sid, "transition_entity", entity_id="TR-203", target="payoff_confirmed"))
+    err = _err(
+        env.call(sid, "transition_entity", entity_id="TR-203", target="released"), "invalid_transition"
+    )
+    assert "dmv_filing_id ne ''" in err["message"]  # an empty filing id fails the guard
+    done = _ok(env.call(sid, "transition_entity", entity_id="TR-201", target="released"))
+    assert done["entity"]["completed"] and "notified applicant" in done["hooks_run"][0]
+
+
+def test_long_context_adds_completed_distractors(env: StateMachineEnv) -> None:
+    sc = StateMachineEnv.scenario("underwriting_queue_review")
+    sid = env.create_session(sc.scenario_id, long_context=True)
+    state = env.get_session_state(sid)
+    history = [e for e in state["entities"].values() if e["entity_id"].startswith("LN-0")]
+    assert len(history) == 60 and all(e["completed"] for e in history)
+    machine = state["machines"]["consumer_loan"]
+    edges = {t["transition_id"]: (t["source"], t["target"]) for t in machine["transitions"]}
+    for e in history:  # every historical path follows real edges of the machine
+        for prev, step in zip(e["history"], e["history"][1:], strict=False):
+            assert edges[step["via"]] == (prev["state"], step["state"])
+    for step in sc.reference_solution:
+        _ok(env.call(sid, step["tool"], **step["params"]))
+    assert env.evaluate_session(sid)["overall_score"] == 1.0

@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 from dataclaw.envcraft.archetypes.state_machine import entities, machines
 from dataclaw.envcraft.archetypes.state_machine.evaluator import EVALUATOR
-from dataclaw.envcraft.archetypes.state_machine.state import DEFAULT_STATE
-from dataclaw.envcraft.runtime import Environment, Evaluator, ToolSet
+from dataclaw.envcraft.archetypes.state_machine.state import DEFAULT_STATE, history_entities
+from dataclaw.envcraft.runtime import Environment, Evaluator, Scenario, ToolSet
 
 
 class StateMachineEnv(Environment):
@@ -19,3 +19,8 @@ class StateMachineEnv(Environment):
     DEFAULT_STATE: ClassVar[dict[str, Any]] = DEFAULT_STATE
     tools: ClassVar[ToolSet] = ToolSet.from_modules(machines, entities)
     evaluator: ClassVar[Evaluator] = EVALUATOR
+
+    def on_scenario_loaded(self, state: dict[str, Any], scenario: Scenario) -> None:
+        """Long-context sessions carry 60 completed historical loan applications as distractors."""
+        if state["meta"]["long_context"]:
+            state["entities"] = {**history_entities(scenario.base_time), **state["entities"]}

@@ -17,10 +17,10 @@ def _by_label(state: dict[str, Any], machine_id: str, label: str) -> dict[str, A
     return None
 
 
-@EVALUATOR.dimension("goal_state", 0.45, "entities ended in their expected states")
+@EVALUATOR.dimension("goal_state", 0.45, "entities ended in their expected states with the expected data")
 def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     ev = scenario.evaluation
-    checks: list[tuple[str, str | None, str]] = []
+    checks: list[tuple[str, Any, Any]] = []
     for eid, want in ev.get("expected_states", {}).items():
         e = state["entities"].get(eid)
         checks.append((eid, e["current_state"] if e else None, want))
@@ -28,9 +28,12 @@ def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
         for label, want in labels.items():
             e = _by_label(state, mid, label)
             checks.append((label, e["current_state"] if e else None, want))
+    for eid, fields in ev.get("expected_data", {}).items():
+        data = (state["entities"].get(eid) or {}).get("data", {})
+        checks += [(f"{eid}.data.{k}", data.get(k), v) for k, v in fields.items()]
     if not checks:
         return 1.0, "no expected states"
-    wrong = [f"{name}: {got} (want {want})" for name, got, want in checks if got != want]
+    wrong = [f"{name}: {got!r} (want {want!r})" for name, got, want in checks if got != want]
     return 1 - len(wrong) / len(checks), ("all in place" if not wrong else "; ".join(wrong))
 
 

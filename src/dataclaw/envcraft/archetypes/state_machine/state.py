@@ -7,10 +7,12 @@ World machines go through the same validators as agent-defined ones, so bad worl
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from dataclaw.envcraft.archetypes.state_machine.guards import validate_guard, validate_hooks
+from dataclaw.envcraft.runtime.state import parse_time
 
 DATA = Path(__file__).resolve().parent / "data"
 TRIGGER_MODES = ("manual", "automatic", "external_event", "timer")
@@ -67,3 +69,56 @@ def _default_state() -> dict[str, Any]:
 
 # The template every session is deep-copied from (never mutated: the runtime copies it).
 DEFAULT_STATE: dict[str, Any] = _default_state()
+
+
+# Paths historical loans took through ``consumer_loan`` (edge ids), by outcome.
+_HISTORY_PATHS = {
+    "funded": (
+        ("draft", None),
+        ("submitted", "T1"),
+        ("underwriting", "T2"),
+        ("approved", "T6"),
+        ("funded", "T9"),
+    ),
+    "declined": (("draft", None), ("submitted", "T1"), ("underwriting", "T2"), ("declined", "T7")),
+    "withdrawn": (("draft", None), ("submitted", "T1"), ("withdrawn", "T11")),
+}
+_HISTORY_NAMES = ("Ahmed", "Birgit", "Carlos", "Dana", "Emeka", "Fiona", "Goran", "Hana", "Ivan", "Julia")
+_HISTORY_SURNAMES = ("Novak", "Silva", "Brown", "Kowalski", "Nguyen", "Schulz")
+
+
+def history_entities(base_time: str, count: int = 60) -> dict[str, dict[str, Any]]:
+    """Deterministic completed loan applications for long-context sessions (distractors)."""
+    base = parse_time(base_time)
+    outcomes = ("funded", "funded", "declined", "withdrawn")
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(count):
+        outcome = outcomes[i % len(outcomes)]
+        name = f"{_HISTORY_NAMES[i % 10]} {_HISTORY_SURNAMES[i % 6]}"
+        start = base - timedelta(days=90 + 2 * i)
+        history = [
+            {"state": st, "at": (start + timedelta(days=k)).isoformat(), "via": via}
+            for k, (st, via) in enumerate(_HISTORY_PATHS[outcome])
+        ]
+        eid = f"LN-{i + 1:04d}"
+        out[eid] = {
+            "entity_id": eid,
+            "machine_id": "consumer_loan",
+            "label": f"{('Auto', 'Personal')[i % 2]} loan – {name}",
+            "data": {
+                "applicant": name,
+                "requested_amount": 4000 + 750 * (i % 30),
+                "credit_score": 560 + (i * 37) % 240 if outcome != "funded" else 690 + (i * 13) % 120,
+                "dti_ratio": round(0.2 + (i % 9) * 0.04, 2),
+                "income_verified": outcome == "funded",
+                "kyc_status": "verified",
+                "applicant_consent": True,
+            },
+            "current_state": history[-1]["state"],
+            "completed": True,
+            "history": history,
+            "notifications": [],
+            "created_at": history[0]["at"],
+            "updated_at": history[-1]["at"],
+        }
+    return out
