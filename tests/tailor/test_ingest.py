@@ -149,6 +149,7 @@ def test_bad_settings_fail_before_any_work(tmp_path: Path, shared_data: Path) ->
         ({"ocr": {"backend": "nope"}}, {}, "unknown OCR backend 'nope'"),
         ({"shots": {"threshold": 0}}, {}, "shot threshold must be > 0"),
         ({}, {"fault_window": {"fractions": [1.5]}}, "fractions must lie strictly between 0 and 1"),
+        ({"motion": {"bogus": 1}}, {}, "anchor extractor 'motion': bad settings"),
     ]
     for extractor_config, miner_config, message in bad:
         config = IngestConfig(extractor_config=extractor_config, miner_config=miner_config, workers=1)

@@ -115,7 +115,7 @@ class AnchorStage(Stage):
 
     def setup(self) -> None:
         names = self.names if self.names is not None else extractor_names()
-        self._extractors = [get_extractor(n, **self.config.get(n, {})) for n in names]
+        self._extractors = [_build(get_extractor, "anchor extractor", n, self.config) for n in names]
 
     def process(self, item: Record) -> Result:
         from dataclaw.tailor.streams.source import StreamSource
@@ -181,7 +181,7 @@ class MineStage(Stage):
 
     def setup(self) -> None:
         names = self.names if self.names is not None else miner_names()
-        self._miners = [get_miner(n, **self.config.get(n, {})) for n in names]
+        self._miners = [_build(get_miner, "miner", n, self.config) for n in names]
 
     def process(self, item: Record) -> Result:
         if self._miners is None:
@@ -212,6 +212,14 @@ class MineStage(Stage):
             )
             return self.reject(item, MineIssue.NO_CANDIDATES, why, miners=applied)
         return out
+
+
+def _build(factory: Callable[..., Any], what: str, name: str, config: dict[str, dict[str, Any]]) -> Any:
+    """``factory(name, **config[name])`` with an unknown setting reported as a ConfigError."""
+    try:
+        return factory(name, **config.get(name, {}))
+    except TypeError as exc:
+        raise ConfigError(f"{what} '{name}': bad settings {config.get(name)} ({exc})") from None
 
 
 def _first_error(exc: ValidationError) -> str:
