@@ -440,3 +440,58 @@ def test_evaluator_rewards_reference_and_penalises_wrong_choices(env: TemporalSc
     dims = env.evaluate_session(sid)["dimensions"]
     assert dims["goal_state"]["score"] < 1 and dims["collateral"]["score"] < 1
     assert dims["conflicts_cleared"]["score"] < 1  # the board-demo and interview conflicts remain
+
+
+def test_split_around_an_urgent_booking_and_search_across_days(env: TemporalSchedulingEnv) -> None:
+    sid = env.create_session("hil_rig_recall_weekend")
+    lab = "lab-berlin-hil"
+    out = _ok(
+        env.call(
+            sid,
+            "schedule_event",
+            calendar_id=lab,
+            title="Recall",
+            start="2026-04-18T09:00",
+            end="2026-04-18T11:00",
+            priority=10,
+        )
+    )
+    assert out["event"]["conflicts_with"] == ["E-118"] and out["event"]["event_id"] == "E-400"
+    _ok(
+        env.call(
+            sid,
+            "resolve_conflict",
+            event_id="E-118",
+            strategy="split",
+            split_at="2026-04-18T09:00",
+            new_start="2026-04-18T11:00",
+        )
+    )
+    ev = _events(env, sid)
+    assert ev["E-400"]["status"] == "confirmed" and ev["E-401"]["end"] == "2026-04-18T14:00:00Z"
+    sat = _ok(
+        env.call(sid, "find_availability", calendar_id=lab, date="2026-04-18", min_duration_minutes=240)
+    )
+    assert sat["free"] == []  # 16:00-19:00 is only three hours
+    sat3 = _ok(
+        env.call(sid, "find_availability", calendar_id=lab, date="2026-04-18", min_duration_minutes=180)
+    )
+    assert [(f["start"][11:16], f["end"][11:16]) for f in sat3["free"]] == [("16:00", "19:00")]
+    assert (
+        "not a working day"
+        in _ok(env.call(sid, "find_availability", calendar_id=lab, date="2026-04-19"))["note"]
+    )
+    mon = _ok(
+        env.call(sid, "find_availability", calendar_id=lab, date="2026-04-20", min_duration_minutes=240)
+    )
+    assert mon["free"][0]["start_utc"] == "2026-04-20T05:00:00Z"
+
+
+def test_long_context_adds_past_bookings_without_conflicts(env: TemporalSchedulingEnv) -> None:
+    sc = TemporalSchedulingEnv.scenario("spree_double_bookings")
+    sid = env.create_session(sc.scenario_id, long_context=True)
+    past = [e for e in _events(env, sid).values() if e["event_id"].startswith("E-0")]
+    assert len(past) == 60 and all(e["status"] in ("confirmed", "cancelled") for e in past)
+    for step in sc.reference_solution:
+        _ok(env.call(sid, step["tool"], **step["params"]))
+    assert env.evaluate_session(sid)["overall_score"] == 1.0

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dataclaw.envcraft.archetypes.temporal_scheduling import calendars, events
+from dataclaw.envcraft.archetypes.temporal_scheduling.engine import mark_conflicts
 from dataclaw.envcraft.archetypes.temporal_scheduling.evaluator import EVALUATOR
-from dataclaw.envcraft.archetypes.temporal_scheduling.state import DEFAULT_STATE
-from dataclaw.envcraft.runtime import Environment, Evaluator, ToolSet
+from dataclaw.envcraft.archetypes.temporal_scheduling.state import DEFAULT_STATE, past_events
+from dataclaw.envcraft.runtime import Environment, Evaluator, Scenario, ToolSet
 
 
 class TemporalSchedulingEnv(Environment):
@@ -19,3 +20,10 @@ class TemporalSchedulingEnv(Environment):
     DEFAULT_STATE: ClassVar[dict[str, Any]] = DEFAULT_STATE
     tools: ClassVar[ToolSet] = ToolSet.from_modules(calendars, events)
     evaluator: ClassVar[Evaluator] = EVALUATOR
+
+    def on_scenario_loaded(self, state: dict[str, Any], scenario: Scenario) -> None:
+        """Long-context sessions carry 60 past bookings (March) as distractors."""
+        if state["meta"]["long_context"]:
+            state["events"] = {**past_events(state), **state["events"]}
+            for cid in state["calendars"]:
+                mark_conflicts(state, cid)

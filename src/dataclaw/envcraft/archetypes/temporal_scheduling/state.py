@@ -68,5 +68,29 @@ def _default_state() -> dict[str, Any]:
     return state
 
 
+_PAST_TITLES = ("Sprint review", "Vendor call", "Design critique", "Hiring panel", "Safety walk", "Ops sync")
+
+
+def past_events(state: dict[str, Any], count: int = 60) -> dict[str, dict[str, Any]]:
+    """Deterministic past bookings (four weeks before the scenario week) for long-context sessions:
+    one-hour slots inside each calendar's working hours, never overlapping, every fifth one cancelled."""
+    cals = sorted(state["calendars"].values(), key=lambda c: c["calendar_id"])
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(count):
+        cal = cals[i % len(cals)]
+        day = 16 + (i // len(cals)) % 5  # Mon 2026-03-16 .. Fri 2026-03-20
+        hour = int(cal["work_start"][:2]) + 1 + i // (5 * len(cals))
+        tz = zone(cal["timezone"])
+        start = to_utc(f"2026-03-{day:02d}T{hour:02d}:00", tz, "start")
+        end = to_utc(f"2026-03-{day:02d}T{hour + 1:02d}:00", tz, "end")
+        check_within_hours(cal, start, end)
+        raw = {"title": f"{_PAST_TITLES[i % len(_PAST_TITLES)]} (past)", "priority": 1 + i % 9}
+        eid = f"E-{i + 1:04d}"
+        out[eid] = new_event(cal, eid, raw, start, end, "2026-03-01T08:00:00Z")
+        if i % 5 == 4:
+            out[eid]["status"] = "cancelled"
+    return out
+
+
 # The template every session is deep-copied from (never mutated: the runtime copies it).
 DEFAULT_STATE: dict[str, Any] = _default_state()
