@@ -303,3 +303,17 @@ def test_accepting_from_a_ranking_the_pool_outdated_is_stale(env: BilateralMatch
     assert [(m["supply_id"], m["score"]) for m in fresh] == [("R-103", 100.0), ("REF-007", 88.0)]
     out = env.call(sid, "accept_match", match_id=fresh[1]["match_id"])
     assert out["status"] == "ok" and "warnings" not in out
+
+
+def test_long_context_adds_directory_distractors(env: BilateralMatchingEnv) -> None:
+    sc = BilateralMatchingEnv.scenario("fernwald_data_pool")
+    sid = env.create_session(sc.scenario_id, long_context=True)
+    python = _ok(env.call(sid, "list_directory", side="supply", skill="python"))
+    assert any(c["candidate_id"].startswith("R-50") for c in python["candidates"])
+    sql = _ok(
+        env.call(sid, "list_directory", side="supply", skill="sql")
+    )  # the task's selection is unchanged
+    assert [c["candidate_id"] for c in sql["candidates"]] == ["R-110", "R-111", "R-112", "R-113", "R-114"]
+    for step in sc.reference_solution:
+        _ok(env.call(sid, step["tool"], **step["params"]))
+    assert env.evaluate_session(sid)["overall_score"] == 1.0

@@ -50,5 +50,40 @@ def _default_state() -> dict[str, Any]:
     }
 
 
+_SKILL_SETS = (
+    ["java", "spring", "mysql"],
+    ["python", "pandas", "numpy"],  # no sql: the fernwald task selects by sql
+    ["typescript", "react", "node"],
+    ["c++", "ros", "linux"],
+    ["go", "docker", "postgresql"],
+    ["swift", "ios"],
+)
+_CITIES = ("Berlin", "Hamburg", "Leipzig", "Vienna", "Warsaw", "Lisbon", "Prague")
+_LEVELS = ("junior", "mid", "senior")
+
+
+def archived_resumes(count: int = 60) -> dict[str, dict[str, Any]]:
+    """Deterministic older resumes for long-context sessions: directory distractors, in no pool."""
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(count):
+        cid = f"R-{5001 + i}"
+        level = _LEVELS[i % 3]
+        out[cid] = {
+            "candidate_id": cid,
+            "name": f"Archived candidate {i + 1}",
+            "headline": f"{level.title()} engineer (profile from 2024)",
+            "attributes": {
+                "skills": _SKILL_SETS[i % len(_SKILL_SETS)],
+                "years_experience": 1 + (i * 7) % 15,
+                "location": _CITIES[i % len(_CITIES)],
+                "seniority": level,
+                "salary_expectation": 45 + (i * 11) % 70,
+                "remote": i % 2 == 0,
+                "languages": ["english"],
+            },
+        }
+    return out
+
+
 # The template every session is deep-copied from (never mutated: the runtime copies it).
 DEFAULT_STATE: dict[str, Any] = _default_state()
