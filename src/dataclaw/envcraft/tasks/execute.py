@@ -1,0 +1,238 @@
+"""Ground a sampled tool chain: execute it in a real session of its environment (EnvCraft §4.2 input).
+
+Parameter values come from what exists: ids and field values in the scenario state (the user could name
+them: *user-specified*), outputs of earlier steps in the chain (*tool-derived*: the agent has to discover
+them), literals of the environment's own reference solutions, enum members and defaults. A step that
+errors is retried with other choices from a snapshot; a chain whose step keeps failing is rejected, so a
+grounded chain is a run that really succeeded, with the initial and final states it went through.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from dataclaw.envcraft.graph.tool_graph import id_kind
+from dataclaw.envcraft.runtime.state import jsoncopy
+from dataclaw.envcraft.runtime.tools import ToolSpec, check_value
+
+USER, TOOL, DEFAULT = "user", "tool", "default"
+_MAX_VALUES = 200
+_SKIP_KEYS = frozenset({"actions", "meta", "session_id", "scenario_id", "created_at"})
+
+
+class GroundReason(StrEnum):
+    """Why a chain could not be grounded."""
+
+    UNKNOWN_ENV = "unknown_env"
+    CROSS_ENV = "cross_env_unsupported"
+    NO_SCENARIO = "no_scenario"
+    UNFILLABLE_PARAM = "unfillable_param"
+    STEP_ERROR = "step_error"
+    NO_STATE_CHANGE = "no_state_change"
+
+
+class GroundingError(Exception):
+    def __init__(self, reason: GroundReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass
+class Values:
+    """Values by key name, harvested from a state or tool output (``ticket_id`` → [...])."""
+
+    by_key: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, key: str, value: Any) -> None:
+        bucket = self.by_key[key]
+        if len(bucket) < _MAX_VALUES and value not in bucket:
+            bucket.append(value)
+
+    def lookup(self, name: str) -> list[Any]:
+        """Values under ``name`` or a key ending in ``_<name>`` (``article_id`` ← ``kb_article_id``)."""
+        out = list(self.by_key.get(name, []))
+        for key, vals in self.by_key.items():
+            if key != name and key.endswith("_" + name):
+                out.extend(v for v in vals if v not in out)
+        return out
+
+
+def harvest(value: Any, into: Values | None = None, key: str = "", depth: int = 0) -> Values:
+    """Collect scalar values by their key; the keys of a dict of records count as ``<singular>_id``."""
+    from dataclaw.envcraft.graph.tool_graph import singular
+
+    out = into if into is not None else Values()
+    if depth > 6:
+        return out
+    if isinstance(value, dict):
+        if key and value and all(isinstance(v, dict) for v in value.values()):
+            for k in value:
+                out.add(f"{singular(key)}_id", k)
+        for k, v in value.items():
+            if depth == 0 and k in _SKIP_KEYS:
+                continue
+            harvest(v, out, k, depth + 1)
+    elif isinstance(value, list):
+        for item in value[:_MAX_VALUES]:
+            harvest(item, out, key, depth + 1)
+        if key and all(isinstance(x, str | int) for x in value):
+            out.add(key, value)  # a whole list (e.g. capabilities) for list-typed parameters
+    elif key and isinstance(value, str | int | float | bool) and value is not None:
+        out.add(key, value)
+    return out
+
+
+def reference_values(env_cls: Any) -> tuple[dict[tuple[str, str], list[Any]], Values]:
+    """Literals of the environment's reference solutions: by (tool, param) and by param name."""
+    by_tool: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    by_name = Values()
+    for sc in env_cls.scenarios().values():
+        for step in sc.reference_solution:
+            for k, v in (step.get("params") or {}).items():
+                if v not in by_tool[(step["tool"], k)]:
+                    by_tool[(step["tool"], k)].append(v)
+                by_name.add(k, v)
+    return by_tool, by_name
+
+
+@dataclass
+class _Sources:
+    state: Values
+    ref_tool: dict[tuple[str, str], list[Any]]
+    ref_name: Values
+    outputs: list[Values]  # one per executed step
+    user_values: set[str]
+
+
+def _fits(values: list[Any], schema: dict[str, Any]) -> list[Any]:
+    return [v for v in values if check_value(v, schema) is None]
+
+
+def _as_list(values: list[Any], schema: dict[str, Any], rng: random.Random) -> list[Any]:
+    """Scalars that fit an array's item schema, wrapped as 1–2 element lists."""
+    items = _fits([v for v in values if not isinstance(v, list)], schema.get("items", {}))
+    if not items:
+        return []
+    return [rng.sample(items, min(len(items), rng.randint(1, 2)))]
+
+
+def choose_param(
+    spec: ToolSpec, p: Any, src: _Sources, rng: random.Random, prefer_derived: float
+) -> tuple[Any, str, int | None] | None:
+    """(value, source, step it came from) for one parameter, or None to leave it out."""
+    names = [p.name]
+    kind = id_kind(p.name)
+    if kind and p.name.endswith("_ids"):
+        names.append(f"{kind}_id")
+    array = p.schema.get("type") == "array"
+
+    def pick(values: list[Any]) -> list[Any]:
+        fit = _fits(values, p.schema)
+        return fit or (_as_list(values, p.schema, rng) if array else [])
+
+    for i in range(len(src.outputs) - 1, -1, -1):  # the latest output that holds a fitting value
+        derived = pick([v for n in names for v in src.outputs[i].lookup(n)])
+        if derived and (kind or array) and rng.random() < prefer_derived:
+            value = rng.choice(derived)
+            source = USER if _key(value) in src.user_values else TOOL
+            return value, source, i
+    if not p.required and rng.random() < 0.8:
+        return None
+    pools = [
+        src.ref_tool.get((spec.name, p.name), []),
+        [v for n in names for v in src.state.lookup(n)] if (kind or "enum" not in p.schema) else [],
+        p.schema.get("enum", []),
+        src.ref_name.lookup(p.name),
+    ]
+    for pool in pools:
+        fit = pick(pool)
+        if fit:
+            return rng.choice(fit), USER, None
+    return None
+
+
+def _key(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def ground_chain(
+    env_cls: Any,
+    steps: list[str],
+    seed: int,
+    *,
+    scenario_id: str | None = None,
+    attempts: int = 4,
+    prefer_derived: float = 0.85,
+) -> dict[str, Any]:
+    """Execute ``steps`` in a fresh in-process session of ``env_cls``; return the grounded chain
+    ``{scenario_id, steps: [{tool, side_effect, params, sources, derived_from, output}], initial_state,
+    final_state, write_fields}`` or raise :class:`GroundingError`."""
+    from dataclaw.envcraft.graph.tool_graph import ToolGraph  # noqa: F401 - keeps import order explicit
+
+    rng = random.Random(seed)
+    scenarios = sorted(env_cls.scenarios())
+    if not scenarios:
+        raise GroundingError(GroundReason.NO_SCENARIO, f"{env_cls.name} has no scenarios")
+    scenario_id = scenario_id or rng.choice(scenarios)
+    with tempfile.TemporaryDirectory(prefix="dataclaw-ground-") as root:
+        env = env_cls(root)
+        sid = env.create_session(scenario_id, session_id="ground")
+        initial = env.get_session_state(sid)
+        ref_tool, ref_name = reference_values(env_cls)
+        src = _Sources(harvest(initial), ref_tool, ref_name, [], set())
+        out_steps: list[dict[str, Any]] = []
+        for n, tool in enumerate(steps):
+            spec = env_cls.tools.get(tool)
+            before = env.get_session_state(sid)
+            for attempt in range(attempts):
+                params, sources, derived = {}, {}, {}
+                for p in spec.params:
+                    choice = choose_param(spec, p, src, rng, prefer_derived)
+                    if choice is None:
+                        if p.required:
+                            raise GroundingError(
+                                GroundReason.UNFILLABLE_PARAM,
+                                f"step {n} {tool}: no value for required parameter {p.name!r}",
+                            )
+                        continue
+                    params[p.name], sources[p.name], derived[p.name] = choice
+                result = env.call(sid, tool, **params)
+                if result["status"] == "ok":
+                    break
+                env.restore_env_state(before)  # the failed try leaves no trace in the gold run
+                if attempt == attempts - 1:
+                    err = result["error"]
+                    raise GroundingError(
+                        GroundReason.STEP_ERROR,
+                        f"step {n} {tool} failed {attempts}x: {err.get('category')}: {err.get('message')}",
+                    )
+            for name, source in sources.items():
+                if source == USER:
+                    src.user_values.add(_key(params[name]))
+            src.outputs.append(harvest(result["data"]))
+            out_steps.append(
+                {
+                    "tool": tool,
+                    "side_effect": spec.side_effect,
+                    "params": params,
+                    "sources": sources,
+                    "derived_from": {k: v for k, v in derived.items() if v is not None},
+                    "output": result["data"],
+                }
+            )
+        final = env.get_session_state(sid)
+    fields = sorted({f for s in steps for f in env_cls.tools.get(s).state_fields_affected})
+    return {
+        "scenario_id": scenario_id,
+        "steps": out_steps,
+        "initial_state": jsoncopy(initial),
+        "final_state": jsoncopy(final),
+        "write_fields": fields,
+    }
