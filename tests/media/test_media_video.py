@@ -177,3 +177,12 @@ def test_sample_indices_properties(n: int, k: int) -> None:
     plan = sample_indices(n, k)
     assert len(plan) == min(n, k)
     assert plan == sorted(set(plan)) and all(0 <= i < n for i in plan)
+
+
+def test_frame_threading_stays_frame_exact(shared_data: Path) -> None:
+    path = shared_data / "videos/dj_video3.mp4"
+    full = _full_hashes(path)
+    picks = random.Random(5).sample(range(len(full)), 25)
+    with VideoReader(path, threads=True) as reader:
+        assert [frame_hash(reader.frame_at(i)) for i in picks] == [full[i] for i in picks]
+        assert [frame_hash(f) for f in reader.frames_at(picks)] == [full[i] for i in picks]
