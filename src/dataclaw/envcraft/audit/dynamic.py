@@ -1,0 +1,169 @@
+"""Dynamic audit (EnvCraft §3.3 (2)): the package, copied into a fresh workspace, runs in the sandbox.
+
+One sandboxed run imports the copy (never the original: the import name is pointed at the workspace),
+instantiates every scenario from S0, then runs the contract checks one at a time and reports each with its
+time. A second run executes the package's own ``tests/`` with pytest, when it has some. A run that ends
+in a timeout, a resource limit or a sandbox violation marks the check it was in with that outcome (the
+checks after it are ``not_run``); results already reported are kept.
+
+Each package gets a fresh workspace and a fresh one-shot sandbox: a package cannot touch another's copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from dataclaw.envcraft.audit.model import CheckStatus, DynamicCheck
+from dataclaw.envcraft.runtime.contract import CHECKS
+from dataclaw.sandbox import Limits, Outcome, SandboxPolicy, Status, run
+
+PROBE_SOURCE = (Path(__file__).parent / "_probe.py").read_text(encoding="utf-8")
+MARK = "@@audit "
+INSTANTIATE = "instantiate_from_s0"
+PACKAGE_TESTS = "package_tests"
+_STATUS = {
+    Status.TIMEOUT: CheckStatus.TIMEOUT,
+    Status.RESOURCE_LIMIT: CheckStatus.RESOURCE_LIMIT,
+    Status.VIOLATION: CheckStatus.VIOLATION,
+    Status.ERROR: CheckStatus.CRASHED,
+}
+_COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".git")
+
+
+@dataclass(frozen=True)
+class DynamicOptions:
+    """Limits of the sandboxed runs and whether to run the package's tests."""
+
+    timeout_s: float = 300.0
+    tests_timeout_s: float = 300.0
+    memory_mb: int = 4096
+    run_tests: bool = True
+    unsafe: bool = False
+
+
+def dynamic_audit(
+    path: str | Path, import_name: str, options: DynamicOptions | None = None
+) -> tuple[list[DynamicCheck], bool]:
+    """Audit the package folder ``path`` in the sandbox; returns the checks and whether it was sandboxed."""
+    opts = options or DynamicOptions()
+    src = Path(path).resolve()
+    policy = SandboxPolicy(unsafe=opts.unsafe)
+    with tempfile.TemporaryDirectory(prefix="envcraft-audit-") as tmp:
+        ws = Path(tmp)
+        dst = ws.joinpath("src", *import_name.split("."))
+        shutil.copytree(src, dst, ignore=_COPY_IGNORE, symlinks=True)
+        limits = Limits(cpu_s=opts.timeout_s, memory_mb=opts.memory_mb, wall_s=opts.timeout_s)
+        names = list(CHECKS)
+        outcome = run(PROBE_SOURCE, ws, limits, policy=policy, args=["contract", "src", import_name, *names])
+        checks = _collect(outcome, [INSTANTIATE, *names])
+        tests_dir = next((d for d in ("tests", "test") if (dst / d).is_dir()), None)
+        if tests_dir is None:
+            checks.append(
+                DynamicCheck(name=PACKAGE_TESTS, status=CheckStatus.SKIPPED, detail="no tests/ folder")
+            )
+        elif not opts.run_tests:
+            checks.append(DynamicCheck(name=PACKAGE_TESTS, status=CheckStatus.SKIPPED, detail="--no-tests"))
+        else:
+            checks.append(_package_tests(ws, import_name, tests_dir, opts, policy))
+    return checks, not opts.unsafe
+
+
+def _collect(outcome: Outcome, expected: list[str]) -> list[DynamicCheck]:
+    """Reported results in order; the check running when the process ended gets the outcome's status."""
+    got: dict[str, DynamicCheck] = {}
+    for line in outcome.stdout.splitlines():
+        if line.startswith(MARK):
+            try:
+                rec = json.loads(line[len(MARK) :])
+                check = DynamicCheck(
+                    name=rec["name"],
+                    status=CheckStatus(rec["status"]),
+                    detail=str(rec.get("detail", ""))[:2000],
+                    seconds=round(float(rec.get("seconds", 0.0)), 3),
+                )
+            except (ValueError, KeyError, TypeError):
+                continue  # not a line our probe wrote (the package printed something that looks like one)
+            if check.name in expected and check.name not in got:
+                got[check.name] = check
+    out: list[DynamicCheck] = []
+    stopped = False
+    for name in expected:
+        if name in got:
+            out.append(got[name])
+        elif not stopped:
+            stopped = True
+            if got.get(INSTANTIATE) is not None and not got[INSTANTIATE].ok:
+                out.append(
+                    DynamicCheck(name=name, status=CheckStatus.NOT_RUN, detail="the package did not load")
+                )
+                continue
+            status = _STATUS.get(outcome.status, CheckStatus.CRASHED)
+            detail = outcome.message + (
+                f": {_last_line(outcome.stderr)}" if outcome.status is Status.ERROR else ""
+            )
+            out.append(DynamicCheck(name=name, status=status, detail=detail, seconds=0.0))
+        else:
+            out.append(
+                DynamicCheck(name=name, status=CheckStatus.NOT_RUN, detail="an earlier check ended the run")
+            )
+    return out
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _package_tests(
+    ws: Path, import_name: str, tests_dir: str, opts: DynamicOptions, policy: SandboxPolicy
+) -> DynamicCheck:
+    """The package's own tests under pytest in the sandbox, summarised from pytest's JUnit XML."""
+    rel = "/".join(import_name.split(".")) + "/" + tests_dir
+    limits = Limits(cpu_s=opts.tests_timeout_s, memory_mb=opts.memory_mb, wall_s=opts.tests_timeout_s)
+    t0 = time.monotonic()
+    outcome = run(PROBE_SOURCE, ws, limits, policy=policy, args=["tests", "src", import_name, rel])
+    seconds = round(time.monotonic() - t0, 3)
+    junit = ws / "junit.xml"
+    if outcome.status not in (Status.OK, Status.ERROR) or not junit.is_file():
+        status = _STATUS.get(outcome.status, CheckStatus.CRASHED)
+        detail = (
+            outcome.message
+            if outcome.status is not Status.ERROR
+            else _last_line(outcome.stdout + outcome.stderr)
+        )
+        return DynamicCheck(name=PACKAGE_TESTS, status=status, detail=detail, seconds=seconds)
+    return _junit_summary(junit, seconds)
+
+
+def _junit_summary(junit: Path, seconds: float) -> DynamicCheck:
+    try:
+        root = ET.parse(junit).getroot()
+    except ET.ParseError as exc:
+        return DynamicCheck(name=PACKAGE_TESTS, status=CheckStatus.CRASHED, detail=f"bad JUnit XML: {exc}")
+    cases = list(root.iter("testcase"))
+    failed = [
+        f"{c.get('classname', '')}.{c.get('name', '')}".strip(".")
+        for c in cases
+        if c.find("failure") is not None or c.find("error") is not None
+    ]
+    skipped = sum(1 for c in cases if c.find("skipped") is not None)
+    passed = len(cases) - len(failed) - skipped
+    summary = f"{passed} passed, {len(failed)} failed, {skipped} skipped"
+    if not cases:
+        return DynamicCheck(
+            name=PACKAGE_TESTS, status=CheckStatus.FAILED, detail="tests/ holds no tests", seconds=seconds
+        )
+    if failed:
+        return DynamicCheck(
+            name=PACKAGE_TESTS,
+            status=CheckStatus.FAILED,
+            detail=f"{summary}: {', '.join(failed[:5])}",
+            seconds=seconds,
+        )
+    return DynamicCheck(name=PACKAGE_TESTS, status=CheckStatus.PASSED, detail=summary, seconds=seconds)
