@@ -179,6 +179,7 @@ def test_sample_indices_properties(n: int, k: int) -> None:
     assert plan == sorted(set(plan)) and all(0 <= i < n for i in plan)
 
 
+@pytest.mark.slow
 def test_frame_threading_stays_frame_exact(shared_data: Path) -> None:
     path = shared_data / "videos/dj_video3.mp4"
     full = _full_hashes(path)
