@@ -11,9 +11,12 @@ from rich.console import Console
 from rich.table import Table
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.sandbox.cli import UNSAFE_OPTION
 
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help="EnvCraft environments: list, show, tools, call."
+    no_args_is_help=True,
+    add_completion=False,
+    help="EnvCraft environments: list, show, tools, call, contract, audit.",
 )
 _DEFAULT_ROOT = Path(".envcraft_state")
 
@@ -160,4 +163,40 @@ def contract(name: str = typer.Argument(..., help="Archetype name, import name o
         typer.echo(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
     typer.echo(report.summary().splitlines()[0])
     if not report.passed:
+        raise SystemExit(1)
+
+
+@app.command()
+def audit(
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Environment package folders or archetype names.")
+    ] = None,
+    all_archetypes: bool = typer.Option(False, "--all-archetypes", help="Audit every built-in archetype."),
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the reports to this JSON file.")
+    ] = None,
+    static_only: bool = typer.Option(False, "--static-only", help="Only the AST rules (no sandbox run)."),
+    no_tests: bool = typer.Option(False, "--no-tests", help="Skip the packages' own tests/."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock seconds per sandboxed run."),
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+) -> None:
+    """Audit environment packages: static AST rules + contract checks and own tests in the sandbox."""
+    from dataclaw.envcraft.audit import DynamicOptions
+    from dataclaw.envcraft.audit.report import (
+        audit_all,
+        check_sandbox,
+        render_table,
+        resolve_targets,
+        write_json,
+    )
+
+    targets = resolve_targets(paths or [], all_archetypes)
+    if not static_only:
+        check_sandbox(unsafe)
+    opts = DynamicOptions(timeout_s=timeout, tests_timeout_s=timeout, run_tests=not no_tests, unsafe=unsafe)
+    reports = audit_all(targets, opts, dynamic=not static_only)
+    render_table(reports)
+    if json_out is not None:
+        write_json(reports, json_out)
+    if not all(r.passed for r in reports):
         raise SystemExit(1)

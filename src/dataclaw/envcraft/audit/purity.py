@@ -483,7 +483,7 @@ def _global_mutation(pkg: PackageSource) -> Iterator[Finding]:
             local: set[str] = set()
             for scope in scopes:
                 local |= _locals(scope)[0]
-            owned, declared = _locals(fn)
+            declared = _locals(fn)[1]
             label = getattr(fn, "name", "<lambda>")
             for name in sorted(declared & ix.defined):
                 if any(
@@ -499,7 +499,7 @@ def _global_mutation(pkg: PackageSource) -> Iterator[Finding]:
                         "S031",
                         mod.rel,
                         getattr(node, "lineno", fn.lineno),
-                        f"{label} changes module-level `{name}` ({how}): mutable state must live in the session",
+                        f"{label} changes module-level `{name}` ({how}); keep mutable data in the session",
                     )
 
 
