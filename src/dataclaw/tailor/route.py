@@ -129,6 +129,11 @@ class Router:
         for intent in intents:
             self.config.spec_for(intent.domain)
 
+    def warm(self) -> None:
+        """Build every configured model now (backend imports, clients), not on the first request."""
+        for spec in {self.config.default, *self.config.experts.values()} - {None}:
+            self.model(spec)
+
     def decide(self, intent: Intent) -> RouteDecision:
         return RouteDecision(
             model=self.config.spec_for(intent.domain), router=self.config.mode, domain=intent.domain

@@ -335,6 +335,7 @@ class SynthesizeStage(Stage):
             self.catalog = IntentCatalog.builtin()
         if self.router is None:
             self.router = Router(self.route)
+        self.router.warm()
 
     def prepare(
         self, item: Record, intent: Intent
