@@ -290,7 +290,8 @@ def resolve_conflict(
     keeping its length unless new_end is given), 'cancel' (final), 'override' (cancel every conflicting
     event of strictly lower priority and confirm this one; refused if an equal or higher priority event
     conflicts) or 'split' (end it at split_at and create a continuation for the remaining time starting
-    at new_start, default split_at). Conflicts are re-detected afterwards.
+    at new_start, default split_at). Reschedule and cancel also work on events without a conflict.
+    Conflicts are re-detected afterwards.
 
     Args:
         event_id: the event to act on.
