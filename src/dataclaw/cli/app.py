@@ -17,6 +17,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "tailor": ("dataclaw.cli.tailor", "Tailor: raw streams → anchors → candidates → samples."),
     "sandbox": ("dataclaw.sandbox.cli", "Run untrusted code in the bubblewrap sandbox; check that it works."),
     "env": ("dataclaw.cli.env", "EnvCraft environments: list, show, tools, call, contract."),
+    "tasks": ("dataclaw.cli.tasks", "EnvCraft tasks: sample tool chains, synthesise verifiable tasks."),
 }
 # top-level commands: name -> module exposing a function of the same name.
 COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart"}

@@ -143,12 +143,12 @@ def choose_param(
             return value, source, i
     if not p.required and rng.random() < 0.8:
         return None
-    pools = [
-        src.ref_tool.get((spec.name, p.name), []),
-        [v for n in names for v in src.state.lookup(n)] if (kind or "enum" not in p.schema) else [],
-        p.schema.get("enum", []),
-        src.ref_name.lookup(p.name),
-    ]
+    from_state = [v for n in names for v in src.state.lookup(n)] if (kind or "enum" not in p.schema) else []
+    from_ref = src.ref_tool.get((spec.name, p.name), [])
+    # an id may name an existing entity (state) or a new one a create tool makes (reference literals)
+    pools = [from_state + from_ref, p.schema.get("enum", []), src.ref_name.lookup(p.name)]
+    if not kind:  # a free-text or numeric field: the tool's own reference literals are the most fitting
+        pools.insert(0, from_ref)
     for pool in pools:
         fit = pick(pool)
         if fit:
@@ -168,7 +168,7 @@ def ground_chain(
     seed: int,
     *,
     scenario_id: str | None = None,
-    attempts: int = 4,
+    attempts: int = 6,
     prefer_derived: float = 0.85,
 ) -> dict[str, Any]:
     """Execute ``steps`` in a fresh in-process session of ``env_cls``; return the grounded chain

@@ -20,7 +20,7 @@ from typing import Any
 VERIFIER_VERSION = 1
 # state keys maintained by the runtime or by counters: never evidence of the user's intent
 SKIP_FIELDS = frozenset({"actions", "meta", "session_id", "scenario_id", "created_at", "counters"})
-_VOLATILE_KEY = re.compile(r"(^|_)(at|time|timestamp|version|updated|created|index|seq)$")
+_VOLATILE_KEY = re.compile(r"(^|_)(at|time|timestamp|version|revision|updated|created|index|seq)$")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 _MISSING = object()
 
@@ -132,15 +132,18 @@ def _stable_fields(entity: dict[str, Any], exclude_value: Any = _MISSING) -> dic
     }
 
 
-def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]]) -> None:
+def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], named: frozenset[str]) -> None:
     if a == b:
         return
     if isinstance(a, dict) and isinstance(b, dict):
         for key in b:
             if key in a:
                 if not _volatile(key, b[key]):
-                    _diff(a[key], b[key], [*path, key], out)
-            elif isinstance(b[key], dict):
+                    _diff(a[key], b[key], [*path, key], out, named)
+            elif isinstance(b[key], dict) and key in named:  # an id the user chose: its path is stable
+                out.append({"path": _pointer([*path, key]), "op": "exists", "why": "created"})
+                _diff({}, b[key], [*path, key], out, named)
+            elif isinstance(b[key], dict):  # a generated id: find the entity by its content instead
                 fields = _stable_fields(b[key], exclude_value=key)
                 if fields:
                     out.append({"path": _pointer(path), "op": "match", "value": fields, "why": "created"})
@@ -151,7 +154,7 @@ def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]]) -> None:
                 out.append({"path": _pointer([*path, key]), "op": "absent", "why": "removed"})
         return
     if isinstance(b, dict):  # a dict appeared where there was none (or a scalar): compare its fields
-        _diff({}, b, path, out)
+        _diff({}, b, path, out, named)
         return
     if isinstance(a, list) and isinstance(b, list) and all(isinstance(x, dict) for x in b):
         new = [x for x in b if x not in a]
@@ -170,13 +173,16 @@ def derive_verifier(
     final: dict[str, Any],
     fields: Iterable[str],
     *,
+    named_ids: Iterable[str] = (),
     max_assertions: int = 40,
 ) -> dict[str, Any]:
     """A verifier from the ``initial`` → ``final`` diff over the top-level state ``fields`` (the chain's
-    write tools' declared fields, minus runtime bookkeeping)."""
+    write tools' declared fields, minus runtime bookkeeping). ``named_ids``: ids the user states (a new
+    entity under such a key is asserted at its path; others are found by content)."""
     out: list[dict[str, Any]] = []
+    named = frozenset(named_ids)
     for f in sorted(set(fields) - SKIP_FIELDS):
-        _diff(initial.get(f), final.get(f), [f], out)
+        _diff(initial.get(f), final.get(f), [f], out, named)
     # keep the strongest evidence first: entity-level changes, then logs
     order = {"changed": 0, "set": 0, "created": 1, "removed": 1, "appended": 2}
     out.sort(key=lambda x: order.get(x.get("why", ""), 3))
