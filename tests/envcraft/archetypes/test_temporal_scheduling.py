@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dataclaw.envcraft.archetypes.temporal_scheduling import TemporalSchedulingEnv
 from dataclaw.envcraft.archetypes.temporal_scheduling.engine import free_gaps, minutes_between, overlaps
+from dataclaw.envcraft.archetypes.temporal_scheduling.events import STRATEGIES, Strategy
 
 SPREE, HAVEL, AUSTIN = "room-berlin-spree", "room-berlin-havel", "room-austin-pecan"
 
@@ -146,6 +147,15 @@ def test_working_hours_and_bad_times_are_refused(env: TemporalSchedulingEnv) -> 
         ),
         "invalid_argument",
     )
+    seconds = env.call(
+        sid,
+        "schedule_event",
+        calendar_id=HAVEL,
+        title="x",
+        start="2026-04-14T10:15:30",
+        end="2026-04-14T11:00",
+    )
+    assert "to the minute" in _err(seconds, "invalid_argument")
     _err(
         env.call(
             sid,
@@ -184,6 +194,10 @@ def test_working_hours_and_bad_times_are_refused(env: TemporalSchedulingEnv) -> 
 
 
 # ---- the four strategies --------------------------------------------------------------------------------
+
+
+def test_strategy_registry_matches_the_tool_enum() -> None:
+    assert list(STRATEGIES) == list(Strategy.__args__) == ["reschedule", "cancel", "override", "split"]
 
 
 def test_override_cascades_over_lower_priority_only(env: TemporalSchedulingEnv) -> None:

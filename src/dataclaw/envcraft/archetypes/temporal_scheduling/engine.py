@@ -64,6 +64,8 @@ def to_utc(text: str, tz: ZoneInfo, param: str) -> str:
         ) from None
     if not MIN_YEAR <= dt.year <= MAX_YEAR:
         raise invalid_argument(param, f"year must be between {MIN_YEAR} and {MAX_YEAR}")
+    if dt.second or dt.microsecond:
+        raise invalid_argument(param, "times are kept to the minute; drop the seconds")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=tz)
     return dt.astimezone(UTC).strftime(UTC_FMT)
