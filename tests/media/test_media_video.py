@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import av
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -187,3 +188,47 @@ def test_frame_threading_stays_frame_exact(shared_data: Path) -> None:
     with VideoReader(path, threads=True) as reader:
         assert [frame_hash(reader.frame_at(i)) for i in picks] == [full[i] for i in picks]
         assert [frame_hash(f) for f in reader.frames_at(picks)] == [full[i] for i in picks]
+
+
+def _synthetic_x264(path: Path, options: dict[str, str], frames: int = 240) -> Path:
+    """Moving gradients + a bouncing block + fades (weighted prediction), encoded by libx264."""
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:96, 0:160]
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
+        stream.options = options
+        for i in range(frames):
+            img = np.stack([(xx + 3 * i) % 256, (yy * 2 + i) % 256, (xx + yy + 5 * i) % 256], axis=-1)
+            img = (img * (0.5 + 0.5 * abs(np.sin(i / 25)))).astype(np.uint8)  # fades
+            x, y = (7 * i) % 140, int(40 + 30 * np.sin(i / 9))
+            img[y : y + 16, x : x + 20] = rng.integers(0, 255, size=(16, 20, 3), dtype=np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("x264_params", "fast_path"),
+    [
+        ("ref=1:bframes=3:b-pyramid=normal:weightb=1:keyint=90:b-adapt=2", True),
+        ("ref=1:bframes=2:b-pyramid=none:weightp=2:keyint=60", True),
+        ("ref=1:bframes=5:b-pyramid=normal:direct=temporal:keyint=120", True),
+        ("ref=3:bframes=3:b-pyramid=normal:keyint=90", False),
+    ],
+)
+def test_random_access_on_x264_variants_is_frame_exact(
+    tmp_path: Path, x264_params: str, fast_path: bool
+) -> None:
+    path = _synthetic_x264(tmp_path / "synthetic.mp4", {"x264-params": x264_params, "crf": "28"})
+    full = _full_hashes(path)
+    rng = random.Random(1)
+    with VideoReader(path) as reader:
+        assert (reader._b_window is not None) is fast_path
+        assert reader.frame_count == len(full) == 240
+        singles = rng.sample(range(len(full)), 60)
+        assert [frame_hash(reader.frame_at(i)) for i in singles] == [full[i] for i in singles]
+        plan = sample_indices(len(full), 24)
+        assert [frame_hash(f) for f in reader.frames_at(plan)] == [full[i] for i in plan]
