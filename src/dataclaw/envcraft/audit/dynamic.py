@@ -58,7 +58,7 @@ def dynamic_audit(
         ws = Path(tmp)
         dst = ws.joinpath("src", *import_name.split("."))
         shutil.copytree(src, dst, ignore=_COPY_IGNORE, symlinks=True)
-        limits = Limits(cpu_s=opts.timeout_s, memory_mb=opts.memory_mb, wall_s=opts.timeout_s)
+        limits = Limits(cpu_s=2 * opts.timeout_s, memory_mb=opts.memory_mb, wall_s=opts.timeout_s)
         names = list(CHECKS)
         outcome = run(PROBE_SOURCE, ws, limits, policy=policy, args=["contract", "src", import_name, *names])
         checks = _collect(outcome, [INSTANTIATE, *names])
@@ -91,28 +91,28 @@ def _collect(outcome: Outcome, expected: list[str]) -> list[DynamicCheck]:
                 continue  # not a line our probe wrote (the package printed something that looks like one)
             if check.name in expected and check.name not in got:
                 got[check.name] = check
+    failed_load = INSTANTIATE in got and not got[INSTANTIATE].ok
     out: list[DynamicCheck] = []
-    stopped = False
+    ended = False
     for name in expected:
         if name in got:
             out.append(got[name])
-        elif not stopped:
-            stopped = True
-            if got.get(INSTANTIATE) is not None and not got[INSTANTIATE].ok:
-                out.append(
-                    DynamicCheck(name=name, status=CheckStatus.NOT_RUN, detail="the package did not load")
-                )
-                continue
-            status = _STATUS.get(outcome.status, CheckStatus.CRASHED)
-            detail = outcome.message + (
-                f": {_last_line(outcome.stderr)}" if outcome.status is Status.ERROR else ""
-            )
-            out.append(DynamicCheck(name=name, status=status, detail=detail, seconds=0.0))
+        elif failed_load:
+            out.append(_not_run(name, "the package did not load"))
+        elif ended:
+            out.append(_not_run(name, "an earlier check ended the run"))
         else:
-            out.append(
-                DynamicCheck(name=name, status=CheckStatus.NOT_RUN, detail="an earlier check ended the run")
-            )
+            ended = True  # this check was running when the sandboxed process ended
+            status = _STATUS.get(outcome.status, CheckStatus.CRASHED)
+            detail = outcome.message
+            if outcome.status is Status.ERROR:
+                detail += f": {_last_line(outcome.stderr)}"
+            out.append(DynamicCheck(name=name, status=status, detail=detail))
     return out
+
+
+def _not_run(name: str, why: str) -> DynamicCheck:
+    return DynamicCheck(name=name, status=CheckStatus.NOT_RUN, detail=why)
 
 
 def _last_line(text: str) -> str:
@@ -125,7 +125,7 @@ def _package_tests(
 ) -> DynamicCheck:
     """The package's own tests under pytest in the sandbox, summarised from pytest's JUnit XML."""
     rel = "/".join(import_name.split(".")) + "/" + tests_dir
-    limits = Limits(cpu_s=opts.tests_timeout_s, memory_mb=opts.memory_mb, wall_s=opts.tests_timeout_s)
+    limits = Limits(cpu_s=2 * opts.tests_timeout_s, memory_mb=opts.memory_mb, wall_s=opts.tests_timeout_s)
     t0 = time.monotonic()
     outcome = run(PROBE_SOURCE, ws, limits, policy=policy, args=["tests", "src", import_name, rel])
     seconds = round(time.monotonic() - t0, 3)
