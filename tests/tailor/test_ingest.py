@@ -82,6 +82,14 @@ def test_bad_inputs_are_rejected_and_the_rest_completes(tmp_path: Path, inputs: 
         assert cand["stream_id"] in streams and cand["why"] and cand["id"].startswith(cand["stream_id"] + "/")
     anchor_ids = {a["id"] for a in _lines(run / "anchors.jsonl")}
     assert all(set(c["anchor_ids"]) <= anchor_ids for c in _lines(run / "candidates.jsonl"))
+    frames = {s["id"]: s["frame_count"] for s in _lines(run / "streams.jsonl")}
+    for c in _lines(run / "candidates.jsonl"):
+        if c["kind"] == "fault_window":  # real LeRobot episodes: every range inside its episode
+            n = frames[c["stream_id"]]
+            obs, fut = c["observation"], c["future"]
+            assert 0 <= obs["start"] <= obs["end"] < fut["start"] <= fut["end"] < n
+            assert len(c["observation_frames"]) == 8 and len(c["future_frames"]) == 4
+            assert any("/anchor-" in a for a in c["anchor_ids"])  # proprio anchors ground the window
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["counts"]["candidates"] == 14 and manifest["command"] == "tailor ingest"
 
