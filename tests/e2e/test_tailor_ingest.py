@@ -66,3 +66,23 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path, shared_data: Path) ->
     assert res.returncode == 2  # usage error: no inputs
     res = dataclaw("tailor", "inspect", str(tmp_path / "nothing-here"))
     assert res.returncode == 1 and "not a Tailor run directory" in res.stderr
+
+
+def test_quickstart_ingest_part(tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quickstart's 'ingest' part ingests whatever examples a reader recognises (here: one video)."""
+    from dataclaw.cli import quickstart
+    from dataclaw.core.errors import ConfigError
+
+    examples = tmp_path / "examples"
+    (examples / "videos").mkdir(parents=True)
+    shutil.copy(shared_data / "videos" / "dj_video1.mp4", examples / "videos")
+    (examples / "README.md").write_text("not an input")
+    monkeypatch.setattr(quickstart, "EXAMPLES", examples)
+    assert "ingest" in [name for name, _ in quickstart.PARTS]
+    summary = quickstart._ingest_part(tmp_path / "out", "unused")
+    assert summary["inputs"] == "videos" and summary["streams"] == 1 and summary["rejects"] == 0
+    assert summary["candidates"] == "dynamic_segment 3"
+    assert (tmp_path / "out" / "candidates.jsonl").is_file()
+    monkeypatch.setattr(quickstart, "EXAMPLES", tmp_path / "empty")
+    with pytest.raises(ConfigError, match="no bundled Tailor examples"):
+        quickstart._ingest_part(tmp_path / "out2", "unused")
