@@ -1,0 +1,42 @@
+"""Rollouts (EnvCraft D.3/D.4): an agent loop over any OpenAI-compatible tool-calling model, task harnesses
+(tool tasks: environment tools + JSON verifier; claw tasks: sandboxed workspace tools + verify_workplace.py),
+named boundary errors, trajectories as JSONL."""
+
+from dataclaw.envcraft.rollout.claw_tools import CLAW_TOOL_NAMES, ClawErrorKind, ClawTools, ToolResult
+from dataclaw.envcraft.rollout.errors import (
+    Boundary,
+    ModelCallError,
+    RolloutError,
+    RolloutTimeout,
+    SetupError,
+    ToolInfraError,
+    VerifierError,
+    boundary,
+)
+from dataclaw.envcraft.rollout.harness import ClawTaskHarness, Harness, Score, ToolTaskHarness, harness_for
+from dataclaw.envcraft.rollout.loop import RolloutConfig, Step, Trajectory, run_rollout, run_rollouts
+
+__all__ = [
+    "CLAW_TOOL_NAMES",
+    "Boundary",
+    "ClawErrorKind",
+    "ClawTaskHarness",
+    "ClawTools",
+    "Harness",
+    "ModelCallError",
+    "RolloutConfig",
+    "RolloutError",
+    "RolloutTimeout",
+    "Score",
+    "SetupError",
+    "Step",
+    "ToolInfraError",
+    "ToolResult",
+    "ToolTaskHarness",
+    "Trajectory",
+    "VerifierError",
+    "boundary",
+    "harness_for",
+    "run_rollout",
+    "run_rollouts",
+]

@@ -1,0 +1,225 @@
+"""What a rollout runs against: one task instantiated (a session or a workspace), its tools, its verifier.
+
+* :class:`ToolTaskHarness` — an EnvCraft tool task record (``tasks.jsonl``): a fresh session of the task's
+  environment restored to ``initial_state``, the environment's tools, the JSON-assertion verifier; the
+  reward is binary (1.0 only when every assertion holds, D.3).
+* :class:`ClawTaskHarness` — a claw workspace task (four-file protocol): the builder makes the workspace
+  in the sandbox, the agent gets the claw tools, ``verify_workplace.py`` scores the final workspace in
+  [0, 1].
+
+Harness methods are synchronous (they touch files and the sandbox); the loop runs them in threads.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from dataclaw.envcraft.rollout.claw_tools import FINISH, ClawTools, ToolResult
+from dataclaw.envcraft.rollout.errors import SetupError, VerifierError
+from dataclaw.sandbox import SandboxPolicy
+
+TOOL_SYSTEM_PROMPT = (
+    "You are an agent operating a software environment through its tools. Use the tools to do what the "
+    "user asks; look up identifiers with the tools rather than guessing them. When the request is "
+    "complete, reply to the user in plain text without calling a tool."
+)
+CLAW_SYSTEM_PROMPT = (
+    "You are an agent working in a file workspace (your working directory). Use the tools bash, read, "
+    "write, edit, ls and grep to inspect the files and produce what the request asks for; use "
+    "workspace-relative paths. Call finish when the work is done."
+)
+
+
+@dataclass
+class Score:
+    """The verifier's verdict on the final state."""
+
+    reward: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Harness(ABC):
+    """One task, instantiated for one rollout."""
+
+    kind: ClassVar[str]
+    binary_reward: ClassVar[bool]
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Instantiate the task (raise :class:`SetupError` when the task data cannot be instantiated)."""
+
+    @abstractmethod
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas offered to the agent."""
+
+    @abstractmethod
+    def system_prompt(self) -> str: ...
+
+    @abstractmethod
+    def user_turns(self) -> list[str]:
+        """What the simulated user says, in order; the next turn comes when the agent stops calling tools."""
+
+    @abstractmethod
+    def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
+        """Run one tool call; recoverable errors come back as an error result, never raise."""
+
+    @abstractmethod
+    def score(self) -> Score:
+        """Run the verifier on the final state (raise :class:`VerifierError` when it fails)."""
+
+    def cleanup(self) -> None:  # noqa: B027 - optional
+        """Release the session or workspace."""
+
+
+class ToolTaskHarness(Harness):
+    """A tool task record (``id, env, env_module, scenario_id, user_turns, initial_state, verifier``)."""
+
+    kind = "tool"
+    binary_reward = True
+
+    def __init__(self, task: dict[str, Any], *, state_root: Path | None = None) -> None:
+        super().__init__(task["id"])
+        self.task = task
+        self._root_arg = state_root
+        self._tmp: str | None = None
+        self.env: Any = None
+        self.session_id = ""
+        self._env_cls: Any = None
+
+    def setup(self) -> None:
+        from dataclaw.envcraft.tasks.stages import load_env
+
+        try:
+            self._env_cls = load_env(self.task["env"], self.task.get("env_module"))
+            root = self._root_arg
+            if root is None:
+                self._tmp = tempfile.mkdtemp(prefix="dataclaw-rollout-")
+                root = Path(self._tmp)
+            self.env = self._env_cls(root)
+            self.session_id = self.env.create_session(self.task["scenario_id"])
+            self.env.restore_env_state(self.task["initial_state"])
+        except Exception as exc:
+            raise SetupError(f"creating a session of {self.task.get('env')!r}", exc) from exc
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self._env_cls.tools.openai_schemas()
+
+    def system_prompt(self) -> str:
+        return TOOL_SYSTEM_PROMPT
+
+    def user_turns(self) -> list[str]:
+        turns = self.task.get("user_turns") or [self.task.get("instruction", "")]
+        return [str(t) for t in turns]
+
+    def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
+        envelope = self.env.call(self.session_id, name, **args)  # never raises; errors are agent-safe
+        content = json.dumps(envelope, ensure_ascii=False, default=str)
+        if envelope.get("status") == "ok":
+            return ToolResult(content)
+        return ToolResult(content, ok=False, error_kind=str(envelope.get("error", {}).get("category")))
+
+    def score(self) -> Score:
+        from dataclaw.envcraft.tasks.verifier import evaluate
+
+        try:
+            state = self.env.get_session_state(self.session_id)
+            result = evaluate(self.task["verifier"], state)
+        except Exception as exc:
+            raise VerifierError("evaluating the task's assertions", exc) from exc
+        if "error" in result:
+            raise VerifierError(f"evaluating a malformed verifier ({result['error']})")
+        return Score(
+            1.0 if result["passed"] else 0.0, {"fraction": result["score"], "results": result["results"]}
+        )
+
+    def cleanup(self) -> None:
+        if self.env is not None and self.session_id:
+            try:
+                self.env.delete_session(self.session_id)
+            except Exception:  # noqa: BLE001 - best effort: the temp root goes below anyway
+                pass
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+class ClawTaskHarness(Harness):
+    """A claw workspace task: sandboxed builder, claw tools, ``verify_workplace.py`` reward in [0, 1]."""
+
+    kind = "claw"
+    binary_reward = False
+
+    def __init__(
+        self, task: Any, *, policy: SandboxPolicy | None = None, scratch: Path | None = None
+    ) -> None:
+        super().__init__(task.task_id)
+        self.task = task
+        self.policy = policy or SandboxPolicy()
+        self.scratch = scratch
+        self._tmp: str | None = None
+        self.workspace: Path | None = None
+        self.claw: ClawTools | None = None
+
+    def setup(self) -> None:
+        from dataclaw.envcraft.tasks.workspace import run_builder
+
+        self._tmp = tempfile.mkdtemp(prefix="dataclaw-claw-", dir=self.scratch)
+        self.workspace = Path(self._tmp) / "workspace"
+        out = run_builder(self.task, self.workspace, policy=self.policy)
+        if not out.ok:
+            raise SetupError(f"building the workspace ({out.status}: {out.message})")
+        self.claw = ClawTools(self.workspace, policy=self.policy)
+
+    def tools(self) -> list[dict[str, Any]]:
+        assert self.claw is not None
+        return self.claw.schemas()
+
+    def system_prompt(self) -> str:
+        return CLAW_SYSTEM_PROMPT
+
+    def user_turns(self) -> list[str]:
+        return [self.task.prompt]
+
+    def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
+        assert self.claw is not None
+        return self.claw.call(name, args)
+
+    def score(self) -> Score:
+        from dataclaw.envcraft.tasks.workspace import run_verifier
+
+        assert self.workspace is not None
+        vr = run_verifier(self.task, self.workspace, policy=self.policy)
+        if vr.defect:
+            raise VerifierError(f"running verify_workplace.py ({vr.problem})")
+        assert vr.score is not None
+        return Score(vr.score, {"workplace_score": vr.report})
+
+    def cleanup(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+TERMINAL_TOOLS = frozenset({FINISH})
+
+
+def harness_for(task: Any, **kwargs: Any) -> Harness:
+    """The harness of a task: a :class:`WorkspaceTask` or a workspace record → claw; else a tool task."""
+    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+
+    if isinstance(task, WorkspaceTask):
+        return ClawTaskHarness(task, **kwargs)
+    if isinstance(task, dict) and task.get("kind") == "claw_workspace":
+        return ClawTaskHarness(WorkspaceTask.from_record(task), **kwargs)
+    if isinstance(task, dict):
+        return ToolTaskHarness(task, **kwargs)
+    raise TypeError(f"not a task: {type(task).__name__}")

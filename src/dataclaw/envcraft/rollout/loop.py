@@ -1,0 +1,304 @@
+"""The agent loop (EnvCraft D.3/D.4): any OpenAI-compatible tool-calling model against one task harness.
+
+Per turn the model sees the conversation and the tools; each tool call is executed and its observation
+appended as a ``tool`` message. Recoverable tool errors (bad ids, invalid transitions, missing files)
+stay in the trajectory so a policy can learn to recover. When the model answers without a tool call the
+simulated user says the next of the task's decomposed turns; after the last one (or a ``finish`` call)
+the episode ends and the verifier assigns the reward: binary for tool tasks, [0, 1] for claw tasks.
+Limits: ``max_turns`` model turns (default 32) and a wall-clock ``timeout_s`` (default 300 s).
+
+Failures are classified at their boundary (:mod:`.errors`) and recorded once on the trajectory; a failed
+rollout gets reward 0.0, and a verifier failure marks the trajectory as a *data defect* (D.6), which
+calibration keeps apart from agent failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dataclaw.core.ids import child_id
+from dataclaw.envcraft.rollout.claw_tools import ToolResult
+from dataclaw.envcraft.rollout.errors import (
+    Boundary,
+    ModelCallError,
+    RolloutError,
+    RolloutTimeout,
+    ToolInfraError,
+    boundary,
+)
+from dataclaw.envcraft.rollout.harness import TERMINAL_TOOLS, Harness
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """Limits and sampling of one rollout."""
+
+    max_turns: int = 32
+    """Model turns (each answer of the model is one turn)."""
+    timeout_s: float = 300.0
+    """Wall-clock budget of the whole rollout, model time included."""
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = 1024
+    strict_tool_calls: bool = False
+    """End the rollout (reward 0) at the first call of an unknown tool or with unparsable arguments,
+    as in the paper's training setup; off by default so the error stays a recoverable observation."""
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
+
+    def sampling(self, seed: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("temperature", "top_p", "max_tokens"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if seed is not None:
+            out["seed"] = seed
+        return out
+
+
+@dataclass
+class Step:
+    """One executed tool call and what the environment answered."""
+
+    turn: int
+    call_id: str
+    tool: str
+    arguments: Any
+    ok: bool
+    error_kind: str | None
+    observation: str
+    env_ms: float
+
+
+@dataclass
+class Trajectory:
+    """A finished rollout: OpenAI-format messages, per-step observations, reward and how it ended."""
+
+    id: str
+    task_id: str
+    kind: str
+    model: str
+    sample: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    turns: int = 0
+    stop_reason: str = ""
+    reward: float = 0.0
+    score: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    defect: bool = False
+    """The task data failed (verifier error, setup error): not an agent failure (D.6)."""
+    wall_s: float = 0.0
+    model_s: float = 0.0
+    env_s: float = 0.0
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rollout_id(task_id: str, model_id: str, sample: int) -> str:
+    return child_id(task_id, "rollout", [model_id, sample], label=f"s{sample}")
+
+
+def _parse_args(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    if isinstance(raw, dict):
+        return raw, None
+    try:
+        value = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except ValueError:
+        return None, "the arguments are not valid JSON"
+    if not isinstance(value, dict):
+        return None, "the arguments must be a JSON object"
+    return value, None
+
+
+def _assistant_message(completion: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": completion.text}
+    if completion.tool_calls:
+        msg["tool_calls"] = [
+            {
+                "id": c.get("id") or f"call_{i}",
+                "type": "function",
+                "function": {"name": c["function"]["name"], "arguments": c["function"].get("arguments", "")},
+            }
+            for i, c in enumerate(completion.tool_calls)
+        ]
+    return msg
+
+
+class _Run:
+    """State of one rollout while it runs."""
+
+    def __init__(self, model: Any, harness: Harness, config: RolloutConfig, sample: int, seed: int | None):
+        self.model = model
+        self.harness = harness
+        self.config = config
+        self.seed = seed
+        self.t0 = time.monotonic()
+        self.traj = Trajectory(
+            id=rollout_id(harness.task_id, model.model_id, sample),
+            task_id=harness.task_id,
+            kind=harness.kind,
+            model=model.model_id,
+            sample=sample,
+        )
+
+    def remaining(self) -> float:
+        left = self.config.timeout_s - (time.monotonic() - self.t0)
+        if left <= 0:
+            raise RolloutTimeout(f"turn {self.traj.turns} (budget {self.config.timeout_s:g} s)")
+        return left
+
+    async def env(self, fn: Any, *args: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return await asyncio.to_thread(fn, *args)
+        finally:
+            self.traj.env_s += time.perf_counter() - t
+
+    async def ask(self, tools: list[dict[str, Any]]) -> Any:
+        left = self.remaining()
+        t = time.perf_counter()
+        try:
+            with boundary(ModelCallError, f"model call at turn {self.traj.turns}"):
+                done = await asyncio.wait_for(
+                    self.model.complete(self.traj.messages, tools=tools, **self.config.sampling(self.seed)),
+                    timeout=left,
+                )
+        except ModelCallError as exc:
+            if isinstance(exc.__cause__, TimeoutError):
+                raise RolloutTimeout(f"waiting for the model at turn {self.traj.turns}") from exc
+            raise
+        finally:
+            self.traj.model_s += time.perf_counter() - t
+        self.traj.usage["prompt_tokens"] += done.usage.prompt_tokens
+        self.traj.usage["completion_tokens"] += done.usage.completion_tokens
+        return done
+
+    async def call_tool(self, turn: int, call: dict[str, Any], names: set[str]) -> ToolResult:
+        name = call["function"]["name"]
+        args, problem = _parse_args(call["function"].get("arguments"))
+        t = time.perf_counter()
+        if problem is not None or name not in names:
+            why = problem or f"unknown tool {name!r}; available: {', '.join(sorted(names))}"
+            result = ToolResult(f"error (invalid_call): {why}", ok=False, error_kind="invalid_call")
+            if self.config.strict_tool_calls:
+                self._record(turn, call, args, result, t)
+                raise ToolInfraError(f"invalid tool call at turn {turn}: {why}")
+        else:
+            with boundary(ToolInfraError, f"executing {name} at turn {turn}"):
+                result = await self.env(self.harness.execute, name, args)
+        self._record(turn, call, args, result, t)
+        return result
+
+    def _record(self, turn: int, call: dict[str, Any], args: Any, result: ToolResult, t: float) -> None:
+        self.traj.messages.append({"role": "tool", "tool_call_id": call["id"], "content": result.content})
+        self.traj.steps.append(
+            Step(
+                turn=turn,
+                call_id=call["id"],
+                tool=call["function"]["name"],
+                arguments=args if args is not None else call["function"].get("arguments"),
+                ok=result.ok,
+                error_kind=result.error_kind,
+                observation=result.content,
+                env_ms=round((time.perf_counter() - t) * 1000, 3),
+            )
+        )
+
+    async def episode(self) -> str:
+        """Talk until the agent finishes, the user has nothing left to say, or the turn budget is spent."""
+        tools = await self.env(self.harness.tools)
+        names = {t["function"]["name"] for t in tools}
+        turns = await self.env(self.harness.user_turns)
+        self.traj.messages = [
+            {"role": "system", "content": self.harness.system_prompt()},
+            {"role": "user", "content": turns[0]},
+        ]
+        said = 1
+        while self.traj.turns < self.config.max_turns:
+            self.traj.turns += 1
+            done = await self.ask(tools)
+            msg = _assistant_message(done)
+            self.traj.messages.append(msg)
+            if not msg.get("tool_calls"):
+                if said < len(turns):
+                    self.traj.messages.append({"role": "user", "content": turns[said]})
+                    said += 1
+                    continue
+                return "agent_stopped"
+            finished = False
+            for call in msg["tool_calls"]:
+                result = await self.call_tool(self.traj.turns, call, names)
+                finished = finished or (result.finished and call["function"]["name"] in TERMINAL_TOOLS)
+            if finished:
+                return "finished"
+            self.remaining()
+        return "max_turns"
+
+
+async def run_rollout(
+    model: Any,
+    harness: Harness,
+    config: RolloutConfig | None = None,
+    *,
+    sample: int = 0,
+    seed: int | None = None,
+) -> Trajectory:
+    """Run one episode and score it. Never raises for a bad rollout: the trajectory carries the error."""
+    config = config or RolloutConfig()
+    run = _Run(model, harness, config, sample, seed)
+    traj = run.traj
+    try:
+        await run.env(harness.setup)
+        traj.stop_reason = await run.episode()
+        run.remaining()
+        scored = await run.env(harness.score)
+        traj.reward, traj.score = float(scored.reward), scored.detail
+    except RolloutError as exc:
+        traj.error = exc.to_dict()
+        traj.reward = 0.0
+        traj.stop_reason = traj.stop_reason or "error"
+        if exc.boundary is Boundary.TIMEOUT:
+            traj.stop_reason = "timeout"
+        traj.defect = exc.boundary in (Boundary.VERIFIER, Boundary.SETUP)
+    finally:
+        await asyncio.to_thread(harness.cleanup)
+        traj.wall_s = round(time.monotonic() - run.t0, 4)
+        traj.env_s = round(traj.env_s, 4)
+        traj.model_s = round(traj.model_s, 4)
+    return traj
+
+
+async def run_rollouts(
+    model: Any,
+    harnesses: list[Harness],
+    config: RolloutConfig | None = None,
+    *,
+    concurrency: int = 8,
+    seeds: list[int | None] | None = None,
+    samples: list[int] | None = None,
+) -> list[Trajectory]:
+    """Many rollouts at once (bounded); one failing never cancels the others."""
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(i: int, h: Harness) -> Trajectory:
+        async with sem:
+            return await run_rollout(
+                model,
+                h,
+                config,
+                sample=samples[i] if samples else i,
+                seed=seeds[i] if seeds else None,
+            )
+
+    return list(await asyncio.gather(*(one(i, h) for i, h in enumerate(harnesses))))
