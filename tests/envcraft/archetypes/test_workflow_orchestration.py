@@ -551,3 +551,21 @@ def test_evaluator_scores_a_half_done_saga_low(env: WorkflowOrchestration) -> No
     report = env.evaluate_session(sid)
     assert report["overall_score"] < 0.6
     assert "no such pipeline defined" in report["dimensions"]["pipeline_outcome"]["reason"]
+
+
+def test_overview_and_long_context_distractors(env: WorkflowOrchestration) -> None:
+    sid = env.create_session(RELEASE)
+    overview = _ok(env.call(sid, "collect_results"))
+    assert [p["pipeline_id"] for p in overview["pipelines"]] == ["P-102", "P-101", "P-097"]
+    assert overview["pipelines"][1]["stage_statuses"] == {"completed": 3, "pending": 6}
+    long_sid = env.create_session(RELEASE, long_context=True)
+    running = _ok(env.call(long_sid, "collect_results", status="completed"))
+    assert running["count"] == 41  # P-097 + 40 historical release trains
+    state = env.get_session_state(long_sid)
+    assert state["pipelines"]["P-057"]["stages"][-1]["worker"] == "deployer-prod-eu"
+    assert {w for w, r in state["workers"].items() if r["status"] == "busy"} == {
+        w for w, r in env.get_session_state(sid)["workers"].items() if r["status"] == "busy"
+    }
+    for step in WorkflowOrchestration.scenario(RELEASE).reference_solution:
+        _ok(env.call(long_sid, step["tool"], **step["params"]))
+    assert env.evaluate_session(long_sid)["overall_score"] == 1.0

@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 from dataclaw.envcraft.archetypes.workflow_orchestration import execution, pipelines, workers
 from dataclaw.envcraft.archetypes.workflow_orchestration.evaluator import EVALUATOR
-from dataclaw.envcraft.archetypes.workflow_orchestration.state import DEFAULT_STATE
-from dataclaw.envcraft.runtime import Environment, Evaluator, ToolSet
+from dataclaw.envcraft.archetypes.workflow_orchestration.state import DEFAULT_STATE, history_pipelines
+from dataclaw.envcraft.runtime import Environment, Evaluator, Scenario, ToolSet
 
 
 class WorkflowOrchestration(Environment):
@@ -20,3 +20,8 @@ class WorkflowOrchestration(Environment):
     DEFAULT_STATE: ClassVar[dict[str, Any]] = DEFAULT_STATE
     tools: ClassVar[ToolSet] = ToolSet.from_modules(workers, pipelines, execution)
     evaluator: ClassVar[Evaluator] = EVALUATOR
+
+    def on_scenario_loaded(self, state: dict[str, Any], scenario: Scenario) -> None:
+        """Long-context sessions carry 40 finished release pipelines as distractors."""
+        if state["meta"]["long_context"]:
+            state["pipelines"] = {**history_pipelines(scenario.base_time), **state["pipelines"]}

@@ -145,14 +145,35 @@ def assign_stage(session: dict, pipeline_id: str, stage_id: str, worker_id: str)
     return {"stage": stage, "previous_worker": previous}
 
 
-@tool("read", returns=["pipeline"])
-def collect_results(session: dict, pipeline_id: str) -> dict:
-    """Show a pipeline: status, every stage (worker, status, attempts, retries, last error, result), the
+PipelineStatus = Literal["defined", "running", "completed", "failed", "rolled_back"]
+
+
+def _overview(p: dict[str, Any]) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for s in p["stages"]:
+        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    keys = ("pipeline_id", "name", "mode", "status", "parameters", "defined_at")
+    return {k: p[k] for k in keys} | {"stage_statuses": counts}
+
+
+@tool("read", returns=["pipeline", "pipelines"])
+def collect_results(
+    session: dict, pipeline_id: str | None = None, status: PipelineStatus | None = None
+) -> dict:
+    """Show one pipeline: status, every stage (worker, status, attempts, retries, last error, result), the
     collected outputs of completed stages, which stages are ready or blocked, and any failure or rollback.
+    Without pipeline_id: a one-line overview of every pipeline (newest first).
 
     Args:
-        pipeline_id: the pipeline, e.g. "P-101".
+        pipeline_id: the pipeline, e.g. "P-101"; omit it for the overview.
+        status: overview only: just pipelines in this status.
     """
+    if pipeline_id is None:
+        rows = [
+            _overview(p) for p in session["pipelines"].values() if status is None or p["status"] == status
+        ]
+        rows.sort(key=lambda r: int(r["pipeline_id"].split("-")[1]), reverse=True)
+        return {"pipelines": rows, "count": len(rows)}
     p = pipeline_of(session, pipeline_id)
     outputs: dict[str, Any] = {}
     readiness = {}

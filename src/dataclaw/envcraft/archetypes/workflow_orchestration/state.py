@@ -7,11 +7,14 @@ import; worker busy states are derived from the pipelines' pending assignments, 
 
 from __future__ import annotations
 
+import hashlib
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from dataclaw.envcraft.archetypes.workflow_orchestration.engine import OPEN_PIPELINE, check_dag, new_stage
+from dataclaw.envcraft.runtime.state import parse_time
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -80,3 +83,41 @@ def _default_state() -> dict[str, Any]:
 
 # The template every session is deep-copied from (never mutated: the runtime copies it).
 DEFAULT_STATE: dict[str, Any] = _default_state()
+
+
+def history_pipelines(base_time: str) -> dict[str, dict[str, Any]]:
+    """Long-context distractors: 40 finished release pipelines (P-057 … P-096), one a day before the
+    scenario, built from ``data/long_context.json`` with the same stage records as live pipelines."""
+    spec = _read("long_context.json")
+    actions = _read("actions.json")
+    base = parse_time(base_time)
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(spec["count"]):
+        pid = f"P-{57 + i:03d}"
+        service = spec["services"][i % len(spec["services"])]
+        day = base - timedelta(days=spec["count"] - i + 14)
+        stages = []
+        for k, tpl in enumerate(spec["stages"]):
+            worker = tpl["worker"] or spec["regions"][i % len(spec["regions"])]
+            at = (day + timedelta(minutes=9 * (k + 1))).isoformat()
+            digest = hashlib.sha1(f"{pid}/{tpl['stage_id']}".encode()).hexdigest()[:8]
+            raw = {
+                **tpl,
+                "on_failure": tpl.get("on_failure", "abort"),
+                "worker": worker,
+                "status": "completed",
+            }
+            raw["history"] = [{"attempt": 1, "worker": worker, "outcome": "completed", "at": at}]
+            raw["result"] = {k2: f"{prefix}{digest}" for k2, prefix in tpl["result"].items()}
+            stages.append(raw)
+        raw_pipeline = {
+            "pipeline_id": pid,
+            "name": f"{service} release train #{i + 1}",
+            "mode": "sequential",
+            "status": "completed",
+            "parameters": {"git_ref": f"release/{i // 5 + 1}.{i % 5}", "service": service},
+            "defined_at": day.isoformat(),
+            "stages": stages,
+        }
+        out[pid] = _pipeline(raw_pipeline, actions)
+    return out
