@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,17 +40,18 @@ def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def ingested(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Real inputs (LeRobot G1, an OpenCUA recording, a data-juicer video) through ingest (parser and
-    shot/motion anchors; OCR left out for speed)."""
+    """Real inputs (LeRobot G1, an OpenCUA recording, a data-juicer video, a lecture) through ingest
+    (parser and shot/motion anchors; OCR left out for speed)."""
     run = tmp_path_factory.mktemp("ingest")
     ingest(
         [
             shared_data / "lerobot_g1",
             shared_data / "opencua/raw_recording",
             shared_data / "videos/dj_video1.mp4",
+            shared_data / "lectures",
         ],
         run,
-        IngestConfig(workers=1, extractors=["proprio", "gui", "shots", "motion"]),
+        IngestConfig(workers=1, extractors=["proprio", "gui", "shots", "motion", "lecture"]),
     )
     store = RunStore(run)
     out = {
@@ -114,6 +116,16 @@ def good_answer(intent: str, ctx: dict[str, Any]) -> dict[str, Any]:
             "input_frames": fr[:2],
             "output_frames": fr[-2:],
         }
+    if intent == "interleaved_lesson":
+        words = re.findall(r"[A-Za-z]{5,}", ctx["lecture"]["transcript"])
+        return {
+            "key_concept": " ".join(words[:3]),
+            "question": f"What does the lecture explain about {' '.join(words[:4])}?",
+            "steps": [
+                f"Look at the slide <image_1>: it introduces {' '.join(words[:2])}.",
+                f"The lecturer then explains {' '.join(words[2:6])}.",
+            ],
+        }
     raise AssertionError(intent)
 
 
@@ -121,6 +133,7 @@ WANTED = {
     "fault_window": "robot_fault_recovery",
     "gui_task": "gui_task_reconstruction",
     "dynamic_segment": "video_generation_segment",
+    "lecture_segment": "interleaved_lesson",
 }
 
 
@@ -173,11 +186,15 @@ def test_one_intent_per_domain_end_to_end(ingested: dict[str, Any], tmp_path: Pa
     assert fault["images"] == len(fault["frames"]) == 12, "sampled frames go to vision models as images"
     assert fault["schema"]["properties"]["freeze_frame"]["minimum"] == fault["context"]["obs"]["start"]
     assert all(r["request_hash"] and r["model"].startswith("replay:") for r in responses)
+    lesson = next(r for r in responses if r["intent"] == "interleaved_lesson")
+    assert lesson["images"] == 1, "the aligned slide is rendered and sent"
+    gui_resp = next(r for r in responses if r["intent"] == "gui_task_reconstruction")
+    assert gui_resp["images"] == 0 and len(gui_resp["context"]["distractor_labels"]) == 3
 
     stats = run_stage(ValidateStage(catalog), responses, store, LocalExecutor(workers=1))
     samples = list(store.records("validated"))
     assert stats.rejects == 0, store.rejects()
-    assert {s["domain"] for s in samples} == {"embodied", "gui", "aigc_world", "daily_life"}
+    assert {s["domain"] for s in samples} == {"embodied", "gui", "aigc_world", "daily_life", "education"}
     for s in samples:
         assert s["route"]["router"] == "omni" and s["route"]["intent_choice"]["method"] == "explicit"
         assert s["id"].startswith(s["candidate_id"] + "/sample-")
