@@ -447,3 +447,18 @@ def test_evaluator_counts_duplicates_and_priorities(bus: StreamProcessing) -> No
         bus.call(sid, step["tool"], **params)
     report = bus.evaluate_session(sid)
     assert report["dimensions"]["publications"]["score"] < 1.0 and report["overall_score"] < 1.0
+
+
+def test_long_context_adds_position_pings_without_touching_queues(bus: StreamProcessing) -> None:
+    plain = bus.get_session_state(bus.create_session(BACKLOG))
+    sid = bus.create_session(BACKLOG, long_context=True)
+    state = bus.get_session_state(sid)
+    assert state["streams"]["fleet.positions"]["length"] == 144 and len(state["events"]) == 21 + 144
+    assert state["subscriptions"] == plain["subscriptions"]
+    pings = _ok(
+        bus.call(sid, "query_history", stream_id="fleet.positions", where={"vessel": "MSC ELODIE"}, limit=200)
+    )
+    assert pings["count"] == 18 and pings["events"][-1]["payload"]["lon"] == 4.152
+    for step in StreamProcessing.scenario(BACKLOG).reference_solution:
+        _ok(bus.call(sid, step["tool"], **step["params"]))
+    assert bus.evaluate_session(sid)["overall_score"] == 1.0

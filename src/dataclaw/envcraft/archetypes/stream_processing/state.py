@@ -9,6 +9,7 @@ deliveries are applied — so world queues always obey the delivery rules.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from dataclaw.envcraft.archetypes.stream_processing.bus import (
     validate_payload,
     validate_schema,
 )
+from dataclaw.envcraft.runtime.state import parse_time
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -78,3 +80,31 @@ def _default_state() -> dict[str, Any]:
 
 # The template every session is deep-copied from (never mutated: the runtime copies it).
 DEFAULT_STATE: dict[str, Any] = _default_state()
+
+
+def long_context_positions() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Long-context distractors: the ``fleet.positions`` stream and 144 AIS pings (8 vessels × 18),
+    as (stream, publications) from ``data/long_context.json``."""
+    spec = _read("long_context.json")
+    stream = {
+        **spec["stream"],
+        "schema": validate_schema(spec["stream"]["schema"]),
+        "length": 0,
+        "origin": "world",
+    }
+    start = parse_time(spec["start"])
+    pubs = []
+    for k in range(spec["pings"]):
+        at = (start + timedelta(minutes=spec["interval_min"] * k)).isoformat()
+        for v in spec["vessels"]:
+            payload = {
+                "vessel": v["vessel"],
+                "imo": v["imo"],
+                "lat": round(v["lat"] + v["dlat"] * k, 4),
+                "lon": round(v["lon"] + v["dlon"] * k, 4),
+                "speed_kn": v["speed_kn"],
+                "reefers_on_board": v["reefers_on_board"],
+            }
+            validate_payload(stream["schema"], payload, stream["stream_id"])
+            pubs.append({"payload": payload, "at": at})
+    return stream, pubs
