@@ -1,0 +1,99 @@
+"""The verifier interpreter and its derivation from a state diff."""
+
+from __future__ import annotations
+
+import pytest
+
+from dataclaw.envcraft.tasks.verifier import OPS, check_verifier, derive_verifier, evaluate, resolve
+
+STATE = {
+    "tickets": {
+        "T-1": {"status": "open", "tags": ["vpn"], "title": "VPN drops"},
+        "a/b": {"status": "closed", "tags": [], "title": "slash id"},
+    },
+    "log": [{"action": "create", "ticket_id": "T-1"}],
+}
+
+
+def _v(*assertions: dict) -> dict:
+    return {"version": 1, "assertions": list(assertions)}
+
+
+@pytest.mark.parametrize(
+    ("assertion", "holds"),
+    [
+        ({"path": "/tickets/T-1/status", "op": "eq", "value": "open"}, True),
+        ({"path": "/tickets/T-1/status", "op": "eq", "value": "closed"}, False),
+        ({"path": "/tickets/a~1b/status", "op": "eq", "value": "closed"}, True),
+        ({"path": "/tickets/T-9/status", "op": "ne", "value": "open"}, True),
+        ({"path": "/tickets/T-9", "op": "absent"}, True),
+        ({"path": "/tickets/T-1", "op": "exists"}, True),
+        ({"path": "/tickets/T-1/title", "op": "contains", "value": "vpn"}, True),
+        ({"path": "/tickets/T-1/tags", "op": "contains", "value": "vpn"}, True),
+        ({"path": "/tickets", "op": "count_eq", "value": 2}, True),
+        ({"path": "/log", "op": "count_gte", "value": 2}, False),
+        ({"path": "/log/0/action", "op": "eq", "value": "create"}, True),
+        ({"path": "/tickets", "op": "match", "value": {"status": "closed", "title": "slash id"}}, True),
+        ({"path": "/log", "op": "match", "value": {"action": "delete"}}, False),
+        ({"path": "/log", "op": "no_match", "value": {"action": "delete"}}, True),
+    ],
+)
+def test_ops(assertion: dict, holds: bool) -> None:
+    assert assertion["op"] in OPS
+    assert evaluate(_v(assertion), STATE)["passed"] is holds
+
+
+def test_score_is_the_fraction_that_holds() -> None:
+    out = evaluate(
+        _v(
+            {"path": "/tickets/T-1/status", "op": "eq", "value": "open"},
+            {"path": "/tickets/T-1/status", "op": "eq", "value": "closed"},
+        ),
+        STATE,
+    )
+    assert out == {"score": 0.5, "passed": False, "results": [True, False]}
+
+
+def test_malformed_verifiers_score_zero_with_a_reason() -> None:
+    assert evaluate({"version": 1, "assertions": []}, STATE)["error"] == "verifier has no assertions"
+    bad = evaluate(_v({"path": "tickets", "op": "eq", "value": 1}), STATE)
+    assert bad["score"] == 0.0 and "JSON pointer" in bad["error"]
+    assert check_verifier(_v({"path": "/x", "op": "run_code"}))
+    with pytest.raises(ValueError, match="JSON pointer"):
+        resolve(STATE, "tickets")
+
+
+def test_derive_skips_clock_and_generated_ids_and_untouched_fields() -> None:
+    initial = {
+        "tickets": {"T-1": {"status": "open", "updated_at": "2026-03-02T09:00:00+00:00", "version": 1}},
+        "pools": {},
+        "audit": [],
+        "counters": {"next": 2},
+        "other": {"x": 1},
+    }
+    final = {
+        "tickets": {
+            "T-1": {"status": "resolved", "updated_at": "2026-03-02T09:03:00+00:00", "version": 2},
+            "T-2": {"ticket_id": "T-2", "title": "new", "created_at": "2026-03-02T09:04:00+00:00"},
+        },
+        "pools": {"pool-x": {"name": "X", "members": {"c1": {"score": 3}}}},
+        "audit": [{"action": "resolve", "ticket_id": "T-1", "at": "2026-03-02T09:03:00+00:00"}],
+        "counters": {"next": 3},
+        "other": {"x": 2},
+    }
+    v = derive_verifier(initial, final, ["tickets", "pools", "audit", "counters"], named_ids=["pool-x"])
+    got = {(a["path"], a["op"]): a.get("value") for a in v["assertions"]}
+    assert got[("/tickets/T-1/status", "eq")] == "resolved"
+    assert got[("/tickets", "match")] == {"title": "new"}  # found by content, not by generated id
+    assert ("/pools/pool-x", "exists") in got and got[("/pools/pool-x/name", "eq")] == "X"
+    assert got[("/audit", "match")] == {"action": "resolve", "ticket_id": "T-1"}
+    assert not any(
+        "updated_at" in p or "version" in p or p.startswith(("/counters", "/other")) for p, _ in got
+    )
+    assert evaluate(v, final)["score"] == 1.0
+    assert evaluate(v, initial)["score"] == 0.0
+
+
+def test_removed_entities_are_asserted_absent() -> None:
+    v = derive_verifier({"t": {"a": {"s": 1}, "b": {"s": 2}}}, {"t": {"b": {"s": 2}}}, ["t"])
+    assert v["assertions"] == [{"path": "/t/a", "op": "absent", "why": "removed"}]
