@@ -122,7 +122,7 @@ class VideoReader:
         self._packets: Iterator[Any] | None = None
         self._pos: int | None = None  # pts of the last frame the decoder output, None = needs a seek
         self._skipped: set[int] = set()  # pts of packets fed with a skip_frame since the last seek
-        self._bidir_skipped: set[int] = set()  # ... of those, the ones skipped as B-frames (may be refs)
+        self._bidir_skipped: list[int] = []  # ... of those, the ones skipped as B-frames (sorted pts)
         self._b_window: tuple[int, int] | None = None  # keep B-frames this far (pts) before/after wanted
         try:
             self._init_stream(threads)
@@ -328,7 +328,7 @@ class VideoReader:
             i = bisect.bisect_left(near, pts)  # near[i] is the next wanted frame, near[i - 1] the last one
             keep = (i < len(near) and near[i] - pts <= before) or (i > 0 and pts - near[i - 1] <= after)
             if not keep:
-                self._bidir_skipped.add(pts)
+                bisect.insort(self._bidir_skipped, pts)
                 return "BIDIR"
         return "NONREF"
 
@@ -338,7 +338,8 @@ class VideoReader:
         if target in self._skipped:
             return False
         before, after = self._b_window or (0, 0)
-        return not any(-before <= p - target <= after for p in self._bidir_skipped)
+        i = bisect.bisect_left(self._bidir_skipped, target - before)
+        return i == len(self._bidir_skipped) or self._bidir_skipped[i] > target + after
 
     def _take(self, frames: list[Any], wanted: set[int], got: dict[int, np.ndarray], target: int) -> bool:
         for frame in frames:
