@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Delete, Edit
+from audit_mutants import Delete, Edit
 
 from dataclaw.envcraft.audit import CheckStatus, DynamicOptions, audit_package
 from dataclaw.envcraft.audit.dynamic import INSTANTIATE, PACKAGE_TESTS, dynamic_audit

@@ -8,6 +8,7 @@ is audited like one that calls it ``state.py``.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -44,6 +45,11 @@ class Module:
     syntax_error: SyntaxError | None = None
     imports: dict[str, str] = field(default_factory=dict)  # local name -> fully qualified dotted name
     roles: set[Role] = field(default_factory=set)
+
+    @functools.cached_property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the module (parsed once, walked once)."""
+        return list(ast.walk(self.tree)) if self.tree is not None else []
 
     @property
     def is_test(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections.abc import Iterator
 
 from dataclaw.envcraft.audit.model import Finding
@@ -160,10 +161,7 @@ class _Index:
     def __init__(self, mod: Module, pkg: PackageSource) -> None:
         assert mod.tree is not None
         self.mod = mod
-        self.parent: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(mod.tree):
-            for child in ast.iter_child_nodes(node):
-                self.parent[child] = node
+        self.parent = _index_parents(mod)
         self.defined = _module_bindings(mod.tree)
         self.tools = {n for n in mod.tree.body if is_tool_def(n, mod) is not None}
         self.dimensions = {n for n in mod.tree.body if is_dimension_def(n)}
@@ -189,6 +187,14 @@ class _Index:
             if fn.id not in self.defined and hasattr(builtins, fn.id):
                 return fn.id
         return None
+
+
+def _index_parents(mod: Module) -> dict[ast.AST, ast.AST]:
+    parent: dict[ast.AST, ast.AST] = {}
+    for node in mod.nodes:
+        for child in ast.iter_child_nodes(node):
+            parent[child] = node
+    return parent
 
 
 def _module_bindings(tree: ast.Module) -> set[str]:
@@ -224,8 +230,9 @@ def _pathish_names(mod: Module) -> set[str]:
     """Names ever bound to a path in this module (module level or any function): a cheap flow analysis."""
     assert mod.tree is not None
     names: set[str] = set()
+    assigns = [n for n in mod.nodes if isinstance(n, ast.Assign | ast.AnnAssign)]
     for _ in range(3):  # chains like DATA = ROOT / "data"
-        for node in ast.walk(mod.tree):
+        for node in assigns:
             if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if _pathish(node.value, mod, names):
@@ -241,11 +248,8 @@ def _import_time_functions(mod: Module, pkg: PackageSource) -> set[ast.AST]:
     imported_elsewhere = {v for m in pkg.code_modules() if m is not mod for v in m.imports.values()}
     top = {n.name: n for n in mod.tree.body if isinstance(n, ast.FunctionDef)}
     at_module, in_function = set(), set()
-    parent: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(mod.tree):
-        for child in ast.iter_child_nodes(node):
-            parent[child] = node
-    for node in ast.walk(mod.tree):
+    parent = _index_parents(mod)
+    for node in mod.nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in top:
             prev, inside, shadowed = node, False, False
             while prev in parent:
@@ -274,13 +278,11 @@ def _index(mod: Module, pkg: PackageSource) -> _Index:
 
 
 def _calls(mod: Module) -> Iterator[ast.Call]:
-    assert mod.tree is not None
-    return (n for n in ast.walk(mod.tree) if isinstance(n, ast.Call))
+    return (n for n in mod.nodes if isinstance(n, ast.Call))
 
 
 def _imported_modules(mod: Module) -> Iterator[tuple[ast.stmt, str]]:
-    assert mod.tree is not None
-    for node in ast.walk(mod.tree):
+    for node in mod.nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 yield node, a.name
@@ -428,6 +430,7 @@ def _own_nodes(fn: FuncNode) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(node))
 
 
+@functools.lru_cache(maxsize=8192)
 def _locals(fn: FuncNode) -> tuple[set[str], set[str]]:
     """(local names, names declared global) of one function."""
     a = fn.args
@@ -476,7 +479,7 @@ def _global_mutation(pkg: PackageSource) -> Iterator[Finding]:
     for mod in pkg.code_modules():
         assert mod.tree is not None
         ix = _index(mod, pkg)
-        for fn in (n for n in ast.walk(mod.tree) if isinstance(n, FuncNode)):
+        for fn in (n for n in mod.nodes if isinstance(n, FuncNode)):
             if fn in ix.import_time:
                 continue
             scopes = [fn, *ix.enclosing(fn)]
@@ -544,8 +547,7 @@ def _import_rule(pkg: PackageSource, rule_id: str, modules: set[str], what: str)
 def _cli_parsing(pkg: PackageSource) -> Iterator[Finding]:
     yield from _import_rule(pkg, "S042", _CLI_MODULES, "the runtime CLI parses arguments")
     for mod in pkg.code_modules():
-        assert mod.tree is not None
-        for node in ast.walk(mod.tree):
+        for node in mod.nodes:
             if isinstance(node, ast.Attribute) and mod.qualname(node) == "sys.argv":
                 yield finding(
                     "S042", mod.rel, node.lineno, "reads sys.argv: the runtime CLI parses arguments"
@@ -567,8 +569,7 @@ def _locking(pkg: PackageSource) -> Iterator[Finding]:
 @rule("S044", "environment-read", "no environment variables: session bindings come from the runtime (#8)")
 def _env_read(pkg: PackageSource) -> Iterator[Finding]:
     for mod in pkg.code_modules():
-        assert mod.tree is not None
-        for node in ast.walk(mod.tree):
+        for node in mod.nodes:
             if isinstance(node, ast.Attribute | ast.Name) and (mod.qualname(node) or "") in _ENV_NAMES:
                 yield finding(
                     "S044", mod.rel, node.lineno, f"uses {mod.qualname(node)}: bindings are the runtime's"

@@ -383,7 +383,7 @@ def _referenced_names(pkg: PackageSource) -> set[str]:
     for mod in pkg.code_modules():
         assert mod.tree is not None
         here = f"{pkg.import_name}.{mod.rel[: -len('.py')].replace('/', '.')}"
-        for node in ast.walk(mod.tree):
+        for node in mod.nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 q = mod.qualname(node) or node.id
                 out.add(q if q in mod.imports.values() else f"{here}.{node.id}")
@@ -418,7 +418,7 @@ def _undecorated(pkg: PackageSource) -> Iterator[Finding]:
 def _unsafe_errors(pkg: PackageSource) -> Iterator[Finding]:
     for mod in pkg.code_modules():
         assert mod.tree is not None
-        for node in ast.walk(mod.tree):
+        for node in mod.nodes:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 if any(n.split(".")[0] == "traceback" for n in names):

@@ -1,0 +1,229 @@
+"""Static audit: every archetype is clean; one broken package per rule fails with exactly that rule;
+the rules are precise (registries, constants, datetime.time, str.replace, seeded RNGs are not flagged)."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from audit_mutants import Delete, Edit, Mutation
+
+from dataclaw.envcraft import archetypes
+from dataclaw.envcraft.audit import RULES, static_audit
+from dataclaw.envcraft.audit.package import Role, read_package
+
+
+@pytest.mark.parametrize("name", archetypes.names())
+def test_archetype_has_no_static_findings(name: str) -> None:
+    findings = static_audit(archetypes.ARCHETYPES_DIR / name)
+    assert findings == [], "\n".join(map(str, findings))
+
+
+@pytest.mark.parametrize("name", archetypes.names())
+def test_archetype_roles_are_all_present(name: str) -> None:
+    pkg = read_package(archetypes.ARCHETYPES_DIR / name)
+    for role in (Role.ENVIRONMENT_CLASS, Role.DOMAIN_MODULE, Role.EVALUATOR, Role.REPOSITORY, Role.CLI):
+        assert pkg.with_role(role), role
+
+
+def _tool(body: str, params: str = "", doc_args: str = "", fields: str = "") -> str:
+    side = f'"write", fields={fields}' if fields else '"read"'
+    args = f"\n\n    Args:\n{doc_args}" if doc_args else ""
+    head = f"\n@tool({side})\ndef probe(session: dict{params}) -> dict:\n"
+    doc = f'    """Probe the workspace.{args}\n    """\n'
+    return head + doc + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+# rule id -> (mutation of the reference package, text the finding's message contains)
+BREAKS: dict[str, tuple[list[Mutation], str]] = {
+    "S001": ([Delete("README.md")], "missing README.md"),
+    "S002": (
+        [Edit("env.py", "", old="    evaluator: ClassVar[Evaluator] = EVALUATOR\n")],
+        "does not set `evaluator`",
+    ),
+    "S003": ([Edit("SKILL.md", "more\n" * 40)], "SKILL.md must have fewer than 50"),
+    "S004": ([Edit("knowledge.py", "def broken(:\n    pass\n")], "does not parse"),
+    "S010": (
+        [Edit("tickets.py", _tool("return {}\n", ", ticket_id", "        ticket_id: the ticket.\n"))],
+        "parameter `ticket_id` has no type hint",
+    ),
+    "S011": (
+        [
+            Edit(
+                "knowledge.py",
+                '''
+                def pin_article(session: dict, article_id: str) -> dict:
+                    """Pin an article.
+
+                    Args:
+                        article_id: the article.
+                    """
+                    return {"pinned": article_id}
+                ''',
+            )
+        ],
+        "pin_article looks like a tool but has no @tool",
+    ),
+    "S012": ([Edit("tickets.py", _tool('raise ValueError("no such queue")\n'))], "raises ValueError"),
+    "S020": (
+        [Edit("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n")],
+        "reads the clock (time.time)",
+    ),
+    "S021": (
+        [Edit("tickets.py", "import random\n" + _tool("return {'pick': random.choice(['a', 'b'])}\n"))],
+        "uses randomness (random.choice)",
+    ),
+    "S030": ([Edit("tickets.py", "seen_tickets = {}\n")], "module-level mutable dict `seen_tickets`"),
+    "S031": (
+        [Edit("tickets.py", "_RECENT: tuple = ()\n" + _tool("global _RECENT\n_RECENT = (1,)\nreturn {}\n"))],
+        "probe rebinds module-level `_RECENT`",
+    ),
+    "S040": (
+        [
+            Edit(
+                "knowledge.py",
+                "from pathlib import Path\n" + _tool("return {'t': Path('kb.md').read_text()}\n"),
+            )
+        ],
+        "file access (Path.read_text()) in a tool",
+    ),
+    "S041": (
+        [Edit("state.py", 'def _save() -> None:\n    (DATA / "cache.json").write_text("{}")\n')],
+        "writes files (Path.write_text())",
+    ),
+    "S042": ([Edit("tickets.py", "import argparse\n")], "imports argparse"),
+    "S043": ([Edit("tickets.py", "import threading\n\n_LOCK = threading.Lock()\n")], "creates a lock"),
+    "S044": (
+        [Edit("auth.py", "import os\n" + _tool("return {'who': os.environ.get('USER')}\n"))],
+        "uses os.environ",
+    ),
+    "S050": ([Edit("knowledge.py", "import urllib.request\n")], "imports urllib.request"),
+    "S051": ([Edit("tickets.py", "def _calc(expr: str) -> int:\n    return eval(expr)\n")], "calls eval()"),
+    "S060": (
+        [
+            Edit(
+                "evaluator.py",
+                """
+                import random
+
+
+                @EVALUATOR.dimension("luck", 0.1, "a coin flip")
+                def luck(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
+                    return random.random(), "luck"
+                """,
+            )
+        ],
+        "evaluator uses random.random",
+    ),
+}
+
+
+def test_every_rule_has_a_broken_fixture() -> None:
+    assert set(BREAKS) == set(RULES)
+
+
+@pytest.mark.parametrize("rule_id", sorted(BREAKS))
+def test_broken_package_fails_with_its_rule(rule_id: str, mutant: Callable[..., Path]) -> None:
+    edits, message = BREAKS[rule_id]
+    findings = static_audit(mutant(*edits))
+    assert {f.rule for f in findings} == {rule_id}, "\n".join(map(str, findings))
+    assert any(message in f.message for f in findings), "\n".join(map(str, findings))
+    assert all(f.name == RULES[rule_id].name and f.file for f in findings)
+
+
+def test_findings_carry_file_and_line(mutant: Callable[..., Path]) -> None:
+    pkg = mutant(Edit("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n"))
+    (finding,) = static_audit(pkg)
+    line = (pkg / "tickets.py").read_text().splitlines()[finding.line - 1]
+    assert finding.file == "tickets.py" and "time.time()" in line
+    assert str(finding).startswith(f"S020 wall-clock tickets.py:{finding.line}: ")
+
+
+PRECISE = '''
+"""Things that look suspicious to a naive linter but are fine."""
+
+import random
+import re
+from collections.abc import Callable
+from datetime import time
+
+STEPS: dict[str, Callable[[str], str]] = {}
+ALLOWED = frozenset({"a", "b"})
+ORDER = ("x", "y")
+DEFAULTS = {"limit": 10}
+
+
+def _register(name: str, fn: Callable[[str], str]) -> None:
+    STEPS[name] = fn
+
+
+def step(name: str) -> Callable:
+    def wrap(fn: Callable[[str], str]) -> Callable[[str], str]:
+        STEPS[name] = fn
+        return fn
+
+    return wrap
+
+
+_register("lower", str.lower)
+
+
+@step("strip")
+def _strip(text: str) -> str:
+    return re.sub(r"\\s+", " ", text).replace("a", "b").strip()
+
+
+def opening(hours: dict) -> time:
+    step = hours.get("step")  # a local that shadows the decorator: not a use of it
+    rng = random.Random(7)  # seeded: deterministic
+    return time(9, rng.randint(0, 5) if step else 0)
+
+
+def run(steps: list, session: dict) -> str:
+    seen = {}
+    seen["n"] = len(steps)
+    session["log"].append(DEFAULTS["limit"])
+    return STEPS[steps[0]](str(seen))
+'''
+
+IMPRECISE = """
+BUFFER: list = []
+
+
+def remember(x: str) -> None:
+    BUFFER.append(x)
+"""
+
+
+def _with_module(tmp_path: Path, source: str) -> Path:
+    dst = tmp_path / "transactional_workspace"
+    shutil.copytree(archetypes.ARCHETYPES_DIR / "transactional_workspace", dst)
+    (dst / "helpers.py").write_text(textwrap.dedent(source))
+    return dst
+
+
+def test_registries_constants_and_lookalikes_are_not_flagged(tmp_path: Path) -> None:
+    findings = static_audit(_with_module(tmp_path, PRECISE))
+    assert findings == [], "\n".join(map(str, findings))
+
+
+def test_runtime_mutation_of_a_constant_is_flagged(tmp_path: Path) -> None:
+    findings = static_audit(_with_module(tmp_path, IMPRECISE))
+    assert [(f.rule, f.file, f.line) for f in findings] == [("S031", "helpers.py", 6)]
+    assert "remember changes module-level `BUFFER` (calls .append())" in findings[0].message
+
+
+def test_counter_fixture_crash_tool_is_reported() -> None:
+    """The runtime's own test fixture has a deliberately buggy tool; the audit names it."""
+    findings = static_audit(Path(__file__).parents[1] / "fixtures" / "counter_env")
+    assert [(f.rule, f.file) for f in findings] == [("S012", "env.py")]
+    assert "tool crash raises RuntimeError" in findings[0].message
+
+
+def test_static_only_subset_of_rules(mutant: Callable[..., Path]) -> None:
+    pkg = mutant(Edit("tickets.py", "import argparse\nimport subprocess\n"))
+    assert {f.rule for f in static_audit(pkg)} == {"S042", "S050"}
+    assert {f.rule for f in static_audit(pkg, only=["S050"])} == {"S050"}
