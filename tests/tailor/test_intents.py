@@ -123,3 +123,35 @@ def test_schema_is_specialised_per_request(catalog: IntentCatalog) -> None:
         intent.schema_for({"fut": ctx["fut"]})
     with pytest.raises(ConfigError, match="names no property"):
         specialise(intent.output_schema, {"nope": intent.bounds["freeze_frame"]}, ctx)
+
+
+def test_a_user_intent_file_runs_through_synthesis_and_validation(tmp_path: Path, monkeypatch) -> None:
+    """No code: a YAML file with stock validators is a working intent end to end."""
+    import asyncio
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from dataclaw.tailor.route import RouteConfig
+    from dataclaw.tailor.synthesize import SynthesizeStage, synth_item
+    from dataclaw.tailor.validate import ValidateStage
+    from support.openai_server import OpenAIServer, Reply
+
+    monkeypatch.setenv("DATACLAW_CACHE_DIR", str(tmp_path / "cache"))
+    catalog = IntentCatalog.builtin()
+    intent = catalog.resolve(str(user_intent(tmp_path)))
+    seg = {
+        "id": "stream:v/cand-seg", "stream_id": "stream:v", "kind": "dynamic_segment", "camera": "video",
+        "fps": 24.0, "frame_count": 282, "span": {"start": 10, "end": 200, "t_start": 0.4, "t_end": 8.3},
+        "frames": [20, 60, 100, 140, 180], "why": "motion", "payload": {},
+    }  # fmt: skip
+    stream = {"id": "stream:v", "modality": "video", "fps": 24.0, "frame_count": 282, "metadata": {}}
+    good = {
+        "question": "Why is the kettle unplugged before filling?", "answer": "To avoid an electric shock.",
+        "reasoning": "Water and mains power together are dangerous.", "key_frames": [60, 100],
+    }  # fmt: skip
+    with OpenAIServer(responder=lambda req: Reply.json(good)) as server:
+        stage = SynthesizeStage(RouteConfig.omni(f"{server.base_url}::m"), catalog=catalog, send_images=False)
+        [resp] = asyncio.run(stage.aprocess(synth_item(seg, stream, [], intent)))
+    [sample] = ValidateStage(catalog).process(resp)
+    assert sample["intent"] == "my_safety_qa" and sample["domain"] == "daily_life"
+    assert sample["conversation"][1]["content"].endswith("To avoid an electric shock.")
