@@ -80,27 +80,30 @@ def write_json(reports: list[AuditReport], path: Path) -> None:
 
 
 def render_table(reports: list[AuditReport], console: Console | None = None) -> None:
-    """One row per environment: verdict, static findings, dynamic checks, time and the first reasons."""
-    table = Table(show_lines=True)
+    """One row per environment (verdict, findings, checks, time), then every failure reason, one a line."""
+    table = Table()
     table.add_column("environment", no_wrap=True)
-    for name in ("result", "static", "dynamic", "seconds", "reasons"):
-        table.add_column(name)
+    for name in ("result", "static", "dynamic", "seconds"):
+        table.add_column(name, no_wrap=True)
     for r in reports:
         ok_checks = sum(1 for c in r.checks if c.ok)
-        reasons = r.reasons()
-        shown = "\n".join(reasons[:4]) + (f"\n… {len(reasons) - 4} more" if len(reasons) > 4 else "")
         table.add_row(
             r.env,
             "[green]PASS[/green]" if r.passed else "[red]FAIL[/red]",
             f"{len(r.findings)} finding(s)",
             f"{ok_checks}/{len(r.checks)} ok" if r.checks else "not run",
             f"{r.timings.get('total_s', 0.0):.1f}",
-            shown,
         )
     console = console or Console()
     console.print(table)
+    for r in reports:
+        if not r.passed:
+            console.print(f"[red]FAIL[/red] {r.env} ({r.path})", highlight=False)
+            for reason in r.reasons():
+                console.print(f"  {reason}", highlight=False, markup=False, soft_wrap=True)
     failed = [r.env for r in reports if not r.passed]
     console.print(
         f"{len(reports) - len(failed)}/{len(reports)} environments passed"
-        + (f"; failed: {', '.join(failed)}" if failed else "")
+        + (f"; failed: {', '.join(failed)}" if failed else ""),
+        highlight=False,
     )
