@@ -255,6 +255,23 @@ def _verifier_problem(vr: VerifierRun, when: str) -> tuple[ClawAuditReason, str]
     return ClawAuditReason.VERIFIER_MALFORMED, f"on the {when} workspace: {vr.problem}"
 
 
+def _answer_sets(source: str) -> list[list[str]]:
+    """Literal collections of two or more strings in the verifier (an expected selection, dict keys)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if not isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict) or not elts:
+            continue
+        strs = [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if len(strs) >= 2 and len(strs) == len(elts):
+            out.append(strs)
+    return out
+
+
 def _as_number(tok: str) -> float | None:
     try:
         return float(tok.replace(",", ""))
@@ -290,8 +307,11 @@ def _leaks(task: WorkspaceTask, inputs: dict[str, bytes], solved: dict[str, byte
             for tok in re.findall(r"[A-Za-z][\w-]*\d[\w-]*", text):
                 if tok not in input_text:
                     strings.add(tok)
-    words = set(re.findall(r"[\w.-]+", task.prompt))
+    words = set(re.findall(r"[\w-]+(?:\.[\w-]+)*", task.prompt))
     found = sorted(s for s in strings if s in words or (" " in s and s in task.prompt))
+    for answer in _answer_sets(task.verifier):  # the whole expected selection spelled out in the request
+        if all(a in words for a in answer):
+            found.append(" + ".join(answer))
     prompt_numbers = {_as_number(t) for t in _NUMBER.findall(task.prompt)}
     found += [f"{x:g}" for x in sorted(numbers) if x in prompt_numbers]
     return found
