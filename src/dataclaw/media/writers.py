@@ -53,6 +53,8 @@ class VideoCodec:
     lossless: bool = True
     even_size: bool = False
     """The pixel format needs even width and height (4:2:0): odd frames are padded by edge replication."""
+    min_width: int = 1
+    """Narrowest frame the encoder accepts (FFV1 refuses 1-pixel-wide frames taller than one row)."""
     description: str = ""
 
 
@@ -101,6 +103,7 @@ register_codec(
         pix_fmt="bgr0",
         container="matroska",
         suffix=".mkv",
+        min_width=2,
         description="lossless FFV1 in Matroska: exact RGB frames, smaller and faster than lossless H.264",
     )
 )
@@ -218,6 +221,12 @@ def _encode(
     if first is None:
         raise MediaError(MediaIssue.EMPTY, f"{path}: a clip needs at least one frame")
     shape = _check_frame(first, None, path, 0).shape
+    if shape[1] < spec.min_width:
+        raise MediaError(
+            MediaIssue.UNSUPPORTED_CODEC,
+            f"{path}: codec profile '{spec.name}' needs frames at least {spec.min_width} pixels wide,"
+            f" got {shape[1]}",
+        )
     count = 0
     try:
         with av.open(str(tmp), mode="w", format=spec.container, options={"fflags": "+bitexact"}) as out:
