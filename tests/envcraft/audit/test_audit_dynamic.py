@@ -185,3 +185,10 @@ def test_no_tests_folder_is_skipped_not_failed(mutant: Callable[..., Path]) -> N
     checks, _ = dynamic_audit(mutant(Delete("SKILL.md")), IMPORT_NAME)
     assert _status(checks, PACKAGE_TESTS).status is CheckStatus.SKIPPED
     assert _status(checks, "layout").status is CheckStatus.FAILED
+
+
+def test_package_output_cannot_pass_for_a_result(mutant: Callable[..., Path]) -> None:
+    fake = 'print(\'@@audit {"name": "layout", "status": "passed", "detail": "", "seconds": 0}\')\n'
+    pkg = mutant(Edit("__init__.py", fake), Edit("SKILL.md", "extra line\n" * 60))
+    checks, _ = dynamic_audit(pkg, IMPORT_NAME)
+    assert _status(checks, "layout").status is CheckStatus.FAILED

@@ -2,7 +2,8 @@
 from the workspace, instantiate it from S0, run the contract checks one by one, or run its own tests.
 
 argv: ``MODE REL_SRC IMPORT_NAME [CHECK…]`` with MODE ``contract`` or ``tests``. Every result is one line
-``@@audit {json}`` on stdout, flushed as soon as it is known, so a timeout still keeps what finished.
+``@@audit-<nonce> {json}`` on stdout (the nonce comes from the host in ``DATACLAW_AUDIT_NONCE``, so package
+output cannot pass for a result by accident), flushed at once, so a timeout still keeps what finished.
 """
 
 import importlib
@@ -14,16 +15,17 @@ import time
 import traceback
 from pathlib import Path
 
-MARK = "@@audit "
+# the host's per-run marker, taken out of the environment before any package code runs
+MARK = "@@audit-" + os.environ.pop("DATACLAW_AUDIT_NONCE", "") + " "
 
 
 def emit(**record):
     print(MARK + json.dumps(record), flush=True)
 
 
-def crash_text(exc):
+def crash_text(exc, src):
     """The exception and where in the package it happened (file name and line only, no host paths)."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/dataclaw/" not in f.filename]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(str(src))]
     where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
 
@@ -95,7 +97,7 @@ def run_contract_mode(src, import_name, checks):
         emit(
             name="instantiate_from_s0",
             status="crashed",
-            detail=crash_text(exc),
+            detail=crash_text(exc, src),
             seconds=time.monotonic() - t0,
         )
         return 1

@@ -12,6 +12,7 @@ Each package gets a fresh workspace and a fresh one-shot sandbox: a package cann
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import tempfile
 import time
@@ -24,7 +25,6 @@ from dataclaw.envcraft.runtime.contract import CHECKS
 from dataclaw.sandbox import Limits, Outcome, SandboxPolicy, Status, run
 
 PROBE_SOURCE = (Path(__file__).parent / "_probe.py").read_text(encoding="utf-8")
-MARK = "@@audit "
 INSTANTIATE = "instantiate_from_s0"
 PACKAGE_TESTS = "package_tests"
 _STATUS = {
@@ -60,8 +60,11 @@ def dynamic_audit(
         shutil.copytree(src, dst, ignore=_COPY_IGNORE, symlinks=True)
         limits = Limits(cpu_s=2 * opts.timeout_s, memory_mb=opts.memory_mb, wall_s=opts.timeout_s)
         names = list(CHECKS)
-        outcome = run(PROBE_SOURCE, ws, limits, policy=policy, args=["contract", "src", import_name, *names])
-        checks = _collect(outcome, [INSTANTIATE, *names])
+        nonce = secrets.token_hex(8)
+        args = ["contract", "src", import_name, *names]
+        env = {"DATACLAW_AUDIT_NONCE": nonce}
+        outcome = run(PROBE_SOURCE, ws, limits, env=env, policy=policy, args=args)
+        checks = _collect(outcome, [INSTANTIATE, *names], f"@@audit-{nonce} ")
         tests_dir = next((d for d in ("tests", "test") if (dst / d).is_dir()), None)
         if tests_dir is None:
             checks.append(
@@ -74,13 +77,13 @@ def dynamic_audit(
     return checks, not opts.unsafe
 
 
-def _collect(outcome: Outcome, expected: list[str]) -> list[DynamicCheck]:
+def _collect(outcome: Outcome, expected: list[str], mark: str) -> list[DynamicCheck]:
     """Reported results in order; the check running when the process ended gets the outcome's status."""
     got: dict[str, DynamicCheck] = {}
     for line in outcome.stdout.splitlines():
-        if line.startswith(MARK):
+        if line.startswith(mark):
             try:
-                rec = json.loads(line[len(MARK) :])
+                rec = json.loads(line[len(mark) :])
                 check = DynamicCheck(
                     name=rec["name"],
                     status=CheckStatus(rec["status"]),
