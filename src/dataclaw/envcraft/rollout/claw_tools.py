@@ -199,7 +199,7 @@ class ClawTools:
         if p.startswith(("/", "~")):
             raise ClawToolError(
                 ClawErrorKind.INVALID_PATH,
-                f"{path!r} is outside the workspace; use a workspace-relative path",
+                "absolute paths outside /workspace are not allowed; use a workspace-relative path",
             )
         real = os.path.realpath(os.path.join(self.root, p))
         if real != self.root and not real.startswith(self.root + os.sep):
