@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import as_json, example_claw_task, scripted_agent, solution_calls
 
+from conftest import as_json, example_claw_task, scripted_agent, solution_calls
 from dataclaw.envcraft.rollout import (
     ClawTaskHarness,
     ClawTools,
