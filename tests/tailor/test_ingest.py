@@ -196,3 +196,20 @@ def test_corrupt_screenshot_is_a_per_stream_anchor_reject(tmp_path: Path, shared
     (rej,) = RunStore(run).rejects("anchors")
     assert rej["reason"] == AnchorIssue.CORRUPT_MEDIA and "5.png" in rej["message"]
     assert summary.streams == 2 and summary.candidates == {"gui_task": 1}
+
+
+def test_robot_candidates_point_into_the_head_camera() -> None:
+    from dataclaw.tailor.ingest import stream_view
+    from dataclaw.tailor.streams import Camera, Stream
+
+    cams = {
+        name: Camera(name=name, kind="video", path=f"/x/{name}.mp4", frame_end=90, time_end=3.0, fps=30.0)
+        for name in ("observation.images.cam_left_wrist", "observation.images.cam_high")
+    }
+    robot = Stream(
+        id="stream:r-1", reader="lerobot_v21", modality="robot", source="/x", fps=30.0, frame_count=90,
+        duration=3.0, cameras=cams,
+    )  # fmt: skip
+    assert robot.main_camera == "observation.images.cam_left_wrist"
+    view = stream_view(robot)
+    assert view.camera == "observation.images.cam_high" and view.frame_count == 90

@@ -13,6 +13,7 @@ Bad input never stops the run: it becomes a reject with a reason code, and a rer
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -150,9 +151,23 @@ class AnchorStage(Stage):
         return [a.model_dump() for a in anchors]
 
 
+HEAD_CAMERA = re.compile(r"high|head|top", re.IGNORECASE)
+
+
+def mining_camera(stream: Stream) -> str | None:
+    """The camera candidates point into: for robots the head camera when there is one (A.3.1 mines the
+    ``cam_high`` stream), else the stream's main camera."""
+    if stream.modality == "robot":
+        for name, cam in stream.cameras.items():
+            if cam.kind == "video" and HEAD_CAMERA.search(name):
+                return name
+    return stream.main_camera
+
+
 def stream_view(stream: Stream) -> StreamView:
     """What miners see of a stream."""
-    cam = stream.cameras.get(stream.main_camera) if stream.main_camera else None
+    camera = mining_camera(stream)
+    cam = stream.cameras.get(camera) if camera else None
     has_video = cam is not None and cam.kind == "video"
     return StreamView(
         id=stream.id,
@@ -160,7 +175,7 @@ def stream_view(stream: Stream) -> StreamView:
         fps=stream.fps if has_video else None,
         frame_count=stream.frame_count if has_video else None,
         duration=stream.duration,
-        camera=stream.main_camera,
+        camera=camera,
         instruction=stream.task or stream.metadata.get("instruction"),
         steps=len(cam.images) if cam is not None and cam.kind == "images" else 0,
         document=next((c.path for c in stream.cameras.values() if c.kind == "pdf" and c.path), None),
