@@ -1,4 +1,4 @@
-"""Tasks and scripted agents for rollout tests.
+"""Tasks and scripted agents shared by the rollout and quality tests (envcraft.rollout.rollout_helpers).
 
 ``scripted_agent(calls)`` is a responder for the OpenAI-compatible test server (a test double for the model
 servers we don't own): it answers the n-th assistant turn with the n-th planned tool call, then with text.
@@ -11,8 +11,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.tasks.verifier import derive_verifier
@@ -67,11 +65,6 @@ def scripted_agent(calls: list[tuple[str, dict[str, Any]]], final_text: str = "D
         return Reply.text(final_text)
 
     return respond
-
-
-@pytest.fixture(scope="session")
-def gold_tool_task() -> dict[str, Any]:
-    return tool_task()
 
 
 def example_claw_task(task_id: str) -> WorkspaceTask:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import as_json, example_claw_task, scripted_agent, solution_calls
 from dataclaw.envcraft.rollout import (
     ClawTaskHarness,
     ClawTools,
@@ -20,6 +19,7 @@ from dataclaw.envcraft.rollout import (
 )
 from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 from dataclaw.models import get_model
+from envcraft.rollout.rollout_helpers import as_json, example_claw_task, scripted_agent, solution_calls
 from support.openai_server import OpenAIServer, Reply
 
 
