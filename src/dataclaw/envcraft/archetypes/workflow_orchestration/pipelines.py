@@ -40,7 +40,7 @@ def stage_in(pipeline: dict[str, Any], stage_id: str) -> dict[str, Any]:
     stage = stage_of(pipeline, stage_id)
     if stage is None:
         raise invalid_reference(
-            f"stage of {pipeline['pipeline_id']}", stage_id, [s["stage_id"] for s in pipeline["stages"]]
+            f"{pipeline['pipeline_id']} stage", stage_id, [s["stage_id"] for s in pipeline["stages"]]
         )
     return stage
 
