@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from dataclaw.envcraft.runtime import EnvError, ErrorCategory, invalid_reference, invalid_transition
 from dataclaw.envcraft.runtime.errors import agent_safe, echo
 
@@ -38,3 +40,12 @@ def test_domain_helpers_help_the_agent_correct_itself() -> None:
 
 def test_echo_truncates_long_values() -> None:
     assert len(echo("x" * 500)) <= 82 and echo(3) == "'3'"
+
+
+def test_leak_check_ignores_the_callers_own_echoed_input():
+    from dataclaw.envcraft.runtime.contract import leaks
+
+    message = "unknown machine '{'.py': None}'"
+    assert leaks(message) == [".py"]
+    assert leaks(message, echoed=json.dumps({"machine_id": {".py": None}})) == []
+    assert leaks('File "/work/x.py", line 3', echoed="{}")  # real internals are still caught

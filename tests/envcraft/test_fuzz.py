@@ -113,7 +113,7 @@ def test_fuzz_every_tool(ref: str) -> None:
                 assert out["error"]["category"] in CATEGORIES and out["error"]["message"]
                 crashed = out["error"]["category"] == "infrastructure"
                 assert not crashed or tool in DELIBERATE_CRASHES, f"tool crashed: {tool}({params})"
-                found = leaks(json.dumps(out["error"]), *secrets)
+                found = leaks(json.dumps(out["error"]), *secrets, echoed=json.dumps(params, default=str))
                 assert not found, (tool, params, found, out)
             else:
                 assert json.loads(text) == out  # results are plain JSON

@@ -67,9 +67,13 @@ def _expect(cond: bool, message: str) -> None:
         raise _Fail(message)
 
 
-def leaks(text: str, *secrets: str) -> list[str]:
-    """Internals visible in agent-facing ``text``: traceback fragments, source paths, given secrets."""
-    found = [m.group(0) for m in _LEAK_RE.finditer(text)]
+def leaks(text: str, *secrets: str, echoed: str = "") -> list[str]:
+    """Internals visible in agent-facing ``text``: traceback fragments, source paths, given secrets.
+
+    ``echoed`` is what the caller sent: a fragment that only repeats the caller's own input (an error
+    quoting a bad value such as ``'x.py'``) reveals nothing and is not counted.
+    """
+    found = [m.group(0) for m in _LEAK_RE.finditer(text) if m.group(0) not in echoed]
     return found + [s for s in secrets if s and s in text]
 
 
