@@ -40,6 +40,6 @@ def task_writer(req: ReceivedRequest) -> Reply:
     return Reply.json({"turns": turns})
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def task_text_writer() -> Callable[[ReceivedRequest], Reply]:
     return task_writer
