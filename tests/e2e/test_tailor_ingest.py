@@ -45,6 +45,7 @@ def test_ingest_then_inspect_then_resume(tmp_path: Path, shared_data: Path) -> N
     assert res.returncode == 0, res.stderr
     for text in ("gui_task", "fault_window", "empty_video", "rejects", "trajectory", "robot"):
         assert text in res.stdout
+    assert "why" in res.stdout and "candidates (first" in res.stdout  # candidates shown with their reason
     res = dataclaw("tailor", "inspect", str(run), "--json")
     per_stream = json.loads(res.stdout)["per_stream"]
     assert {row["modality"] for row in per_stream} == {"robot", "trajectory"}

@@ -98,35 +98,21 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def inspect(
     run: Annotated[Path, typer.Argument(help="Run directory written by `dataclaw tailor ingest`.")],
     streams: Annotated[int, typer.Option(help="Show at most this many streams.")] = 50,
+    candidates: Annotated[
+        int, typer.Option(help="Show this many candidates with why they were chosen.")
+    ] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
 ) -> None:
-    """Counts, a per-stream summary and the rejects of a Tailor run."""
+    """Counts, a per-stream summary, sample candidates (with why) and the rejects of a Tailor run."""
     from dataclaw.core.store import RunStore
-    from dataclaw.tailor.ingest import ANCHORS, CANDIDATES, STREAMS, summarize
+    from dataclaw.tailor.ingest import CANDIDATES, summarize
 
     if not (run / "streams.jsonl").is_file() and not (run / "rejects.jsonl").is_file():
         raise ConfigError(f"{run} is not a Tailor run directory (no streams.jsonl or rejects.jsonl)")
     store = RunStore(run)
     summary = summarize(store).to_dict()
-    anchors: dict[str, Counter[str]] = defaultdict(Counter)
-    for a in store.records(ANCHORS):
-        anchors[a["stream_id"]][a["kind"]] += 1
-    cands: dict[str, Counter[str]] = defaultdict(Counter)
-    for c in store.records(CANDIDATES):
-        cands[c["stream_id"]][c["kind"]] += 1
     rejects = store.rejects()
-    rejected = {r["record_id"]: f"{r['stage']}:{r['reason']}" for r in rejects}
-    rows = [
-        {
-            "stream": s["id"],
-            "modality": s["modality"],
-            "duration_s": round(float(s.get("duration") or 0.0), 2),
-            "anchors": dict(anchors[s["id"]]),
-            "candidates": dict(cands[s["id"]]),
-            "reject": rejected.get(s["id"]),
-        }
-        for s in store.records(STREAMS)
-    ]
+    rows = _stream_rows(store, rejects)
     if as_json:
         typer.echo(json.dumps({**summary, "per_stream": rows, "reject_records": rejects}))
         return
@@ -143,16 +129,54 @@ def inspect(
             row["reject"] or "",
         )  # fmt: skip
     console.print(table)
+    shown = [c for _, c in zip(range(candidates), store.records(CANDIDATES), strict=False)]
+    if shown:
+        ctable = Table(title=f"candidates (first {len(shown)})")
+        for col in ("candidate", "kind", "seconds", "why"):
+            ctable.add_column(col, overflow="fold")
+        for c in shown:
+            span = f"{c['t_start']:.2f}-{c['t_end']:.2f}" if c.get("t_start") is not None else ""
+            ctable.add_row(c["id"], c["kind"], span, c["why"])
+        console.print(ctable)
     if rejects:
-        grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-        for r in rejects:
-            grouped[(r["stage"], r["reason"])].append(r)
-        rtable = Table(title=f"rejects ({len(rejects)})")
-        for col in ("stage", "reason", "count", "example"):
-            rtable.add_column(col, overflow="fold")
-        for (stage, reason), items in sorted(grouped.items()):
-            rtable.add_row(stage, reason, str(len(items)), items[0]["message"])
-        console.print(rtable)
+        _print_rejects(console, rejects)
+
+
+def _stream_rows(store: Any, rejects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One summary row per stream: anchors and candidates by kind, and its reject if any."""
+    from dataclaw.tailor.ingest import ANCHORS, CANDIDATES, STREAMS
+
+    anchors: dict[str, Counter[str]] = defaultdict(Counter)
+    for a in store.records(ANCHORS):
+        anchors[a["stream_id"]][a["kind"]] += 1
+    cands: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in store.records(CANDIDATES):
+        cands[c["stream_id"]][c["kind"]] += 1
+    rejected = {r["record_id"]: f"{r['stage']}:{r['reason']}" for r in rejects}
+    return [
+        {
+            "stream": s["id"],
+            "modality": s["modality"],
+            "duration_s": round(float(s.get("duration") or 0.0), 2),
+            "anchors": dict(anchors[s["id"]]),
+            "candidates": dict(cands[s["id"]]),
+            "reject": rejected.get(s["id"]),
+        }
+        for s in store.records(STREAMS)
+    ]
+
+
+def _print_rejects(console: Console, rejects: list[dict[str, Any]]) -> None:
+    """Rejects grouped by stage and reason, with one example message each."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rejects:
+        grouped[(r["stage"], r["reason"])].append(r)
+    table = Table(title=f"rejects ({len(rejects)})")
+    for col in ("stage", "reason", "count", "example"):
+        table.add_column(col, overflow="fold")
+    for (stage, reason), items in sorted(grouped.items()):
+        table.add_row(stage, reason, str(len(items)), items[0]["message"])
+    console.print(table)
 
 
 @app.command("export")
