@@ -1,10 +1,11 @@
 """OCR anchors: on-screen text with boxes (paper §3.2: "an OCR module for on-screen text").
 
-Backends register by name. ``tesseract`` (default) runs the Debian ``tesseract`` binary once per image
-with ``OMP_THREAD_LIMIT=1`` (its OpenMP threads only fight the process pool) and reads its TSV output;
-it reads English screen text exactly. ``rapidocr`` (``pip install 'dataclaw[ocr]'``) runs the ONNX
-models that ship inside the ``rapidocr-onnxruntime`` wheel; it finds text well but drops the spaces
-between words. Each text line becomes one anchor whose confidence is the backend's own (0–1).
+Backends register by name. ``tesseract`` (default) runs the Debian ``tesseract`` binary once per batch
+of screens (one stream's) with ``OMP_THREAD_LIMIT=1`` (its OpenMP threads only fight the process pool)
+and reads its TSV output; it reads English screen text exactly. ``rapidocr``
+(``pip install 'dataclaw[ocr]'``) runs the ONNX models that ship inside the ``rapidocr-onnxruntime``
+wheel; it finds text well but drops the spaces between words. Each text line becomes one anchor whose
+confidence is the backend's own (0–1).
 """
 
 from __future__ import annotations
