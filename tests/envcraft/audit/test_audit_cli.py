@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from audit_mutants import Edit
 from typer.testing import CliRunner
 
 from dataclaw.cli.env import app as env_app
@@ -46,7 +45,7 @@ def test_archetype_passes_the_full_audit(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("require_bwrap")
 def test_cli_audits_and_writes_json(tmp_path: Path, mutant: Callable[..., Path]) -> None:
-    broken = mutant(Edit("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n"))
+    broken = mutant(("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n"))
     out_json = tmp_path / "out" / "audit.json"
     out = dataclaw("env", "audit", "state_machine", str(broken), "--json", str(out_json))
     assert out.returncode == 1, out.stderr
@@ -62,7 +61,7 @@ def test_cli_audits_and_writes_json(tmp_path: Path, mutant: Callable[..., Path])
 
 
 def test_cli_static_only_needs_no_sandbox(mutant: Callable[..., Path]) -> None:
-    broken = mutant(Edit("tickets.py", "import subprocess\n"))
+    broken = mutant(("tickets.py", "import subprocess\n"))
     result = CliRunner().invoke(env_app, ["audit", "--static-only", str(broken)])
     assert result.exit_code == 1 and "S050 network-subprocess" in result.output
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from audit_mutants import Delete, Edit
 
 from dataclaw.envcraft.audit import CheckStatus, DynamicOptions, audit_package
 from dataclaw.envcraft.audit.dynamic import INSTANTIATE, PACKAGE_TESTS, dynamic_audit
@@ -38,57 +37,55 @@ TICKETS_GET = (
 
 # contract check -> the mutation that must make exactly that check fail (and what its detail says)
 CONTRACT_BREAKS: dict[str, tuple[list, str]] = {
-    "layout": ([Edit("SKILL.md", "extra line\n" * 60)], "fewer than 50 lines"),
+    "layout": ([("SKILL.md", "extra line\n" * 60)], "fewer than 50 lines"),
     "session_isolation": (
-        [Edit("env.py", SHARED_SESSION, old="\n    def on_scenario_loaded")],
+        [("env.py", SHARED_SESSION, "\n    def on_scenario_loaded")],
         "changed another session",
     ),
     "concurrent_write_serialisation": (
         [
-            Edit(
+            (
                 "auth.py",
                 '    if session["meta"]["action_index"] >= 20:\n'
                 '        raise RuntimeError("overloaded")\n'
                 '    accounts = session["accounts"]\n',
-                old='    accounts = session["accounts"]\n',
+                '    accounts = session["accounts"]\n',
             ),
         ],
         "calls failed",
     ),
     "workflow_scores_and_penalties": (
-        [Edit("evaluator.py", '    return 0.0, "broken"\n    expected =', old="    expected =")],
+        [("evaluator.py", '    return 0.0, "broken"\n    expected =', "    expected =")],
         "correct workflow scored",
     ),
     "declared_side_effects": (
-        [Edit("tickets.py", '    session["auth"]["logins"] += 1\n' + TICKETS_GET, old=TICKETS_GET)],
+        [("tickets.py", '    session["auth"]["logins"] += 1\n' + TICKETS_GET, TICKETS_GET)],
         "get_ticket (read) changed undeclared fields ['auth']",
     ),
     "deterministic_replay": (
         [
-            Edit("tickets.py", "import os\n"),
-            Edit(
-                "tickets.py", '"at": now(session), "nonce": os.urandom(4).hex()}', old='"at": now(session)}'
-            ),
+            ("tickets.py", "import os\n"),
+            ("tickets.py", '"at": now(session), "nonce": os.urandom(4).hex()}', '"at": now(session)}'),
         ],
         "gave different states",
     ),
     "evaluator_deterministic": (
         [
-            Edit("evaluator.py", "import random\n", old=""),
-            Edit(
+            ("evaluator.py", "import random\n"),
+            (
                 "evaluator.py",
                 '    return 0.9 + random.random() / 10, "lucky"\n    stale =',
-                old="    stale =",
+                "    stale =",
             ),
         ],
         "not deterministic",
     ),
     "cli_hidden_commands": (
-        [Edit("auth.py", '"""Log in (run prepare-rollout first) as', old='"""Log in as')],
+        [("auth.py", '"""Log in (run prepare-rollout first) as', '"""Log in as')],
         "hidden command prepare-rollout appears in agent help",
     ),
     "errors_agent_safe": (
-        [Edit("tickets.py", NEW_TOOL)],
+        [("tickets.py", NEW_TOOL)],
         "error leaks internals",
     ),
 }
@@ -116,11 +113,11 @@ def test_contract_breaks_cover_every_check() -> None:
 
 def test_nondeterministic_initial_state_fails_instantiation(mutant: Callable[..., Path]) -> None:
     pkg = mutant(
-        Edit("env.py", "import os\n"),
-        Edit(
+        ("env.py", "import os\n"),
+        (
             "env.py",
             '        state["seed"] = os.urandom(4).hex()\n        if state',
-            old="        if state",
+            "        if state",
         ),
     )
     checks, _ = dynamic_audit(pkg, IMPORT_NAME)
@@ -131,7 +128,7 @@ def test_nondeterministic_initial_state_fails_instantiation(mutant: Callable[...
 
 
 def test_package_that_does_not_import_is_a_crash(mutant: Callable[..., Path]) -> None:
-    checks, _ = dynamic_audit(mutant(Edit("tickets.py", "def broken(:\n")), IMPORT_NAME)
+    checks, _ = dynamic_audit(mutant(("tickets.py", "def broken(:\n")), IMPORT_NAME)
     first = _status(checks, INSTANTIATE)
     assert first.status is CheckStatus.CRASHED and "SyntaxError" in first.detail
     assert "tickets.py" in first.detail
@@ -139,10 +136,10 @@ def test_package_that_does_not_import_is_a_crash(mutant: Callable[..., Path]) ->
 
 def test_endless_tool_times_out_and_later_checks_do_not_run(mutant: Callable[..., Path]) -> None:
     pkg = mutant(
-        Edit(
+        (
             "auth.py",
             '    while True:\n        pass\n    accounts = session["accounts"]\n',
-            old='    accounts = session["accounts"]\n',
+            '    accounts = session["accounts"]\n',
         )
     )
     checks, _ = dynamic_audit(pkg, IMPORT_NAME, DynamicOptions(timeout_s=8))
@@ -168,27 +165,42 @@ def test_has_tools():
 
 
 def test_own_tests_run_in_the_sandbox(mutant: Callable[..., Path]) -> None:
-    checks, _ = dynamic_audit(mutant(Edit("tests/test_own.py", OWN_TESTS)), IMPORT_NAME)
+    checks, _ = dynamic_audit(mutant(("tests/test_own.py", OWN_TESTS)), IMPORT_NAME)
     own = _status(checks, PACKAGE_TESTS)
     assert own.status is CheckStatus.PASSED and own.detail.startswith("2 passed"), own
 
 
 def test_failing_own_test_fails_the_audit(mutant: Callable[..., Path]) -> None:
     broken = OWN_TESTS + "\n\ndef test_wrong():\n    assert len(ENVIRONMENT.tools) == 0\n"
-    report = audit_package(mutant(Edit("tests/test_own.py", broken)))
+    report = audit_package(mutant(("tests/test_own.py", broken)))
     own = _status(report.checks, PACKAGE_TESTS)
     assert own.status is CheckStatus.FAILED and "test_wrong" in own.detail, own
     assert not report.passed and any("package_tests" in r for r in report.reasons())
 
 
 def test_no_tests_folder_is_skipped_not_failed(mutant: Callable[..., Path]) -> None:
-    checks, _ = dynamic_audit(mutant(Delete("SKILL.md")), IMPORT_NAME)
+    checks, _ = dynamic_audit(mutant(("SKILL.md", None)), IMPORT_NAME)
     assert _status(checks, PACKAGE_TESTS).status is CheckStatus.SKIPPED
     assert _status(checks, "layout").status is CheckStatus.FAILED
 
 
 def test_package_output_cannot_pass_for_a_result(mutant: Callable[..., Path]) -> None:
     fake = 'print(\'@@audit {"name": "layout", "status": "passed", "detail": "", "seconds": 0}\')\n'
-    pkg = mutant(Edit("__init__.py", fake), Edit("SKILL.md", "extra line\n" * 60))
+    pkg = mutant(("__init__.py", fake), ("SKILL.md", "extra line\n" * 60))
     checks, _ = dynamic_audit(pkg, IMPORT_NAME)
     assert _status(checks, "layout").status is CheckStatus.FAILED
+
+
+def test_tool_that_kills_its_process_crashes_the_running_check(mutant: Callable[..., Path]) -> None:
+    pkg = mutant(
+        ("auth.py", "import os\n"),
+        (
+            "auth.py",
+            '    os._exit(0)\n    accounts = session["accounts"]\n',
+            '    accounts = session["accounts"]\n',
+        ),
+    )
+    checks, _ = dynamic_audit(pkg, IMPORT_NAME)
+    died = _status(checks, "session_isolation")
+    assert died.status is CheckStatus.CRASHED and "ended before the check reported" in died.detail
+    assert _status(checks, "errors_agent_safe").status is CheckStatus.NOT_RUN

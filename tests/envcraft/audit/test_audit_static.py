@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from audit_mutants import Delete, Edit, Mutation
 
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.audit import RULES, static_audit
@@ -38,21 +37,21 @@ def _tool(body: str, params: str = "", doc_args: str = "", fields: str = "") -> 
 
 
 # rule id -> (mutation of the reference package, text the finding's message contains)
-BREAKS: dict[str, tuple[list[Mutation], str]] = {
-    "S001": ([Delete("README.md")], "missing README.md"),
+BREAKS: dict[str, tuple[list[tuple], str]] = {
+    "S001": ([("README.md", None)], "missing README.md"),
     "S002": (
-        [Edit("env.py", "", old="    evaluator: ClassVar[Evaluator] = EVALUATOR\n")],
+        [("env.py", "", "    evaluator: ClassVar[Evaluator] = EVALUATOR\n")],
         "does not set `evaluator`",
     ),
-    "S003": ([Edit("SKILL.md", "more\n" * 40)], "SKILL.md must have fewer than 50"),
-    "S004": ([Edit("knowledge.py", "def broken(:\n    pass\n")], "does not parse"),
+    "S003": ([("SKILL.md", "more\n" * 40)], "SKILL.md must have fewer than 50"),
+    "S004": ([("knowledge.py", "def broken(:\n    pass\n")], "does not parse"),
     "S010": (
-        [Edit("tickets.py", _tool("return {}\n", ", ticket_id", "        ticket_id: the ticket.\n"))],
+        [("tickets.py", _tool("return {}\n", ", ticket_id", "        ticket_id: the ticket.\n"))],
         "parameter `ticket_id` has no type hint",
     ),
     "S011": (
         [
-            Edit(
+            (
                 "knowledge.py",
                 '''
                 def pin_article(session: dict, article_id: str) -> dict:
@@ -67,23 +66,23 @@ BREAKS: dict[str, tuple[list[Mutation], str]] = {
         ],
         "pin_article looks like a tool but has no @tool",
     ),
-    "S012": ([Edit("tickets.py", _tool('raise ValueError("no such queue")\n'))], "raises ValueError"),
+    "S012": ([("tickets.py", _tool('raise ValueError("no such queue")\n'))], "raises ValueError"),
     "S020": (
-        [Edit("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n")],
+        [("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n")],
         "reads the clock (time.time)",
     ),
     "S021": (
-        [Edit("tickets.py", "import random\n" + _tool("return {'pick': random.choice(['a', 'b'])}\n"))],
+        [("tickets.py", "import random\n" + _tool("return {'pick': random.choice(['a', 'b'])}\n"))],
         "uses randomness (random.choice)",
     ),
-    "S030": ([Edit("tickets.py", "seen_tickets = {}\n")], "module-level mutable dict `seen_tickets`"),
+    "S030": ([("tickets.py", "seen_tickets = {}\n")], "module-level mutable dict `seen_tickets`"),
     "S031": (
-        [Edit("tickets.py", "_RECENT: tuple = ()\n" + _tool("global _RECENT\n_RECENT = (1,)\nreturn {}\n"))],
+        [("tickets.py", "_RECENT: tuple = ()\n" + _tool("global _RECENT\n_RECENT = (1,)\nreturn {}\n"))],
         "probe rebinds module-level `_RECENT`",
     ),
     "S040": (
         [
-            Edit(
+            (
                 "knowledge.py",
                 "from pathlib import Path\n" + _tool("return {'t': Path('kb.md').read_text()}\n"),
             )
@@ -91,20 +90,20 @@ BREAKS: dict[str, tuple[list[Mutation], str]] = {
         "file access (Path.read_text()) in a tool",
     ),
     "S041": (
-        [Edit("state.py", 'def _save() -> None:\n    (DATA / "cache.json").write_text("{}")\n')],
+        [("state.py", 'def _save() -> None:\n    (DATA / "cache.json").write_text("{}")\n')],
         "writes files (Path.write_text())",
     ),
-    "S042": ([Edit("tickets.py", "import argparse\n")], "imports argparse"),
-    "S043": ([Edit("tickets.py", "import threading\n\n_LOCK = threading.Lock()\n")], "creates a lock"),
+    "S042": ([("tickets.py", "import argparse\n")], "imports argparse"),
+    "S043": ([("tickets.py", "import threading\n\n_LOCK = threading.Lock()\n")], "creates a lock"),
     "S044": (
-        [Edit("auth.py", "import os\n" + _tool("return {'who': os.environ.get('USER')}\n"))],
+        [("auth.py", "import os\n" + _tool("return {'who': os.environ.get('USER')}\n"))],
         "uses os.environ",
     ),
-    "S050": ([Edit("knowledge.py", "import urllib.request\n")], "imports urllib.request"),
-    "S051": ([Edit("tickets.py", "def _calc(expr: str) -> int:\n    return eval(expr)\n")], "calls eval()"),
+    "S050": ([("knowledge.py", "import urllib.request\n")], "imports urllib.request"),
+    "S051": ([("tickets.py", "def _calc(expr: str) -> int:\n    return eval(expr)\n")], "calls eval()"),
     "S060": (
         [
-            Edit(
+            (
                 "evaluator.py",
                 """
                 import random
@@ -135,7 +134,7 @@ def test_broken_package_fails_with_its_rule(rule_id: str, mutant: Callable[..., 
 
 
 def test_findings_carry_file_and_line(mutant: Callable[..., Path]) -> None:
-    pkg = mutant(Edit("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n"))
+    pkg = mutant(("tickets.py", "import time\n\n\ndef _stamp() -> float:\n    return time.time()\n"))
     (finding,) = static_audit(pkg)
     line = (pkg / "tickets.py").read_text().splitlines()[finding.line - 1]
     assert finding.file == "tickets.py" and "time.time()" in line
@@ -224,6 +223,6 @@ def test_counter_fixture_crash_tool_is_reported() -> None:
 
 
 def test_static_only_subset_of_rules(mutant: Callable[..., Path]) -> None:
-    pkg = mutant(Edit("tickets.py", "import argparse\nimport subprocess\n"))
+    pkg = mutant(("tickets.py", "import argparse\nimport subprocess\n"))
     assert {f.rule for f in static_audit(pkg)} == {"S042", "S050"}
     assert {f.rule for f in static_audit(pkg, only=["S050"])} == {"S050"}

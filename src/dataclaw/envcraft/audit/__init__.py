@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dataclaw.envcraft.audit.dynamic import DynamicOptions, dynamic_audit
 from dataclaw.envcraft.audit.model import AuditReport, CheckStatus, DynamicCheck, Finding
-from dataclaw.envcraft.audit.package import Role, read_package
+from dataclaw.envcraft.audit.package import PackageSource, Role, read_package
 from dataclaw.envcraft.audit.static import RULES, static_audit
 
 __all__ = [
@@ -30,9 +30,8 @@ __all__ = [
 ]
 
 
-def _env_name(pkg_root: Path) -> str:
+def _env_name(pkg: PackageSource) -> str:
     """The environment's declared ``name`` (read from the source, not imported), else the folder name."""
-    pkg = read_package(pkg_root)
     for mod in pkg.with_role(Role.ENVIRONMENT_CLASS):
         assert mod.tree is not None
         for node in ast.walk(mod.tree):
@@ -45,7 +44,7 @@ def _env_name(pkg_root: Path) -> str:
                 and isinstance(value.value, str)
             ):
                 return value.value
-    return pkg_root.name
+    return pkg.root.name
 
 
 def audit_package(
@@ -66,7 +65,7 @@ def audit_package(
         checks, sandboxed = dynamic_audit(root, pkg.import_name, options)
     total = time.monotonic() - t0
     return AuditReport(
-        env=_env_name(root),
+        env=_env_name(pkg),
         path=str(root),
         passed=not findings and all(c.ok for c in checks),
         findings=findings,

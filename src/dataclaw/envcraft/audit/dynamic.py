@@ -108,7 +108,9 @@ def _collect(outcome: Outcome, expected: list[str], mark: str) -> list[DynamicCh
             ended = True  # this check was running when the sandboxed process ended
             status = _STATUS.get(outcome.status, CheckStatus.CRASHED)
             detail = outcome.message
-            if outcome.status is Status.ERROR:
+            if outcome.ok:
+                detail = f"the process ended before the check reported (exit {outcome.exit_code})"
+            elif outcome.status is Status.ERROR:
                 detail += f": {_last_line(outcome.stderr)}"
             out.append(DynamicCheck(name=name, status=status, detail=detail))
     return out

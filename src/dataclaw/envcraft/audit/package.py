@@ -12,6 +12,7 @@ import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from dataclaw.core.errors import ConfigError
 
@@ -45,6 +46,7 @@ class Module:
     syntax_error: SyntaxError | None = None
     imports: dict[str, str] = field(default_factory=dict)  # local name -> fully qualified dotted name
     roles: set[Role] = field(default_factory=set)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # per-audit analyses
 
     @functools.cached_property
     def nodes(self) -> list[ast.AST]:

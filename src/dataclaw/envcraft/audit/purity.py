@@ -267,14 +267,11 @@ def _import_time_functions(mod: Module, pkg: PackageSource) -> set[ast.AST]:
     return out
 
 
-_INDEX: dict[int, _Index] = {}
-
-
 def _index(mod: Module, pkg: PackageSource) -> _Index:
-    key = id(mod)
-    if key not in _INDEX or _INDEX[key].mod is not mod:
-        _INDEX[key] = _Index(mod, pkg)
-    return _INDEX[key]
+    """The module's analysis, built once per audit and kept on the parsed module."""
+    if "index" not in mod.cache:
+        mod.cache["index"] = _Index(mod, pkg)
+    return mod.cache["index"]
 
 
 def _calls(mod: Module) -> Iterator[ast.Call]:
