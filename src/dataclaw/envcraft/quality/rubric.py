@@ -69,7 +69,7 @@ Dimension 3 - Data Consistency & Syntactic Cleanliness
 
 Return only the JSON object: an evidence-based analysis per dimension, the three scores, and is_qualified."""
 
-_MAX_CODE_CHARS = 24_000
+_MAX_CODE_CHARS = 40_000
 _MAX_STATE_CHARS = 12_000
 
 
@@ -114,7 +114,9 @@ def _env_source(task: dict[str, Any]) -> str:
 
     env_cls = load_env(task["env"], task.get("env_module"))
     folder = Path(env_cls.package_dir())
-    parts = [f"# {p.name}\n{p.read_text(encoding='utf-8')}" for p in sorted(folder.glob("*.py"))]
+    infra = {"__init__.py", "__main__.py", "env.py", "evaluator.py", "state.py"}
+    files = sorted(folder.glob("*.py"), key=lambda p: (p.name in infra, p.name))
+    parts = [f"# {p.name}\n{p.read_text(encoding='utf-8')}" for p in files]
     return _clip("\n\n".join(parts), _MAX_CODE_CHARS)
 
 
