@@ -138,7 +138,8 @@ def test_repair_replaces_a_crashing_verifier_and_reaudits_it() -> None:
         server.enqueue(
             Reply.json(
                 {
-                    "verify_workplace_py": "import sys\nraise SystemExit('still broken: ' + 'x' * 60)  # a second try"
+                    "verify_workplace_py": "import sys\n"
+                    "raise SystemExit('still broken: ' + 'x' * 60)  # a second try"
                 }
             )
         )
@@ -180,7 +181,8 @@ def test_a_tool_task_verifier_repair_must_pass_the_gold_chain() -> None:
 
 def _four_files(task: WorkspaceTask, task_id: str) -> dict:
     return {
-        "task_yaml": f"id: {task_id}\nprompt: tasks/prompts/{task_id}.md\nasset: {task_id}\nruntime:\n  max_turns: 32\n",
+        "task_yaml": f"id: {task_id}\nprompt: tasks/prompts/{task_id}.md\nasset: {task_id}\n"
+        "runtime:\n  max_turns: 32\n",
         "prompt_md": task.prompt,
         "env_builder_py": task.builder,
         "verify_workplace_py": task.verifier,
