@@ -93,8 +93,6 @@ def finding(rule_id: str, file: str, line: int, message: str) -> Finding:
 
 def static_audit(package: str | Path | PackageSource, *, only: list[str] | None = None) -> list[Finding]:
     """Run every registered rule (or ``only`` those ids) over a package folder; findings sorted by place."""
-    from dataclaw.envcraft.audit import purity  # noqa: F401 - registers the code-level rules
-
     pkg = package if isinstance(package, PackageSource) else read_package(package)
     out: list[Finding] = []
     for rule_id in sorted(RULES):
@@ -446,3 +444,7 @@ def _unsafe_errors(pkg: PackageSource) -> Iterator[Finding]:
                     )
                 elif isinstance(node, ast.Name) and node.id == "__file__":
                     yield finding("S012", mod.rel, node.lineno, f"tool {fn.name} uses __file__ (a host path)")
+
+
+# the code-level rules (S020-S060) register themselves on import; kept last so they see `rule`/`finding`
+from dataclaw.envcraft.audit import purity  # noqa: E402, F401
