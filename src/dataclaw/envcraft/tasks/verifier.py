@@ -119,32 +119,51 @@ def _volatile(key: str, value: Any) -> bool:
     return bool(_VOLATILE_KEY.search(key)) or (isinstance(value, str) and bool(_ISO_TIME.match(value)))
 
 
-def _stable_fields(entity: dict[str, Any], exclude_value: Any = _MISSING) -> dict[str, Any]:
-    """Scalar fields of a new entity that any correct solution reproduces (no clock, no generated id)."""
+def _stable_fields(
+    entity: dict[str, Any], known: frozenset[str], exclude_value: Any = _MISSING
+) -> dict[str, Any]:
+    """Scalar fields of a new entity that any correct solution reproduces: no clock values, and no ids
+    the run generated (an id-like value that the initial state and the user never named)."""
+
+    def generated(k: str, v: Any) -> bool:
+        return (k == "id" or k.endswith("_id")) and isinstance(v, str) and v not in known
+
     return {
         k: v
         for k, v in entity.items()
         if isinstance(v, str | int | float | bool)
         and not _volatile(k, v)
         and v != exclude_value
-        and not (k.endswith("_id") and k != "id" and isinstance(v, str) and v == exclude_value)
-        and k != "id"
+        and not generated(k, v)
     }
 
 
-def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], named: frozenset[str]) -> None:
+def _scalars(value: Any, out: set[str]) -> set[str]:
+    if isinstance(value, dict):
+        out.update(k for k in value)
+        for v in value.values():
+            _scalars(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _scalars(v, out)
+    elif isinstance(value, str):
+        out.add(value)
+    return out
+
+
+def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], known: frozenset[str]) -> None:
     if a == b:
         return
     if isinstance(a, dict) and isinstance(b, dict):
         for key in b:
             if key in a:
                 if not _volatile(key, b[key]):
-                    _diff(a[key], b[key], [*path, key], out, named)
-            elif isinstance(b[key], dict) and key in named:  # an id the user chose: its path is stable
+                    _diff(a[key], b[key], [*path, key], out, known)
+            elif isinstance(b[key], dict) and key in known:  # an id the user chose: its path is stable
                 out.append({"path": _pointer([*path, key]), "op": "exists", "why": "created"})
-                _diff({}, b[key], [*path, key], out, named)
+                _diff({}, b[key], [*path, key], out, known)
             elif isinstance(b[key], dict):  # a generated id: find the entity by its content instead
-                fields = _stable_fields(b[key], exclude_value=key)
+                fields = _stable_fields(b[key], known, exclude_value=key)
                 if fields:
                     out.append({"path": _pointer(path), "op": "match", "value": fields, "why": "created"})
             elif not _volatile(key, b[key]):
@@ -154,14 +173,14 @@ def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], named: fro
                 out.append({"path": _pointer([*path, key]), "op": "absent", "why": "removed"})
         return
     if isinstance(b, dict):  # a dict appeared where there was none (or a scalar): compare its fields
-        _diff({}, b, path, out, named)
+        _diff({}, b, path, out, known)
         return
     if isinstance(a, list) and isinstance(b, list) and all(isinstance(x, dict) for x in b):
         new = [x for x in b if x not in a]
         if len(b) > len(a):
             out.append({"path": _pointer(path), "op": "count_gte", "value": len(b), "why": "appended"})
         for item in new:
-            fields = _stable_fields(item)
+            fields = _stable_fields(item, known)
             if fields:
                 out.append({"path": _pointer(path), "op": "match", "value": fields, "why": "appended"})
         return
@@ -180,9 +199,10 @@ def derive_verifier(
     write tools' declared fields, minus runtime bookkeeping). ``named_ids``: ids the user states (a new
     entity under such a key is asserted at its path; others are found by content)."""
     out: list[dict[str, Any]] = []
-    named = frozenset(named_ids)
+    # values an agent can know without the gold run: what the initial state holds and the user names
+    known = frozenset(_scalars(initial, set(named_ids)))
     for f in sorted(set(fields) - SKIP_FIELDS):
-        _diff(initial.get(f), final.get(f), [f], out, named)
+        _diff(initial.get(f), final.get(f), [f], out, known)
     # keep the strongest evidence first: entity-level changes, then logs
     order = {"changed": 0, "set": 0, "created": 1, "removed": 1, "appended": 2}
     out.sort(key=lambda x: order.get(x.get("why", ""), 3))
