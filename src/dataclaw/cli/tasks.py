@@ -117,3 +117,183 @@ def _reasons(store: object, stage: str, ids: set[str]) -> dict[str, int]:
         if r["record_id"] in ids:
             out[r["reason"]] = out.get(r["reason"], 0) + 1
     return out
+
+
+# ---- quality and rollouts: audit | calibrate | rollout --------------------------------------------------
+
+_TASKS_HELP = "tasks.jsonl, a run directory holding one, or a folder of claw tasks (tasks/<id>.yaml …)."
+
+
+def _rollout_config(max_turns: int, timeout: float, max_tokens: int, strict: bool) -> object:
+    from dataclaw.envcraft.rollout import RolloutConfig
+
+    try:
+        return RolloutConfig(
+            max_turns=max_turns, timeout_s=timeout, max_tokens=max_tokens, strict_tool_calls=strict
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _rollout_table(title: str, s: dict) -> None:
+    table = Table(title=title)
+    for col in ("tasks", "rollouts", "mean reward", "full reward", "defects", "errors", "stop reasons"):
+        table.add_column(col)
+    fmt = lambda d: ", ".join(f"{k}={v}" for k, v in sorted(d.items())) or "-"  # noqa: E731
+    table.add_row(
+        str(s["tasks"]), str(s["rollouts"]), str(s["mean_reward"]), str(s["full_reward"]),
+        str(s["defects"]), fmt(s["errors"]), fmt(s["stop_reasons"]),
+    )  # fmt: skip
+    console.print(table)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+@app.command("audit")
+def audit(
+    tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Run directory (default: a temp dir).")
+    ] = None,
+    floor: Annotated[float, typer.Option(help="Highest score allowed on the untouched workspace.")] = 0.0,
+    model: Annotated[str | None, typer.Option(help="Also score every task with the LLM rubric.")] = None,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when any task fails.")] = False,
+) -> None:
+    """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), any task by the LLM rubric."""
+    import asyncio
+    import tempfile
+
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.quality.runs import audit_claw_tasks, load_task_source, rubric_tasks
+
+    loaded = load_task_source(tasks)
+    run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
+    failed = 0
+    with RunStore(run) as store:
+        with progress_bar("audit") as bar:
+            rows = audit_claw_tasks(loaded, store, floor=floor, progress=bar)
+        if rows:
+            table = Table(title=f"claw task audit (floor {floor:g})", show_lines=True)
+            for col in ("task", "verdict", "untouched", "solution", "failed checks"):
+                table.add_column(col)
+            for r in rows:
+                why = "\n".join(
+                    f"{c['name']} [{c['reason']}]: {c['message']}" for c in r["checks"] if not c["passed"]
+                )
+                table.add_row(
+                    r["id"], "pass" if r["passed"] else ("DEFECT" if r.get("defect") else "FAIL"),
+                    _num(r.get("untouched_score")), _num(r.get("solved_score")), why or "-",
+                )  # fmt: skip
+            console.print(table)
+            failed += sum(not r["passed"] for r in rows)
+        if model:
+            from dataclaw.models import get_model
+
+            chat = get_model(model, cache=run / "model_cache.sqlite")
+            with progress_bar("rubric") as bar:
+                verdicts = asyncio.run(rubric_tasks(chat, loaded.tasks, store, progress=bar))
+            kept = sum(v["qualified"] for v in verdicts)
+            _summary(
+                [("rubric", len(loaded.tasks), kept, _reasons(store, "rubric", {v["id"] for v in verdicts}))]
+            )
+            failed += len(loaded.tasks) - kept
+        store.update_manifest(audit={"source": str(tasks), "floor": floor, "model": model})
+    passed = len(rows) - sum(not r["passed"] for r in rows)
+    _summary([("claw_audit", len(rows), passed, _reasons(store, "claw_audit", {r["id"] for r in rows}))])
+    console.print(f"records in {run}")
+    if strict and failed:
+        raise typer.Exit(1)
+
+
+@app.command("rollout")
+def rollout(
+    tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (reruns resume).")],
+    model: Annotated[str, typer.Option(help="Agent model (any OpenAI-compatible tool-calling model).")],
+    samples: Annotated[int, typer.Option("-n", help="Rollouts per task.")] = 1,
+    max_turns: Annotated[int, typer.Option(help="Model turns per rollout.")] = 32,
+    timeout: Annotated[float, typer.Option(help="Wall-clock seconds per rollout.")] = 300.0,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per model answer.")] = 1024,
+    concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    strict_calls: Annotated[bool, typer.Option(help="An invalid tool call ends the rollout.")] = False,
+) -> None:
+    """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``."""
+    import asyncio
+
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.quality.runs import load_task_source, rollout_summary, rollout_tasks
+    from dataclaw.models import get_model
+
+    if samples < 1:
+        raise ConfigError(f"-n must be at least 1, got {samples}")
+    config = _rollout_config(max_turns, timeout, max_tokens, strict_calls)
+    loaded = load_task_source(tasks, limit)
+    with RunStore(out) as store:
+        chat = get_model(model, cache=out / "model_cache.sqlite")
+        with progress_bar("rollouts") as bar:
+            recs = asyncio.run(
+                rollout_tasks(
+                    chat, loaded.tasks, store, config, samples=samples, concurrency=concurrency, progress=bar
+                )
+            )
+        summary = rollout_summary(recs)
+        store.update_manifest(rollout={"model": model, "samples": samples, "summary": summary})
+    _rollout_table("rollouts", summary)
+
+
+@app.command("calibrate")
+def calibrate(
+    tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (reruns resume).")],
+    model: Annotated[str, typer.Option(help="Calibration model (the paper uses one strong open model).")],
+    k: Annotated[int, typer.Option("-k", help="Rollouts per task.")] = 8,
+    threshold: Annotated[float, typer.Option(help="Reward that counts as success (claw: full score).")] = 1.0,
+    repair_model: Annotated[
+        str | None, typer.Option(help="Model that rewrites failing verifiers (≤ 2 tries).")
+    ] = None,
+    max_turns: Annotated[int, typer.Option(help="Model turns per rollout.")] = 32,
+    timeout: Annotated[float, typer.Option(help="Wall-clock seconds per rollout.")] = 300.0,
+    concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+) -> None:
+    """Difficulty calibration: k rollouts per task, keep 0 < p < 1; verifier failures go to repair."""
+    import asyncio
+
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.quality import CalibrationConfig
+    from dataclaw.envcraft.quality.runs import calibrate_tasks, load_task_source, rollout_summary
+    from dataclaw.models import get_model
+
+    try:
+        cal_config = CalibrationConfig(k=k, success_threshold=threshold, concurrency=concurrency)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    config = _rollout_config(max_turns, timeout, 1024, False)
+    loaded = load_task_source(tasks, limit)
+    with RunStore(out) as store:
+        chat = get_model(model, cache=out / "model_cache.sqlite")
+        fixer = get_model(repair_model, cache=out / "model_cache.sqlite") if repair_model else None
+        with progress_bar("calibration rollouts") as bar:
+            rows = asyncio.run(
+                calibrate_tasks(
+                    chat, loaded.tasks, store, cal_config, config, repair_model=fixer, progress=bar
+                )
+            )
+        summary = rollout_summary([r for r in store.records("rollouts")])
+        store.update_manifest(calibrate={"model": model, "k": k, "threshold": threshold})
+    _rollout_table("calibration rollouts", summary)
+    kept = sum(r["verdict"] == "keep" for r in rows)
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r["verdict"] != "keep":
+            reasons[r["verdict"]] = reasons.get(r["verdict"], 0) + 1
+    repaired = sum(1 for r in rows if (r.get("repair") or {}).get("ok"))
+    if repaired:
+        reasons["repaired (see repaired_tasks.jsonl)"] = repaired
+    _summary([("calibration", len(rows), kept, reasons)])

@@ -1,0 +1,283 @@
+"""Resumable runs behind ``dataclaw tasks audit|calibrate|rollout``: tasks in, JSONL records out.
+
+Tasks come from a ``tasks.jsonl`` (tool tasks, or claw task records) or from a folder in the four-file
+layout (claw workspace tasks made here or elsewhere). Every output record has a deterministic id, so a
+rerun into the same run directory skips what is done: audits per task, rollouts per (task, model, sample),
+calibrations per task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dataclaw.core.errors import ConfigError, Reject
+from dataclaw.core.store import RunStore
+from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollout
+from dataclaw.envcraft.rollout.loop import rollout_id
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class LoadedTasks:
+    tasks: list[Any]
+    """Tool task records (dicts) and :class:`WorkspaceTask` objects."""
+    broken: list[Any] = field(default_factory=list)
+    """:class:`LayoutError` of folder entries that are not loadable tasks."""
+
+
+def load_task_source(path: Path, limit: int | None = None) -> LoadedTasks:
+    """A ``tasks.jsonl``, a run directory holding one, or a four-file task folder."""
+    from dataclaw.envcraft.tasks.workspace import LayoutError, WorkspaceTask, load_tasks
+
+    if path.is_dir() and (path / "tasks").is_dir():
+        loaded = load_tasks(path)
+        ok = [t for t in loaded if isinstance(t, WorkspaceTask)]
+        return LoadedTasks(ok[:limit], [t for t in loaded if isinstance(t, LayoutError)])
+    file = path / "tasks.jsonl" if path.is_dir() else path
+    if not file.is_file():
+        raise ConfigError(f"{path}: expected tasks.jsonl, a run directory holding one, or a tasks/ folder")
+    out = []
+    with file.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except ValueError as exc:
+                    raise ConfigError(f"{file}: line {n} is not JSON ({exc})") from None
+                if not isinstance(rec, dict) or "id" not in rec:
+                    raise ConfigError(f"{file}: line {n} is not a task record (no id)")
+                out.append(WorkspaceTask.from_record(rec) if rec.get("kind") == "claw_workspace" else rec)
+    return LoadedTasks(out[:limit])
+
+
+def task_id(task: Any) -> str:
+    return task.task_id if hasattr(task, "task_id") else str(task["id"])
+
+
+# ---- audit -------------------------------------------------------------------------------------------
+
+
+def audit_claw_tasks(
+    loaded: LoadedTasks, store: RunStore, *, floor: float = 0.0, progress: Progress | None = None
+) -> list[dict[str, Any]]:
+    """Code audit of each claw task → ``claw_audit.jsonl`` (all reports) and a reject per failed task."""
+    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.workspace_audit import audit_task
+
+    out = store.stage("claw_audit")
+    done = {r["id"]: r for r in out.read()}
+    rows = []
+    for err in loaded.broken:
+        rec = {"id": err.task_id, "passed": False, "defect": False, "layout": str(err.reason), "checks": []}
+        rec["checks"] = [
+            {"name": "layout", "passed": False, "reason": str(err.reason), "message": err.message}
+        ]
+        rows.append(rec)
+        store.reject(Reject(id=err.task_id, stage="claw_audit", reason=str(err.reason), message=err.message))
+    claw = [t for t in loaded.tasks if isinstance(t, WorkspaceTask)]
+    for i, task in enumerate(claw):
+        rec = done.get(task.task_id)
+        if rec is None or rec.get("floor") != floor:
+            rec = {**audit_task(task, floor=floor).to_record(), "floor": floor}
+            if task.task_id not in done:
+                out.append(rec)
+            if not rec["passed"]:
+                first = next(c for c in rec["checks"] if not c["passed"])
+                store.reject(
+                    Reject(
+                        id=task.task_id,
+                        stage="claw_audit",
+                        reason=str(first["reason"]),
+                        message=first["message"],
+                        detail={"failed": [c for c in rec["checks"] if not c["passed"]]},
+                    )
+                )
+        rows.append(rec)
+        if progress:
+            progress(i + 1, len(claw))
+    return rows
+
+
+async def rubric_tasks(
+    model: Any, tasks: list[Any], store: RunStore, progress: Progress | None = None
+) -> list[dict[str, Any]]:
+    """LLM rubric per task → ``rubric.jsonl``; tasks failing the Eq. 5 gate are rejected."""
+    from dataclaw.envcraft.quality.rubric import inspect_task
+    from dataclaw.models import ModelError
+
+    out = store.stage("rubric")
+    done = {r["id"]: r for r in out.read()}
+    rows = []
+    for i, task in enumerate(tasks):
+        tid = task_id(task)
+        if tid not in done:
+            try:
+                rec = (await inspect_task(model, task)).to_record()
+            except ModelError as exc:
+                store.reject(Reject(id=tid, stage="rubric", reason="model_error", message=str(exc)[:300]))
+                continue
+            out.append(rec)
+            if not rec["qualified"]:
+                store.reject(
+                    Reject(id=tid, stage="rubric", reason="rubric_gate", message=json.dumps(rec["scores"]))
+                )
+            done[tid] = rec
+        rows.append(done[tid])
+        if progress:
+            progress(i + 1, len(tasks))
+    return rows
+
+
+# ---- rollouts ------------------------------------------------------------------------------------------
+
+
+async def rollout_tasks(
+    model: Any,
+    tasks: list[Any],
+    store: RunStore,
+    config: RolloutConfig,
+    *,
+    samples: int = 1,
+    concurrency: int = 8,
+    seeds: Callable[[int], int | None] = lambda j: None,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun."""
+    out = store.stage("rollouts")
+    have = {r["id"]: r for r in out.read()}
+    todo = [
+        (t, j) for t in tasks for j in range(samples) if rollout_id(task_id(t), model.model_id, j) not in have
+    ]
+    sem = asyncio.Semaphore(max(1, concurrency))
+    finished = 0
+
+    async def one(task: Any, j: int) -> None:
+        nonlocal finished
+        async with sem:
+            harness = harness_for(task)
+            rc = _task_limits(task, config)
+            traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j))
+        rec = traj.to_record()
+        out.append(rec)
+        have[rec["id"]] = rec
+        finished += 1
+        if progress:
+            progress(finished, len(todo))
+
+    if progress:
+        progress(0, len(todo))
+    await asyncio.gather(*(one(t, j) for t, j in todo))
+    wanted = {rollout_id(task_id(t), model.model_id, j) for t in tasks for j in range(samples)}
+    return [r for rid, r in have.items() if rid in wanted]
+
+
+def _task_limits(task: Any, config: RolloutConfig) -> RolloutConfig:
+    """A claw task's yaml runtime may lower the turn and time budget."""
+    from dataclasses import replace
+
+    turns, timeout = getattr(task, "max_turns", None), getattr(task, "timeout_s", None)
+    return replace(
+        config,
+        max_turns=min(config.max_turns, turns) if turns else config.max_turns,
+        timeout_s=min(config.timeout_s, timeout) if timeout else config.timeout_s,
+    )
+
+
+def trajectories_of(records: list[dict[str, Any]], tid: str) -> list[Trajectory]:
+    """Rebuild the judging view (reward, error, defect) of stored trajectories of one task."""
+    out = []
+    for r in records:
+        if r["task_id"] == tid:
+            t = Trajectory(id=r["id"], task_id=tid, kind=r["kind"], model=r["model"], sample=r["sample"])
+            t.reward, t.error, t.defect = r["reward"], r["error"], r["defect"]
+            out.append(t)
+    return out
+
+
+def rollout_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts for the summary table."""
+    errors = Counter(r["error"]["boundary"] for r in records if r.get("error"))
+    rewards = [r["reward"] for r in records]
+    return {
+        "rollouts": len(records),
+        "tasks": len({r["task_id"] for r in records}),
+        "mean_reward": round(sum(rewards) / len(rewards), 4) if rewards else None,
+        "full_reward": sum(1 for x in rewards if x >= 1.0),
+        "defects": sum(1 for r in records if r.get("defect")),
+        "errors": dict(errors),
+        "stop_reasons": dict(Counter(r["stop_reason"] for r in records)),
+        "mean_turns": round(sum(r["turns"] for r in records) / len(records), 2) if records else None,
+    }
+
+
+# ---- calibration ---------------------------------------------------------------------------------------
+
+
+async def calibrate_tasks(
+    model: Any,
+    tasks: list[Any],
+    store: RunStore,
+    config: Any,
+    rollout: RolloutConfig,
+    *,
+    repair_model: Any = None,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """k seeded rollouts per task (``rollouts.jsonl``) → verdict per task (``calibration.jsonl``); kept
+    tasks are copied to ``calibrated_tasks.jsonl``. Verifier defects go to repair (≤ 2 attempts) when a
+    ``repair_model`` is given: repaired tasks land in ``repaired_tasks.jsonl`` (calibrate those in a new
+    run)."""
+    from dataclasses import replace
+
+    from dataclaw.envcraft.quality.calibrate import CalibrationVerdict, audit_verifier, judge, repair_verifier
+
+    rc = replace(rollout, temperature=config.temperature, top_p=config.top_p)
+    records = await rollout_tasks(
+        model,
+        tasks,
+        store,
+        rc,
+        samples=config.k,
+        concurrency=config.concurrency,
+        seeds=lambda j: config.base_seed + j,
+        progress=progress,
+    )
+    out, kept, repaired = (
+        store.stage("calibration"),
+        store.stage("calibrated_tasks"),
+        store.stage("repaired_tasks"),
+    )
+    rows = []
+    for task in tasks:
+        tid = task_id(task)
+        cal = judge(tid, trajectories_of(records, tid), config.success_threshold)
+        rec = cal.to_record()
+        if cal.verdict is CalibrationVerdict.KEEP:
+            kept.append(_task_record(task))
+        elif cal.verdict is CalibrationVerdict.DEFECT and repair_model is not None and tid not in repaired:
+            result = await repair_verifier(
+                repair_model, task, cal.defect_problem or "verifier failed", audit_verifier
+            )
+            rec["repair"] = {
+                "attempts": result.attempts,
+                "history": result.history,
+                "ok": result.task is not None,
+            }
+            if result.task is not None:
+                repaired.append(_task_record(result.task))
+        if rec["verdict"] != CalibrationVerdict.KEEP:
+            store.reject(Reject(id=tid, stage="calibration", reason=rec["verdict"], message=f"p={rec['p']}"))
+        out.append(rec)
+        rows.append(rec)
+    return rows
+
+
+def _task_record(task: Any) -> dict[str, Any]:
+    return task.to_record() if hasattr(task, "to_record") else task
