@@ -200,3 +200,39 @@ def audit(
         write_json(reports, json_out)
     if not all(r.passed for r in reports):
         raise SystemExit(1)
+
+
+@app.command()
+def graph(
+    name: str = typer.Argument(..., help="Archetype name, import name, package folder or node-link JSON."),
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write node-link JSON here.")] = None,
+    as_json: bool = typer.Option(False, "--json", help="Print the node-link JSON instead of a table."),
+    model: Annotated[
+        str | None, typer.Option(help="Also add model-proposed (llm_weak) edges from this model.")
+    ] = None,
+) -> None:
+    """Tool dependency graph of an environment (tiered edges, read/write tools), EnvCraft §4.1."""
+    import asyncio
+
+    from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
+    from dataclaw.envcraft.graph.propose import propose_tool_edges
+
+    tg = load_tool_graph(name) if name.endswith(".json") else build_tool_graph(_package(name))
+    if model is not None:
+        from dataclaw.models import get_model
+
+        counts = asyncio.run(propose_tool_edges(tg, get_model(model)))
+        typer.echo(f"model edges: {counts['added']} added, {counts['dropped']} dropped", err=True)
+    if out is not None:
+        tg.save(out)
+        typer.echo(f"wrote {out}")
+    if as_json:
+        _echo_json(tg.to_json())
+        return
+    table = Table(title=f"{tg.env}: {tg.stats()['tools']} tools, {tg.graph.number_of_edges()} edges")
+    for col in ("source", "target", "tier", "weight", "relationship"):
+        table.add_column(col)
+    for a, b, d in sorted(tg.graph.edges(data=True), key=lambda e: (-e[2]["weight"], e[0], e[1])):
+        role = "w" if tg.is_write(b) else "r"
+        table.add_row(a, f"{b} ({role})", d.get("tier", ""), str(d["weight"]), str(d.get("relationship", "")))
+    Console().print(table)
