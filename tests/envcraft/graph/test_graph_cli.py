@@ -13,7 +13,8 @@ from support.openai_server import OpenAIServer, Reply
 def test_env_graph_exports_node_link_json(tmp_path: Path, capsys) -> None:
     out = tmp_path / "ts.json"
     assert _run(["env", "graph", "temporal_scheduling", "--out", str(out)]) == 0
-    assert "resolve_conflict (w)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "resolve_conflict" in printed and "dataflow" in printed
     tg = load_tool_graph(out)
     assert tg.env == "temporal_scheduling" and "resolve_conflict" in tg.write_tools()
 
