@@ -53,6 +53,9 @@ def sample(
     min_len: Annotated[int, typer.Option(help="Shortest chain.")] = 2,
     max_len: Annotated[int, typer.Option(help="Longest single-environment chain.")] = 6,
     cross_env: Annotated[float, typer.Option(help="Fraction of cross-environment chains.")] = 0.0,
+    model: Annotated[
+        str | None, typer.Option(help="Add model-proposed (llm_weak) edges to each graph first.")
+    ] = None,
 ) -> None:
     """Sample tool chains (weighted random walks ending with a write tool) into ``chains.jsonl``."""
     from dataclaw.core.store import RunStore
@@ -62,6 +65,16 @@ def sample(
     if n < 1:
         raise ConfigError(f"-n must be at least 1, got {n}")
     graphs = _graphs(envs or [], graph_files or [])
+    if model is not None:
+        import asyncio
+
+        from dataclaw.envcraft.graph.propose import propose_tool_edges
+        from dataclaw.models import get_model
+
+        chat = get_model(model)
+        for tg in graphs:
+            counts = asyncio.run(propose_tool_edges(tg, chat))
+            console.print(f"{tg.env}: {counts['added']} model edges added, {counts['dropped']} dropped")
     env_graph = build_env_graph(graphs) if cross_env > 0 else None
     sampler = ChainSampler(graphs, env_graph)
     chains = sampler.sample(n, seed, cross_env_fraction=cross_env, min_len=min_len, max_len=max_len)
