@@ -177,7 +177,6 @@ def stream_view(stream: Stream) -> StreamView:
         duration=stream.duration,
         camera=camera,
         instruction=stream.task or stream.metadata.get("instruction"),
-        steps=len(cam.images) if cam is not None and cam.kind == "images" else 0,
         document=next((c.path for c in stream.cameras.values() if c.kind == "pdf" and c.path), None),
         metadata=stream.metadata,
     )

@@ -96,7 +96,6 @@ class StreamView:
     duration: float | None = None
     camera: str | None = None
     instruction: str | None = None
-    steps: int = 0
     document: str | None = None
     """slide PDF of a lecture, if any"""
     metadata: dict[str, Any] = field(default_factory=dict)
