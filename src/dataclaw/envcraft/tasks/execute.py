@@ -168,65 +168,39 @@ def ground_chain(
     seed: int,
     *,
     scenario_id: str | None = None,
+    max_scenarios: int = 3,
     attempts: int = 6,
     prefer_derived: float = 0.85,
 ) -> dict[str, Any]:
-    """Execute ``steps`` in a fresh in-process session of ``env_cls``; return the grounded chain
+    """Execute ``steps`` in a fresh in-process session of ``env_cls`` (the given scenario, else up to
+    ``max_scenarios`` scenarios in a seeded order until one works); return the grounded chain
     ``{scenario_id, steps: [{tool, side_effect, params, sources, derived_from, output}], initial_state,
-    final_state, write_fields}`` or raise :class:`GroundingError`."""
-    from dataclaw.envcraft.graph.tool_graph import ToolGraph  # noqa: F401 - keeps import order explicit
-
+    final_state, write_fields}`` or raise the last :class:`GroundingError`."""
     rng = random.Random(seed)
     scenarios = sorted(env_cls.scenarios())
     if not scenarios:
         raise GroundingError(GroundReason.NO_SCENARIO, f"{env_cls.name} has no scenarios")
-    scenario_id = scenario_id or rng.choice(scenarios)
+    order = [scenario_id] if scenario_id else rng.sample(scenarios, min(max_scenarios, len(scenarios)))
+    error: GroundingError | None = None
+    for sc in order:
+        try:
+            return _ground_in(env_cls, steps, sc, rng, attempts, prefer_derived)
+        except GroundingError as exc:
+            error = exc
+    assert error is not None
+    raise error
+
+
+def _ground_in(
+    env_cls: Any, steps: list[str], scenario_id: str, rng: random.Random, attempts: int, prefer: float
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="dataclaw-ground-") as root:
         env = env_cls(root)
         sid = env.create_session(scenario_id, session_id="ground")
         initial = env.get_session_state(sid)
         ref_tool, ref_name = reference_values(env_cls)
         src = _Sources(harvest(initial), ref_tool, ref_name, [], set())
-        out_steps: list[dict[str, Any]] = []
-        for n, tool in enumerate(steps):
-            spec = env_cls.tools.get(tool)
-            before = env.get_session_state(sid)
-            for attempt in range(attempts):
-                params, sources, derived = {}, {}, {}
-                for p in spec.params:
-                    choice = choose_param(spec, p, src, rng, prefer_derived)
-                    if choice is None:
-                        if p.required:
-                            raise GroundingError(
-                                GroundReason.UNFILLABLE_PARAM,
-                                f"step {n} {tool}: no value for required parameter {p.name!r}",
-                            )
-                        continue
-                    params[p.name], sources[p.name], derived[p.name] = choice
-                result = env.call(sid, tool, **params)
-                if result["status"] == "ok":
-                    break
-                env.restore_env_state(before)  # the failed try leaves no trace in the gold run
-                if attempt == attempts - 1:
-                    err = result["error"]
-                    raise GroundingError(
-                        GroundReason.STEP_ERROR,
-                        f"step {n} {tool} failed {attempts}x: {err.get('category')}: {err.get('message')}",
-                    )
-            for name, source in sources.items():
-                if source == USER:
-                    src.user_values.add(_key(params[name]))
-            src.outputs.append(harvest(result["data"]))
-            out_steps.append(
-                {
-                    "tool": tool,
-                    "side_effect": spec.side_effect,
-                    "params": params,
-                    "sources": sources,
-                    "derived_from": {k: v for k, v in derived.items() if v is not None},
-                    "output": result["data"],
-                }
-            )
+        out_steps = [_run_step(env, sid, n, tool, src, rng, attempts, prefer) for n, tool in enumerate(steps)]
         final = env.get_session_state(sid)
     fields = sorted({f for s in steps for f in env_cls.tools.get(s).state_fields_affected})
     return {
@@ -235,4 +209,46 @@ def ground_chain(
         "initial_state": jsoncopy(initial),
         "final_state": jsoncopy(final),
         "write_fields": fields,
+    }
+
+
+def _run_step(
+    env: Any, sid: str, n: int, tool: str, src: _Sources, rng: random.Random, attempts: int, prefer: float
+) -> dict[str, Any]:
+    """Choose parameters and call one tool; a failed try is undone and retried with other choices."""
+    spec = env.tools.get(tool)
+    before = env.get_session_state(sid)
+    for attempt in range(attempts):
+        params, sources, derived = {}, {}, {}
+        for p in spec.params:
+            choice = choose_param(spec, p, src, rng, prefer)
+            if choice is None:
+                if p.required:
+                    raise GroundingError(
+                        GroundReason.UNFILLABLE_PARAM,
+                        f"step {n} {tool}: no value for required parameter {p.name!r}",
+                    )
+                continue
+            params[p.name], sources[p.name], derived[p.name] = choice
+        result = env.call(sid, tool, **params)
+        if result["status"] == "ok":
+            break
+        env.restore_env_state(before)  # the failed try leaves no trace in the gold run
+        if attempt == attempts - 1:
+            err = result["error"]
+            raise GroundingError(
+                GroundReason.STEP_ERROR,
+                f"step {n} {tool} failed {attempts}x: {err.get('category')}: {err.get('message')}",
+            )
+    for name, source in sources.items():
+        if source == USER:
+            src.user_values.add(_key(params[name]))
+    src.outputs.append(harvest(result["data"]))
+    return {
+        "tool": tool,
+        "side_effect": spec.side_effect,
+        "params": params,
+        "sources": sources,
+        "derived_from": {k: v for k, v in derived.items() if v is not None},
+        "output": result["data"],
     }
