@@ -275,3 +275,24 @@ def test_resume_after_kill_repeats_no_model_call(ingested: dict[str, Any], tmp_p
     assert not set(resent) & set(done_before), "an answered request was sent again after the resume"
     assert srv.request_count <= len(items) + 1  # at most the one request in flight at the kill
     assert len(list(RunStore(run).records("responses"))) == len(items)
+
+
+def test_frames_shared_by_intents_are_decoded_once(ingested: dict[str, Any], monkeypatch) -> None:
+    import pickle
+
+    from dataclaw.tailor import synthesize
+
+    catalog = IntentCatalog.builtin()
+    cand = next(c for c in ingested["candidates"] if c["kind"] == "keyframes")
+    stream = ingested["streams"][cand["stream_id"]]
+    stage = SynthesizeStage(RouteConfig.omni("replay:x"), catalog=catalog)
+    calls = []
+    real = synthesize.load_frames
+    monkeypatch.setattr(synthesize, "load_frames", lambda *a: calls.append(a) or real(*a))
+    ctxs = [stage.prepare(synth_item(cand, stream, [], catalog.get(i)), catalog.get(i))[0]
+            for i in ("predict_next_subtask", "describe_current_subtask")]  # fmt: skip
+    assert ctxs[0]["frame_indices"] == ctxs[1]["frame_indices"]
+    got = [stage.frames.get(stream, c["frame_indices"], cand["camera"], 512) for c in ctxs]
+    assert len(calls) == 1 and got[0] is got[1] and len(got[0]) == 20
+    assert got[0][0][:3] == b"\xff\xd8\xff", "JPEG"
+    assert len(pickle.loads(pickle.dumps(stage)).frames._entries) == 0

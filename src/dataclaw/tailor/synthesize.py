@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
+from collections import OrderedDict
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -281,6 +283,45 @@ def load_frames(stream: dict[str, Any], indices: list[int], camera: str | None, 
     return [encode_image(resize_for_model(f, max_side=max_side), "JPEG", 85) for f in frames]
 
 
+class FrameCache:
+    """Encoded frames of recent requests: several intents applied to one candidate (four to a robot
+    episode's keyframes) send the same frames, which are decoded once. Thread-safe; at most ``size``
+    entries (a dozen JPEGs each)."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], list[bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._busy: dict[tuple[Any, ...], threading.Lock] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"size": self.size}  # locks and decoded frames stay in the process that made them
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["size"])  # type: ignore[misc]
+
+    def get(
+        self, stream: dict[str, Any], indices: list[int], camera: str | None, max_side: int
+    ) -> list[bytes]:
+        key = (stream["id"], camera, tuple(indices), max_side)
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+            busy = self._busy.setdefault(key, threading.Lock())
+        with busy:  # one decode per key; others wait for it
+            with self._lock:
+                if key in self._entries:
+                    return self._entries[key]
+            frames = load_frames(stream, indices, camera, max_side)
+            with self._lock:
+                self._entries[key] = frames
+                self._busy.pop(key, None)
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+            return frames
+
+
 def response_id(candidate_id: str, intent_id: str) -> str:
     return child_id(candidate_id, "resp", intent_id, label=intent_id)
 
@@ -329,6 +370,7 @@ class SynthesizeStage(Stage):
         self.pool = distractor_pool if distractor_pool is not None else load_distractors()
         self.router = router
         self.send_images = send_images
+        self.frames = FrameCache()
 
     def setup(self) -> None:
         if self.catalog is None:
@@ -372,7 +414,7 @@ class SynthesizeStage(Stage):
         if self.send_images and indices and model.backend.supports_images:
             try:
                 images = await asyncio.to_thread(
-                    load_frames, item["stream"], indices, cand.get("camera"), intent.frames.max_side
+                    self.frames.get, item["stream"], indices, cand.get("camera"), intent.frames.max_side
                 )
             except (MediaError, ConfigError, OSError, ValueError) as exc:  # one bad video is data
                 return self.reject(item, SynthIssue.MEDIA_ERROR, f"frames {indices}: {exc}")
