@@ -155,3 +155,14 @@ def test_a_user_intent_file_runs_through_synthesis_and_validation(tmp_path: Path
     [sample] = ValidateStage(catalog).process(resp)
     assert sample["intent"] == "my_safety_qa" and sample["domain"] == "daily_life"
     assert sample["conversation"][1]["content"].endswith("To avoid an electric shock.")
+
+
+def test_cli_lists_the_catalogue_with_user_intents(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    import json
+
+    from dataclaw.cli.app import _run
+
+    assert _run(["tailor", "intents", "--json", "--intent", str(user_intent(tmp_path))]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["id"] for r in rows} == BUILTIN | {"my_safety_qa"}
+    assert all("schema" in r and r["conversation"] for r in rows)

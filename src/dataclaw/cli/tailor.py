@@ -223,6 +223,7 @@ def run(
     workers: Annotated[int, typer.Option(help="Processes for ingest and materialisation.")] = 2,
     extractors: Annotated[str | None, typer.Option(help="Comma-separated anchor extractors.")] = None,
     max_candidates: Annotated[int | None, typer.Option(help="Use at most this many candidates.")] = None,
+    max_per_kind: Annotated[int | None, typer.Option(help="At most this many candidates per kind.")] = None,
     images: Annotated[bool, typer.Option(help="Send sampled frames to vision models.")] = True,
     export_format: Annotated[
         str | None, typer.Option("--export", help="jsonl | llamafactory | hf | none")
@@ -241,7 +242,7 @@ def run(
         route=routing, intents=list(intent or []), request=request, seed=seed, concurrency=concurrency,
         workers=workers, ingest=IngestConfig(extractors=_names(extractors), workers=workers),
         export=None if export_format in (None, "none") else export_format, send_images=images,
-        max_candidates=max_candidates,
+        max_candidates=max_candidates, max_per_kind=max_per_kind,
     )  # fmt: skip
     summary = tailor_run(inputs, out, config, progress=progress_bar)
     if as_json:
@@ -260,3 +261,28 @@ def run(
     typer.echo(render_summary({"by_model": {}, "total": summary["usage"]}))
     if summary["export"]:
         typer.echo(f"exported {summary['export']['samples']} samples → {summary['export']['out_dir']}")
+
+
+@app.command("intents")
+def intents(
+    intent_file: Annotated[
+        list[Path] | None, typer.Option("--intent", "-i", help="Also load these intent files.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per intent.")] = False,
+) -> None:
+    """The intent catalogue: built-in intents (and intent files) with their domain and candidates."""
+    from dataclaw.tailor.intents.registry import IntentCatalog
+
+    catalog = IntentCatalog.builtin()
+    for path in intent_file or []:
+        catalog.add_file(path)
+    if as_json:
+        for i in catalog:
+            typer.echo(json.dumps(i.model_dump(mode="json", by_alias=True)))
+        return
+    table = Table(title=f"intents ({len(catalog)})")
+    for col in ("id", "domain", "candidates", "description"):
+        table.add_column(col, overflow="fold")
+    for i in catalog:
+        table.add_row(i.id, str(i.domain), ", ".join(i.applies_to.candidate_kinds), i.description)
+    Console().print(table)
