@@ -157,7 +157,7 @@ def test_a_user_intent_file_runs_through_synthesis_and_validation(tmp_path: Path
     assert sample["conversation"][1]["content"].endswith("To avoid an electric shock.")
 
 
-def test_cli_lists_the_catalogue_with_user_intents(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_cli_lists_the_catalogue_with_user_intents(tmp_path: Path, capsys) -> None:
     import json
 
     from dataclaw.cli.app import _run
