@@ -111,6 +111,7 @@ def test_good_text_passes_and_the_prompt_hides_tool_derived_values(derived_chain
     assert 1 <= len(text["user_turns"]) <= len(derived_chain["steps"])
 
 
+@pytest.mark.slow
 def test_personas_match_environments_by_embedding() -> None:
     from dataclaw.envcraft.tasks.personas import PersonaMatcher, env_document, load_personas
 
