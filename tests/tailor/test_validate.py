@@ -160,6 +160,7 @@ def test_good_fault_response_becomes_a_sample(catalog: IntentCatalog) -> None:
         ({"freeze_frame": 500}, ValidationIssue.INDEX_OUT_OF_RANGE),
         ({"input_video": {"start": 120, "end": 90}}, ValidationIssue.NON_POSITIVE_DURATION),
         ({"freeze_frame": 150}, ValidationIssue.FREEZE_OUTSIDE_OBSERVATION),
+        ({"input_video": {"start": 10, "end": 60}}, ValidationIssue.OUTSIDE_RANGE),
         ({"output_video": {"start": 100, "end": 200}}, ValidationIssue.RECOVERY_OUTSIDE_FUTURE),
         ({"output_image": 40}, ValidationIssue.RECOVERY_OUTSIDE_FUTURE),
         (
