@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataclaw.envcraft.tasks.verifier import OPS, check_verifier, derive_verifier, evaluate, resolve
 
@@ -97,3 +99,20 @@ def test_derive_skips_clock_and_generated_ids_and_untouched_fields() -> None:
 def test_removed_entities_are_asserted_absent() -> None:
     v = derive_verifier({"t": {"a": {"s": 1}, "b": {"s": 2}}}, {"t": {"b": {"s": 2}}}, ["t"])
     assert v["assertions"] == [{"path": "/t/a", "op": "absent", "why": "removed"}]
+
+
+_scalar = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "open", "closed"]), st.booleans())
+_entity = st.dictionaries(st.sampled_from(["status", "owner", "n", "tags", "note"]), _scalar, max_size=4)
+_table = st.dictionaries(st.sampled_from(["X-1", "X-2", "X-3", "X-4"]), _entity, max_size=4)
+_state = st.fixed_dictionaries(
+    {"items": _table, "log": st.lists(_entity, max_size=4), "flag": _scalar, "untouched": _table}
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(initial=_state, final=_state, named=st.lists(st.sampled_from(["X-1", "X-3"]), max_size=2))
+def test_a_derived_verifier_always_passes_the_state_it_came_from(initial, final, named) -> None:
+    v = derive_verifier(initial, final, ["items", "log", "flag"], named_ids=named)
+    if v["assertions"]:
+        assert evaluate(v, final)["score"] == 1.0
+    assert not any(a["path"].startswith("/untouched") for a in v["assertions"])
