@@ -65,17 +65,9 @@ def sample(
     if n < 1:
         raise ConfigError(f"-n must be at least 1, got {n}")
     graphs = _graphs(envs or [], graph_files or [])
-    if model is not None:
-        import asyncio
-
-        from dataclaw.envcraft.graph.propose import propose_tool_edges
-        from dataclaw.models import get_model
-
-        chat = get_model(model)
-        for tg in graphs:
-            counts = asyncio.run(propose_tool_edges(tg, chat))
-            console.print(f"{tg.env}: {counts['added']} model edges added, {counts['dropped']} dropped")
     env_graph = build_env_graph(graphs) if cross_env > 0 else None
+    if model is not None:
+        _propose(graphs, env_graph, model)
     sampler = ChainSampler(graphs, env_graph)
     chains = sampler.sample(n, seed, cross_env_fraction=cross_env, min_len=min_len, max_len=max_len)
     with RunStore(out) as store:
@@ -87,6 +79,27 @@ def sample(
     console.print_json(data=stats)
     short = {"duplicate_or_no_write_end": n - len(chains)} if n > len(chains) else {}
     _summary([("chains", n, len(chains), short)])
+
+
+def _propose(graphs: list, env_graph: object, model: str) -> None:  # type: ignore[type-arg]
+    """Add model-proposed (llm_weak) edges to every tool graph and, if given, the env graph."""
+    import asyncio
+
+    from dataclaw.envcraft.graph.propose import propose_env_edges, propose_tool_edges
+    from dataclaw.models import get_model
+
+    chat = get_model(model)
+
+    async def run() -> None:
+        for tg in graphs:
+            counts = await propose_tool_edges(tg, chat)
+            console.print(f"{tg.env}: {counts['added']} model edges added, {counts['dropped']} dropped")
+        if env_graph is not None:
+            docs = {tg.env: "tools: " + ", ".join(tg.tools()[:40]) for tg in graphs}
+            counts = await propose_env_edges(env_graph, docs, chat)  # type: ignore[arg-type]
+            console.print(f"env graph: {counts['added']} model edges added, {counts['dropped']} dropped")
+
+    asyncio.run(run())
 
 
 @app.command("synth")

@@ -45,3 +45,29 @@ def test_synth_rejects_chains_it_cannot_ground_with_reasons(
 def test_synth_without_chains_is_one_clear_line(tmp_path: Path, capsys) -> None:
     assert _run(["tasks", "synth", "--run", str(tmp_path)]) == 1
     assert "has no chains.jsonl" in capsys.readouterr().err
+
+
+def test_sample_with_model_proposed_edges(shared_data: Path, tmp_path: Path, capsys) -> None:
+    from support.openai_server import OpenAIServer, Reply
+
+    def answer(req):  # tool prompts get one valid edge; the env prompt links two environments
+        prompt = req.body["messages"][-1]["content"]
+        if "cross-system workflow" in prompt:
+            return Reply.json({"edges": [{"source": "crm_envs", "target": "expense_envs", "reason": "x"}]})
+        return Reply.json({"edges": [{"source": "list-tags", "target": "archive-contact", "reason": "y"}]})
+
+    graphs = shared_data / "clawforge" / "tool_graphs"
+    files = [
+        "--graph",
+        str(graphs / "crm_envs_tool_graph.json"),
+        "--graph",
+        str(graphs / "expense_envs_tool_graph.json"),
+    ]
+    with OpenAIServer(responder=answer) as server:
+        args = ["tasks", "sample", "-n", "5", "--cross-env", "1.0", "--out", str(tmp_path / "r"), *files]
+        assert _run([*args, "--model", f"{server.base_url}::m"]) == 0
+    out = capsys.readouterr().out
+    assert "crm_envs: 1 model edges added" in out and "expense_envs: 0 model edges added" in out
+    assert "env graph: 1 model edges added" in out
+    chains = [json.loads(x) for x in (tmp_path / "r" / "chains.jsonl").read_text().splitlines()]
+    assert chains and all(set(c["envs"]) == {"crm_envs", "expense_envs"} for c in chains)
