@@ -122,7 +122,8 @@ def _parse_args(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _assistant_message(completion: Any) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": completion.text}
+    # "" rather than null: some chat templates (llama.cpp's) concatenate content as a string
+    msg: dict[str, Any] = {"role": "assistant", "content": completion.text or ""}
     if completion.tool_calls:
         msg["tool_calls"] = [
             {
