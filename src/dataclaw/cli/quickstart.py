@@ -164,7 +164,7 @@ def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
     from dataclaw.envcraft import archetypes
     from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
     from dataclaw.envcraft.quality.runs import (
-        audit_claw_tasks,
+        audit_by_code,
         load_task_source,
         rollout_summary,
         rollout_tasks,
@@ -187,7 +187,7 @@ def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
             run_stage(SynthStage(model, cache=str(cache)), list(store.records("grounded")), store)
         tool_tasks = list(store.records("tasks"))[:2]
         claw = load_task_source(EXAMPLES / "claw_tasks")
-        audits = {r["id"]: r for r in audit_claw_tasks(claw, store)}
+        audits = {r["id"]: r for r in audit_by_code(claw, store)}
         claw_ok = [t for t in claw.tasks if audits[t.task_id]["passed"]]
         agent = get_model(model, cache=cache)
         config = RolloutConfig(max_turns=4, timeout_s=180, max_tokens=256)

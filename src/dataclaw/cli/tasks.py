@@ -193,16 +193,16 @@ def audit(
 
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.quality.runs import audit_claw_tasks, load_task_source, rubric_tasks
+    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source, rubric_tasks
 
     loaded = load_task_source(tasks)
     run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
     failed = 0
     with RunStore(run) as store:
         with progress_bar("audit") as bar:
-            rows = audit_claw_tasks(loaded, store, floor=floor, progress=bar)
+            rows = audit_by_code(loaded, store, floor=floor, progress=bar)
         if rows:
-            table = Table(title=f"claw task audit (floor {floor:g})", show_lines=True)
+            table = Table(title=f"code audit (floor {floor:g})", show_lines=True)
             for col in ("task", "verdict", "untouched", "solution", "failed checks"):
                 table.add_column(col)
             for r in rows:
@@ -228,7 +228,7 @@ def audit(
             failed += len(loaded.tasks) - kept
         store.update_manifest(audit={"source": str(tasks), "floor": floor, "model": model})
     passed = len(rows) - sum(not r["passed"] for r in rows)
-    _summary([("claw_audit", len(rows), passed, _reasons(store, "claw_audit", {r["id"] for r in rows}))])
+    _summary([("code_audit", len(rows), passed, _reasons(store, "code_audit", {r["id"] for r in rows}))])
     console.print(f"records in {run}")
     if strict and failed:
         raise typer.Exit(1)

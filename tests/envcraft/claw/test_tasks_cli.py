@@ -49,7 +49,7 @@ def test_audit_reports_per_task_what_fails_and_why(tmp_path: Path) -> None:
         "non_stdlib_import",
     ):
         assert code in res.stdout
-    reports = {r["id"]: r for r in _lines(tmp_path / "run" / "claw_audit.jsonl")}
+    reports = {r["id"]: r for r in _lines(tmp_path / "run" / "code_audit.jsonl")}
     assert len(reports) == 6 and reports["good_reorder"]["passed"]
     rejects = {r["record_id"]: r["reason"] for r in _lines(tmp_path / "run" / "rejects.jsonl")}
     assert rejects["crashing_verifier"] == "verifier_crash"

@@ -229,3 +229,21 @@ def test_generation_with_the_wrong_task_id_is_refused() -> None:
 def test_generated_record_serialises(tmp_path: Path) -> None:
     task = example_claw_task("smart_home_energy_cost")
     assert WorkspaceTask.from_record(json.loads(json.dumps(task.to_record()))).verifier == task.verifier
+
+
+def test_code_audit_of_tool_tasks_replays_the_gold_chain(tmp_path: Path) -> None:
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
+
+    good = tool_task()
+    wrong = {**good, "id": "task:wrong", "verifier": {"version": 1, "assertions": [
+        {"path": "/tickets/T-1001/status", "op": "eq", "value": "no_such_status"}]}}  # fmt: skip
+    free = {**good, "id": "task:free", "verifier": {"version": 1, "assertions": [
+        {"path": "/tickets/T-1001", "op": "exists"}]}}  # fmt: skip
+    src = tmp_path / "tasks.jsonl"
+    src.write_text("".join(json.dumps(t) + "\n" for t in (good, wrong, free)))
+    with RunStore(tmp_path / "run") as store:
+        rows = {r["id"]: r for r in audit_by_code(load_task_source(src), store)}
+        rejects = {r["record_id"]: r["reason"] for r in store.rejects("code_audit")}
+    assert rows[good["id"]]["passed"]
+    assert rejects == {"task:wrong": "gold_fails", "task:free": "untouched_above_floor"}

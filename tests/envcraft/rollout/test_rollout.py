@@ -8,8 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dataclaw.envcraft.rollout import (
+    ClawErrorKind,
     ClawTaskHarness,
     ClawTools,
     RolloutConfig,
@@ -17,6 +20,7 @@ from dataclaw.envcraft.rollout import (
     run_rollout,
     run_rollouts,
 )
+from dataclaw.envcraft.rollout.claw_tools import ClawToolError
 from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 from dataclaw.models import get_model
 from envcraft.rollout.rollout_helpers import as_json, example_claw_task, scripted_agent, solution_calls
@@ -219,3 +223,23 @@ def test_bash_runs_sandboxed_with_only_the_workspace_writable(tmp_path: Path) ->
 def test_bash_refuses_empty_commands(tmp_path: Path, bad: str) -> None:
     r = ClawTools(tmp_path).call("bash", {"command": bad})
     assert not r.ok and r.error_kind == "invalid_argument"
+
+
+_PARTS = st.sampled_from(["a", "b", ".", "..", "/", "~", "\\", " ", "/workspace", "/etc", "link"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.lists(_PARTS, max_size=12).map("".join))
+def test_no_path_string_resolves_outside_the_workspace(tmp_path: Path, path: str) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    if not (ws / "link").is_symlink():
+        (ws / "link").symlink_to(tmp_path)  # a symlink that leads out must not be followed out
+    tools = ClawTools(ws)
+    try:
+        host = tools.resolve(path)
+    except ClawToolError as exc:
+        assert exc.kind is ClawErrorKind.INVALID_PATH
+        return
+    root = ws.resolve()
+    assert host == root or root in host.parents

@@ -64,14 +64,43 @@ def task_id(task: Any) -> str:
 # ---- audit -------------------------------------------------------------------------------------------
 
 
-def audit_claw_tasks(
+def tool_task_problems(task: dict[str, Any]) -> list[dict[str, Any]]:
+    """Code checks of a tool task: a well-formed verifier, the gold chain replays to 1.0, the initial
+    state does not already pass (a verifier that pays for doing nothing)."""
+    from dataclaw.envcraft.tasks.stages import replay_task
+    from dataclaw.envcraft.tasks.verifier import check_verifier, evaluate
+
+    def check(name: str, problem: str | None, reason: str) -> dict[str, Any]:
+        return {"name": name, "passed": problem is None, "reason": None if problem is None else reason,
+                "message": problem or ""}  # fmt: skip
+
+    shape = check_verifier(task.get("verifier"))
+    out = [check("verifier", shape[0] if shape else None, "verifier_malformed")]
+    if shape:
+        return out
+    try:
+        gold = replay_task(task)
+        bad_gold = (
+            None if gold["passed"] else f"the gold chain scores {gold['score']:.2f} ({gold['errors']} errors)"
+        )
+    except Exception as exc:  # noqa: BLE001 - an environment that cannot replay the task: report, go on
+        bad_gold = f"the gold chain could not be replayed: {type(exc).__name__}: {exc}"
+    out.append(check("gold_chain", bad_gold, "gold_fails"))
+    initial = evaluate(task["verifier"], task["initial_state"])
+    out.append(check("untouched_floor", "the initial state already passes" if initial["passed"] else None,
+                     "untouched_above_floor"))  # fmt: skip
+    return out
+
+
+def audit_by_code(
     loaded: LoadedTasks, store: RunStore, *, floor: float = 0.0, progress: Progress | None = None
 ) -> list[dict[str, Any]]:
-    """Code audit of each claw task → ``claw_audit.jsonl`` (all reports) and a reject per failed task."""
+    """Code audit of each task → ``code_audit.jsonl`` (all reports) and a reject per failed task: claw
+    tasks by the C.6 checks in the sandbox, tool tasks by :func:`tool_task_problems`."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
     from dataclaw.envcraft.tasks.workspace_audit import audit_task
 
-    out = store.stage("claw_audit")
+    out = store.stage("code_audit")
     done = {r["id"]: r for r in out.read()}
     rows = []
     for err in loaded.broken:
@@ -80,7 +109,26 @@ def audit_claw_tasks(
             {"name": "layout", "passed": False, "reason": str(err.reason), "message": err.message}
         ]
         rows.append(rec)
-        store.reject(Reject(id=err.task_id, stage="claw_audit", reason=str(err.reason), message=err.message))
+        store.reject(Reject(id=err.task_id, stage="code_audit", reason=str(err.reason), message=err.message))
+    for task in (t for t in loaded.tasks if isinstance(t, dict)):
+        checks = tool_task_problems(task)
+        rec = {
+            "id": task["id"],
+            "passed": all(c["passed"] for c in checks),
+            "defect": False,
+            "checks": checks,
+        }
+        rows.append(rec)
+        failed = [c for c in checks if not c["passed"]]
+        if failed:
+            store.reject(
+                Reject(
+                    id=task["id"],
+                    stage="code_audit",
+                    reason=failed[0]["reason"],
+                    message=failed[0]["message"],
+                )
+            )
     claw = [t for t in loaded.tasks if isinstance(t, WorkspaceTask)]
     for i, task in enumerate(claw):
         rec = done.get(task.task_id)
@@ -93,7 +141,7 @@ def audit_claw_tasks(
                 store.reject(
                     Reject(
                         id=task.task_id,
-                        stage="claw_audit",
+                        stage="code_audit",
                         reason=str(first["reason"]),
                         message=first["message"],
                         detail={"failed": [c for c in rec["checks"] if not c["passed"]]},
