@@ -147,6 +147,9 @@ def _reasons(store: object, stage: str, ids: set[str]) -> dict[str, int]:
 
 # ---- quality and rollouts: audit | calibrate | rollout --------------------------------------------------
 
+from dataclaw.sandbox import SandboxPolicy  # noqa: E402 - light (dataclasses), kept beside its users
+from dataclaw.sandbox.cli import UNSAFE_OPTION  # noqa: E402
+
 _TASKS_HELP = "tasks.jsonl, a run directory holding one, or a folder of claw tasks (tasks/<id>.yaml …)."
 
 
@@ -186,6 +189,7 @@ def audit(
     floor: Annotated[float, typer.Option(help="Highest score allowed on the untouched workspace.")] = 0.0,
     model: Annotated[str | None, typer.Option(help="Also score every task with the LLM rubric.")] = None,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any task fails.")] = False,
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), any task by the LLM rubric."""
     import asyncio
@@ -200,7 +204,9 @@ def audit(
     failed = 0
     with RunStore(run) as store:
         with progress_bar("audit") as bar:
-            rows = audit_by_code(loaded, store, floor=floor, progress=bar)
+            rows = audit_by_code(
+                loaded, store, floor=floor, policy=SandboxPolicy(unsafe=unsafe), progress=bar
+            )
         if rows:
             table = Table(title=f"code audit (floor {floor:g})", show_lines=True)
             for col in ("task", "verdict", "untouched", "solution", "failed checks"):
@@ -210,9 +216,12 @@ def audit(
                     f"{c['name']} [{c['reason']}]: {c['message']}" for c in r["checks"] if not c["passed"]
                 )
                 table.add_row(
-                    r["id"], "pass" if r["passed"] else ("DEFECT" if r.get("defect") else "FAIL"),
-                    _num(r.get("untouched_score")), _num(r.get("solved_score")), why or "-",
-                )  # fmt: skip
+                    r["id"],
+                    "pass" if r["passed"] else ("DEFECT" if r.get("defect") else "FAIL"),
+                    _num(r.get("untouched_score")),
+                    _num(r.get("solved_score")),
+                    why or "-",
+                )
             console.print(table)
             failed += sum(not r["passed"] for r in rows)
         if model:
@@ -246,6 +255,7 @@ def rollout(
     concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     strict_calls: Annotated[bool, typer.Option(help="An invalid tool call ends the rollout.")] = False,
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``."""
     import asyncio
@@ -264,7 +274,14 @@ def rollout(
         with progress_bar("rollouts") as bar:
             recs = asyncio.run(
                 rollout_tasks(
-                    chat, loaded.tasks, store, config, samples=samples, concurrency=concurrency, progress=bar
+                    chat,
+                    loaded.tasks,
+                    store,
+                    config,
+                    samples=samples,
+                    concurrency=concurrency,
+                    policy=SandboxPolicy(unsafe=unsafe),
+                    progress=bar,
                 )
             )
         summary = rollout_summary(recs)
@@ -286,6 +303,7 @@ def calibrate(
     timeout: Annotated[float, typer.Option(help="Wall-clock seconds per rollout.")] = 300.0,
     concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Difficulty calibration: k rollouts per task, keep 0 < p < 1; verifier failures go to repair."""
     import asyncio
@@ -308,7 +326,14 @@ def calibrate(
         with progress_bar("calibration rollouts") as bar:
             rows = asyncio.run(
                 calibrate_tasks(
-                    chat, loaded.tasks, store, cal_config, config, repair_model=fixer, progress=bar
+                    chat,
+                    loaded.tasks,
+                    store,
+                    cal_config,
+                    config,
+                    repair_model=fixer,
+                    policy=SandboxPolicy(unsafe=unsafe),
+                    progress=bar,
                 )
             )
         summary = rollout_summary([r for r in store.records("rollouts")])

@@ -20,8 +20,19 @@ from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollout
 from dataclaw.envcraft.rollout.loop import rollout_id
+from dataclaw.sandbox import SandboxPolicy, SandboxUnavailable, sandbox_available
 
 Progress = Callable[[int, int], None]
+
+
+def require_sandbox(policy: SandboxPolicy | None) -> None:
+    """Claw tasks run untrusted code: refuse up front (one clear error) when bubblewrap cannot run,
+    unless the caller opted into unsafe mode."""
+    if policy is not None and policy.unsafe:
+        return
+    avail = sandbox_available()
+    if not avail:
+        raise SandboxUnavailable(avail.refusal)
 
 
 @dataclass
@@ -93,7 +104,12 @@ def tool_task_problems(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def audit_by_code(
-    loaded: LoadedTasks, store: RunStore, *, floor: float = 0.0, progress: Progress | None = None
+    loaded: LoadedTasks,
+    store: RunStore,
+    *,
+    floor: float = 0.0,
+    policy: SandboxPolicy | None = None,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Code audit of each task → ``code_audit.jsonl`` (all reports) and a reject per failed task: claw
     tasks by the C.6 checks in the sandbox, tool tasks by :func:`tool_task_problems`."""
@@ -130,10 +146,12 @@ def audit_by_code(
                 )
             )
     claw = [t for t in loaded.tasks if isinstance(t, WorkspaceTask)]
+    if claw:
+        require_sandbox(policy)
     for i, task in enumerate(claw):
         rec = done.get(task.task_id)
         if rec is None or rec.get("floor") != floor:
-            rec = {**audit_task(task, floor=floor).to_record(), "floor": floor}
+            rec = {**audit_task(task, floor=floor, policy=policy).to_record(), "floor": floor}
             if task.task_id not in done:
                 out.append(rec)
             if not rec["passed"]:
@@ -195,9 +213,14 @@ async def rollout_tasks(
     samples: int = 1,
     concurrency: int = 8,
     seeds: Callable[[int], int | None] = lambda j: None,
+    policy: SandboxPolicy | None = None,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun."""
+    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+
+    if any(isinstance(t, WorkspaceTask) for t in tasks):
+        require_sandbox(policy)
     out = store.stage("rollouts")
     have = {r["id"]: r for r in out.read()}
     todo = [
@@ -209,7 +232,7 @@ async def rollout_tasks(
     async def one(task: Any, j: int) -> None:
         nonlocal finished
         async with sem:
-            harness = harness_for(task)
+            harness = harness_for(task, policy=policy) if hasattr(task, "task_id") else harness_for(task)
             rc = _task_limits(task, config)
             traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j))
         rec = traj.to_record()
@@ -276,6 +299,7 @@ async def calibrate_tasks(
     rollout: RolloutConfig,
     *,
     repair_model: Any = None,
+    policy: SandboxPolicy | None = None,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """k seeded rollouts per task (``rollouts.jsonl``) → verdict per task (``calibration.jsonl``); kept
@@ -295,6 +319,7 @@ async def calibrate_tasks(
         samples=config.k,
         concurrency=config.concurrency,
         seeds=lambda j: config.base_seed + j,
+        policy=policy,
         progress=progress,
     )
     out, kept, repaired = (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,10 +28,14 @@ from dataclaw.envcraft.rollout.errors import (
     ModelCallError,
     RolloutError,
     RolloutTimeout,
+    SetupError,
     ToolInfraError,
+    VerifierError,
     boundary,
 )
 from dataclaw.envcraft.rollout.harness import TERMINAL_TOOLS, Harness
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -218,9 +223,12 @@ class _Run:
 
     async def episode(self) -> str:
         """Talk until the agent finishes, the user has nothing left to say, or the turn budget is spent."""
-        tools = await self.env(self.harness.tools)
+        with boundary(SetupError, "reading the task's tools and user turns"):
+            tools = await self.env(self.harness.tools)
+            turns = await self.env(self.harness.user_turns)
+            if not turns:
+                raise SetupError("the task has no user turn")
         names = {t["function"]["name"] for t in tools}
-        turns = await self.env(self.harness.user_turns)
         self.traj.messages = [
             {"role": "system", "content": self.harness.system_prompt()},
             {"role": "user", "content": turns[0]},
@@ -260,10 +268,12 @@ async def run_rollout(
     run = _Run(model, harness, config, sample, seed)
     traj = run.traj
     try:
-        await run.env(harness.setup)
+        with boundary(SetupError, "instantiating the task"):
+            await run.env(harness.setup)
         traj.stop_reason = await run.episode()
         run.remaining()
-        scored = await run.env(harness.score)
+        with boundary(VerifierError, "scoring the final state"):
+            scored = await run.env(harness.score)
         traj.reward, traj.score = float(scored.reward), scored.detail
     except RolloutError as exc:
         traj.error = exc.to_dict()
@@ -273,7 +283,10 @@ async def run_rollout(
             traj.stop_reason = "timeout"
         traj.defect = exc.boundary in (Boundary.VERIFIER, Boundary.SETUP)
     finally:
-        await asyncio.to_thread(harness.cleanup)
+        try:
+            await asyncio.to_thread(harness.cleanup)
+        except OSError as exc:  # a leftover temp dir must not turn a finished rollout into a crash
+            log.warning("cleanup of %s failed: %s", harness.task_id, exc)
         traj.wall_s = round(time.monotonic() - run.t0, 4)
         traj.env_s = round(traj.env_s, 4)
         traj.model_s = round(traj.model_s, 4)
