@@ -15,7 +15,8 @@ with a canned observation, no environment), so
 is what the environment adds per turn (session store, validation, dispatch, the thread hop, setup and
 scoring amortised) while 32 rollouts share 2 cores. Also printed: turns/s, and the per-step latency the
 loop saw (thread-pool queueing under 32-way load included, so it is latency, not cost). Prints one JSON
-line; exits 1 above 5 ms per tool turn or when a gold rollout does not get reward 1.0.
+line; exits 1 above 5 ms per tool turn or when a gold rollout does not get reward 1.0. The per-call cost
+of the claw tools (bash through a one-shot sandbox run, read on the host) is printed for information.
 """
 
 from __future__ import annotations
@@ -154,6 +155,25 @@ def measure(kind: str, task: dict[str, Any], replay: Path) -> dict[str, Any]:
     }
 
 
+def claw_tool_ms() -> dict[str, float]:
+    """Informational: per-call cost of the claw tools (bash = one sandboxed run; file tools on the host)."""
+    from dataclaw.envcraft.rollout import ClawTools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tools = ClawTools(Path(tmp))
+        tools.call("write", {"path": "data/a.txt", "content": "x\n" * 1000})
+        out = {}
+        for name, args, n in (
+            ("bash", {"command": "wc -l data/a.txt"}, 10),
+            ("read", {"path": "data/a.txt"}, 200),
+        ):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                assert tools.call(name, args).ok
+            out[f"claw_{name}_ms_per_call"] = round((time.perf_counter() - t0) / n * 1000, 3)
+    return out
+
+
 def main() -> int:
     if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 2:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
@@ -179,6 +199,7 @@ def main() -> int:
         "env_step_latency_ms_p50_under_load": round(statistics.median(env["env_step_ms"]), 3),
         "mean_reward": env["mean_reward"],
         "target_ms_per_tool_turn": TARGET_MS,
+        **claw_tool_ms(),
     }
     out["passed"] = per_turn_ms <= TARGET_MS and env["mean_reward"] == 1.0
     print(json.dumps(out))
