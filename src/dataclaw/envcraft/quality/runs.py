@@ -224,7 +224,10 @@ async def rollout_tasks(
     out = store.stage("rollouts")
     have = {r["id"]: r for r in out.read()}
     todo = [
-        (t, j) for t in tasks for j in range(samples) if rollout_id(task_id(t), model.model_id, j) not in have
+        (t, j)
+        for t in tasks
+        for j in range(samples)
+        if rollout_id(task_id(t), model.model_id, j, seeds(j)) not in have
     ]
     sem = asyncio.Semaphore(max(1, concurrency))
     finished = 0
@@ -245,7 +248,7 @@ async def rollout_tasks(
     if progress:
         progress(0, len(todo))
     await asyncio.gather(*(one(t, j) for t, j in todo))
-    wanted = {rollout_id(task_id(t), model.model_id, j) for t in tasks for j in range(samples)}
+    wanted = {rollout_id(task_id(t), model.model_id, j, seeds(j)) for t in tasks for j in range(samples)}
     return [r for rid, r in have.items() if rid in wanted]
 
 

@@ -110,8 +110,10 @@ class Trajectory:
         return asdict(self)
 
 
-def rollout_id(task_id: str, model_id: str, sample: int) -> str:
-    return child_id(task_id, "rollout", [model_id, sample], label=f"s{sample}")
+def rollout_id(task_id: str, model_id: str, sample: int, seed: int | None = None) -> str:
+    """Deterministic: the same task, model, sample index and seed give the same id (resume key)."""
+    key: list[object] = [model_id, sample] if seed is None else [model_id, sample, seed]
+    return child_id(task_id, "rollout", key, label=f"s{sample}")
 
 
 def _parse_args(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -151,7 +153,7 @@ class _Run:
         self.seed = seed
         self.t0 = time.monotonic()
         self.traj = Trajectory(
-            id=rollout_id(harness.task_id, model.model_id, sample),
+            id=rollout_id(harness.task_id, model.model_id, sample, seed),
             task_id=harness.task_id,
             kind=harness.kind,
             model=model.model_id,
