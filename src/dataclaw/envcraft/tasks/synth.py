@@ -20,6 +20,7 @@ from dataclaw.envcraft.tasks.execute import TOOL, USER, harvest
 from dataclaw.envcraft.tasks.verifier import derive_verifier, evaluate
 
 _OUTPUT_CHARS = 700
+MIN_TEXT, MAX_TEXT = 20, 2000
 
 
 class SynthReason(StrEnum):
@@ -32,6 +33,7 @@ class SynthReason(StrEnum):
     MODEL_ERROR = "model_error"
     MISSING_USER_VALUE = "missing_user_value"
     LEAKED_TOOL_VALUE = "leaked_tool_value"
+    BAD_TEXT = "bad_text"
     BAD_TURNS = "bad_turns"
 
 
@@ -43,7 +45,8 @@ class SynthError(Exception):
 
 INSTRUCTION_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"instruction": {"type": "string", "minLength": 20, "maxLength": 2000}},
+    # no string length bounds: llama.cpp turns them into grammars too large to compile; checked in code
+    "properties": {"instruction": {"type": "string"}},
     "required": ["instruction"],
     "additionalProperties": False,
 }
@@ -57,7 +60,7 @@ def turns_schema(max_turns: int) -> dict[str, Any]:
                 "type": "array",
                 "minItems": 1,
                 "maxItems": max_turns,
-                "items": {"type": "string", "minLength": 5, "maxLength": 1200},
+                "items": {"type": "string"},
             }
         },
         "required": ["turns"],
@@ -219,6 +222,8 @@ async def write_text(
     except ModelError as exc:
         raise SynthError(SynthReason.MODEL_ERROR, f"instruction: {exc}") from None
     instruction = done.parsed["instruction"].strip()
+    if not MIN_TEXT <= len(instruction) <= MAX_TEXT:
+        raise SynthError(SynthReason.BAD_TEXT, f"instruction has {len(instruction)} characters")
     _validate([instruction], user, derived, "instruction")
     n = len(grounded["steps"])
     try:
@@ -230,8 +235,8 @@ async def write_text(
     except ModelError as exc:
         raise SynthError(SynthReason.MODEL_ERROR, f"turns: {exc}") from None
     turns = [t.strip() for t in done.parsed["turns"] if t.strip()]
-    if not turns:
-        raise SynthError(SynthReason.BAD_TURNS, "the decomposition has no non-empty turn")
+    if not turns or any(len(t) > MAX_TEXT for t in turns):
+        raise SynthError(SynthReason.BAD_TURNS, "the decomposition has no usable turns")
     _validate(turns, user, derived, "user turns")
     return {"instruction": instruction, "user_turns": turns, "user": user, "derived": derived}
 
