@@ -348,3 +348,56 @@ def calibrate(
     if repaired:
         reasons["repaired (see repaired_tasks.jsonl)"] = repaired
     _summary([("calibration", len(rows), kept, reasons)])
+
+
+@app.command("claw-synth")
+def claw_synth(
+    chains: Annotated[
+        Path, typer.Argument(help="Chains JSONL: ClawForge chain lines or tasks sample output.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory; tasks go to <out>/claw_tasks/.")],
+    model: Annotated[str, typer.Option(help="Model that writes the four files in one pass.")],
+    limit: Annotated[int | None, typer.Option(help="Only the first N chains.")] = None,
+    floor: Annotated[float, typer.Option(help="Highest score allowed on the untouched workspace.")] = 0.0,
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+) -> None:
+    """Claw workspace tasks from chains (C.5 one-pass generation), then the code audit of each (C.6)."""
+    import asyncio
+    import json
+
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
+    from dataclaw.envcraft.tasks.claw_generate import synth_claw_tasks
+    from dataclaw.models import get_model
+
+    if not chains.is_file():
+        raise ConfigError(f"{chains} is not a file (expected a chains JSONL)")
+    try:
+        recs = [json.loads(x) for x in chains.read_text(encoding="utf-8").splitlines() if x.strip()][:limit]
+    except ValueError as exc:
+        raise ConfigError(f"{chains}: not JSONL ({exc})") from None
+    root = out / "claw_tasks"
+    with RunStore(out) as store:
+        chat = get_model(model, cache=out / "model_cache.sqlite")
+        with progress_bar("generate") as bar:
+            ids = asyncio.run(synth_claw_tasks(chat, recs, root, store, bar))
+        loaded = load_task_source(root) if ids else None
+        rows = (
+            audit_by_code(loaded, store, floor=floor, policy=SandboxPolicy(unsafe=unsafe)) if loaded else []
+        )
+        rows = [r for r in rows if r["id"] in set(ids)]
+        store.update_manifest(claw_synth={"chains": str(chains), "model": model})
+        gen_reasons = _reasons(
+            store, "claw_generate", {r["record_id"] for r in store.rejects("claw_generate")}
+        )
+    passed = sum(r["passed"] for r in rows)
+    audit_reasons: dict[str, int] = {}
+    for r in rows:
+        for c in r["checks"]:
+            if not c["passed"]:
+                audit_reasons[str(c["reason"])] = audit_reasons.get(str(c["reason"]), 0) + 1
+    _summary(
+        [("claw_generate", len(recs), len(ids), gen_reasons), ("code_audit", len(ids), passed, audit_reasons)]
+    )
+    console.print(f"tasks in {root}; audit records in {out / 'code_audit.jsonl'}")

@@ -127,3 +127,34 @@ def test_calibrate_routes_a_crashing_verifier_to_repair(tmp_path: Path) -> None:
     assert cal["repair"]["ok"] and cal["repair"]["attempts"] == 1
     repaired = _lines(tmp_path / "run" / "repaired_tasks.jsonl")[0]
     assert repaired["verifier"] == good
+
+
+def test_claw_synth_writes_four_file_tasks_from_clawforge_chains_and_audits_them(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    chains = shared_data / "clawforge" / "chains" / "logistics_envs.jsonl"
+    source = next(t for t in load_tasks(EXAMPLES) if t.task_id == "logistics_manager_review")
+
+    def respond(req):
+        system = req.body["messages"][0]["content"]
+        tid = system.split("for task ", 1)[1].split(".", 1)[0]
+        return Reply.json(
+            {
+                "task_yaml": f"id: {tid}\nprompt: tasks/prompts/{tid}.md\nasset: {tid}\n",
+                "prompt_md": source.prompt,
+                "env_builder_py": source.builder,
+                "verify_workplace_py": source.verifier,
+            }
+        )
+
+    with OpenAIServer(responder=respond) as server:
+        res = dataclaw(
+            "tasks", "claw-synth", str(chains), "--out", str(tmp_path / "run"), "--limit", "2",
+            "--model", f"{server.base_url}::writer",
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        assert server.request_count == 2
+    made = [t for t in load_tasks(tmp_path / "run" / "claw_tasks") if isinstance(t, WorkspaceTask)]
+    assert len(made) == 2 and all(t.task_id.startswith("logistics_envs-") for t in made)
+    audits = _lines(tmp_path / "run" / "code_audit.jsonl")
+    assert {a["id"] for a in audits} == {t.task_id for t in made} and all(a["passed"] for a in audits)

@@ -16,13 +16,15 @@ import yaml
 
 from dataclaw.envcraft.tasks.workspace import REQUIRED_YAML_KEYS, WorkspaceTask
 
+# No maxLength: grammar-constrained backends (llama.cpp) unroll a length bound into one rule per
+# character, and bounds in the thousands make grammars they cannot compile.
 GENERATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "task_yaml": {"type": "string", "minLength": 20, "maxLength": 4000},
-        "prompt_md": {"type": "string", "minLength": 80, "maxLength": 8000},
-        "env_builder_py": {"type": "string", "minLength": 80, "maxLength": 60000},
-        "verify_workplace_py": {"type": "string", "minLength": 80, "maxLength": 40000},
+        "task_yaml": {"type": "string", "minLength": 20},
+        "prompt_md": {"type": "string", "minLength": 80},
+        "env_builder_py": {"type": "string", "minLength": 80},
+        "verify_workplace_py": {"type": "string", "minLength": 80},
     },
     "required": ["task_yaml", "prompt_md", "env_builder_py", "verify_workplace_py"],
     "additionalProperties": False,
@@ -139,3 +141,59 @@ async def generate_workspace_task(
     except ModelError as exc:
         raise GenerationError(GenerationReason.MODEL_ERROR, f"{type(exc).__name__}: {exc}") from exc
     return parse_generation(task_id, done.parsed)
+
+
+# ---- a run: chains in, four-file tasks out ---------------------------------------------------------------
+
+
+def chain_skeleton(rec: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(task id, domain, skeleton) of a chain record: a ClawForge chain line (``env_name``,
+    ``gold_actions``, ``chain``) or a ``dataclaw tasks sample`` chain (``id``, ``envs``, ``steps``)."""
+    from dataclaw.core.ids import slug, stable_hash
+
+    if "env_name" in rec:
+        domain = str(rec["env_name"])
+        steps = rec.get("gold_actions") or [c.get("op") for c in rec.get("chain", [])]
+        layers = {"scenario_id": rec.get("scenario_id"), "layers": rec.get("chain", [])}
+        skeleton = {"steps": steps, "data_schema": layers}
+    elif "envs" in rec and "steps" in rec:
+        domain = "+".join(rec["envs"])
+        skeleton = {"steps": list(rec["steps"])}
+    else:
+        raise GenerationError(GenerationReason.BAD_YAML, "chain record has neither env_name nor envs/steps")
+    return f"{slug(domain, 40)}-{stable_hash(rec, 8)}", domain, skeleton
+
+
+async def synth_claw_tasks(
+    model: Any, chains: list[dict[str, Any]], out_root: Any, store: Any, progress: Any = None, **params: Any
+) -> list[str]:
+    """Generate one task per chain into ``out_root`` (four-file layout); a chain whose task exists is
+    skipped (resume), a failed generation is a reject of stage ``claw_generate``. Returns the task ids."""
+    from pathlib import Path
+
+    from dataclaw.core.errors import Reject
+    from dataclaw.envcraft.tasks.workspace import write_task
+
+    root = Path(out_root)
+    ids: list[str] = []
+    for i, rec in enumerate(chains):
+        try:
+            task_id, domain, skeleton = chain_skeleton(rec)
+            if not (root / "tasks" / f"{task_id}.yaml").is_file():
+                task = await generate_workspace_task(model, task_id, skeleton, domain, **params)
+                write_task(task, root)
+            ids.append(task_id)
+        except GenerationError as exc:
+            rid = str(rec.get("id") or chain_skeleton_id(rec))
+            store.reject(
+                Reject(id=rid, stage="claw_generate", reason=str(exc.reason), message=str(exc)[:300])
+            )
+        if progress:
+            progress(i + 1, len(chains))
+    return ids
+
+
+def chain_skeleton_id(rec: dict[str, Any]) -> str:
+    from dataclaw.core.ids import stable_hash
+
+    return f"chain-{stable_hash(rec, 12)}"
