@@ -158,3 +158,27 @@ def test_claw_synth_writes_four_file_tasks_from_clawforge_chains_and_audits_them
     assert len(made) == 2 and all(t.task_id.startswith("logistics_envs-") for t in made)
     audits = _lines(tmp_path / "run" / "code_audit.jsonl")
     assert {a["id"] for a in audits} == {t.task_id for t in made} and all(a["passed"] for a in audits)
+
+
+def test_audit_with_a_model_adds_the_rubric_gate(tmp_path: Path) -> None:
+    def verdict(sol: int) -> Reply:
+        return Reply.json(
+            {
+                "reasoning_steps": {f"dimension_{i}_analysis": "evidence" for i in (1, 2, 3)},
+                "scores": {"task_solvability": sol, "validation_integrity": 3, "data_consistency": 3},
+                "is_qualified": True,
+            }
+        )
+
+    with OpenAIServer() as server:
+        server.enqueue(verdict(3), verdict(2))  # tasks are audited in id order
+        res = dataclaw(
+            "tasks", "audit", str(EXAMPLES), "--out", str(tmp_path / "run"),
+            "--model", f"{server.base_url}::judge",
+        )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rubric = {r["id"]: r for r in _lines(tmp_path / "run" / "rubric.jsonl")}
+    assert rubric["logistics_manager_review"]["qualified"]
+    assert not rubric["smart_home_energy_cost"]["qualified"]
+    rejects = {r["record_id"]: r["reason"] for r in _lines(tmp_path / "run" / "rejects.jsonl")}
+    assert rejects == {"smart_home_energy_cost": "rubric_gate"}
