@@ -159,6 +159,7 @@ def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
     tool tasks (text by the model), audit the claw workspace tasks by code, then let the model act as the
     agent on both kinds. The embedded model is weak: rewards are mostly 0, and that is the honest result."""
     import asyncio
+    from collections import Counter
 
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft import archetypes
@@ -181,10 +182,7 @@ def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
         ):
             store.stage("chains").append(chain_record(chain))
         run_stage(GroundStage(), list(store.records("chains")), store)
-        # The task-text schema (long maxLength strings) is a grammar llama.cpp cannot compile (it crashes
-        # the process), so with the embedded model the tool tasks stop at grounded, verified chains.
-        if not model.startswith("local:"):
-            run_stage(SynthStage(model, cache=str(cache)), list(store.records("grounded")), store)
+        run_stage(SynthStage(model, cache=str(cache)), list(store.records("grounded")), store)
         tool_tasks = list(store.records("tasks"))[:2]
         claw = load_task_source(EXAMPLES / "claw_tasks")
         audits = {r["id"]: r for r in audit_by_code(claw, store)}
@@ -193,9 +191,11 @@ def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
         config = RolloutConfig(max_turns=4, timeout_s=180, max_tokens=256)
         recs = asyncio.run(rollout_tasks(agent, [*tool_tasks, *claw_ok], store, config, concurrency=1))
         n_chains, n_grounded = len(store.stage("chains")), len(store.stage("grounded"))
+        why = Counter(r["reason"] for r in store.rejects() if r["stage"] in ("grounded", "tasks"))
     s = rollout_summary(recs)
     return {
         "chains → grounded → tool tasks": f"{n_chains} → {n_grounded} → {len(tool_tasks)}",
+        "chain/task rejects": ", ".join(f"{k} {v}" for k, v in why.most_common()) or "none",
         "claw tasks audited": f"{len(claw_ok)}/{len(claw.tasks)} pass",
         "rewards": ", ".join(f"{r['task_id'].rsplit('/', 1)[-1]}={r['reward']:.2f}" for r in recs) or "none",
         "mean reward": s["mean_reward"],
