@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from dataclaw.core.errors import ConfigError, Reject, require
 from dataclaw.core.ids import slug
+from dataclaw.core.registry import Registry
 from dataclaw.media.writers import sha256_file
 from dataclaw.tailor.materialize import ARTIFACTS, IMAGE_TOKEN, SAMPLES, VIDEO_TOKEN, count_tokens
 from dataclaw.tailor.records import Artifact, MediaRef, Sample
@@ -228,27 +229,19 @@ class Exporter(ABC):
         """Write ``samples``; return the files written relative to ``out``."""
 
 
-_EXPORTERS: dict[str, type[Exporter]] = {}
-
-
-def register_exporter(cls: type[Exporter]) -> type[Exporter]:
-    """Class decorator: register under ``cls.name``; a duplicate name is an error."""
-    if cls.name in _EXPORTERS and _EXPORTERS[cls.name] is not cls:
-        raise ConfigError(f"exporter '{cls.name}' is already registered")
-    _EXPORTERS[cls.name] = cls
-    return cls
+EXPORTERS: Registry[type[Exporter]] = Registry("export format")
+register_exporter = EXPORTERS.add
+"""Class decorator: register under ``cls.name``; a duplicate name is an error."""
 
 
 def exporter_names() -> list[str]:
     """Names of the registered export formats."""
-    return sorted(_EXPORTERS)
+    return EXPORTERS.names()
 
 
 def get_exporter(name: str, **config: Any) -> Exporter:
     """The exporter ``name`` built with ``config``; unknown names list the known ones."""
-    cls = _EXPORTERS.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown export format '{name}': expected one of {', '.join(exporter_names())}")
+    cls = EXPORTERS.get(name)
     try:
         return cls(**config)
     except TypeError as exc:

@@ -44,6 +44,7 @@ from pydantic import ValidationError
 
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import child_id, slug, stable_hash
+from dataclaw.core.registry import Registry
 from dataclaw.core.store import RunStore
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.media.video import VideoReader
@@ -189,23 +190,14 @@ class Materializer(ABC):
         """The files to write for this output (frame bounds are checked by the stage)."""
 
 
-_MATERIALIZERS: dict[str, type[Materializer]] = {}
-
-
-def register_materializer(cls: type[Materializer]) -> type[Materializer]:
-    """Class decorator: register under ``cls.name``; a duplicate name is an error."""
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"materialiser {cls.__qualname__} has no name")
-    if name in _MATERIALIZERS and _MATERIALIZERS[name] is not cls:
-        raise ConfigError(f"materialiser '{name}' is already registered")
-    _MATERIALIZERS[name] = cls
-    return cls
+MATERIALIZERS: Registry[type[Materializer]] = Registry("materialiser")
+register_materializer = MATERIALIZERS.add
+"""Class decorator: register under ``cls.name``; a duplicate name is an error."""
 
 
 def materializer_names() -> list[str]:
     """Names of the registered materialisers."""
-    return sorted(_MATERIALIZERS)
+    return MATERIALIZERS.names()
 
 
 def get_materializer(spec: str | dict[str, Any]) -> Materializer:
@@ -219,9 +211,7 @@ def get_materializer(spec: str | dict[str, Any]) -> Materializer:
         params = dict(spec["params"]) if isinstance(spec.get("params"), dict) else rest
     else:
         raise ConfigError(f"a materialiser is a name or {{'name': ..., params}}, got {spec!r}")
-    cls = _MATERIALIZERS.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown materialiser '{name}': expected one of {', '.join(materializer_names())}")
+    cls = MATERIALIZERS.get(name)
     try:
         return cls(**params)
     except TypeError as exc:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import child_id
+from dataclaw.core.registry import Registry
 from dataclaw.tailor.anchors.base import Anchor
 
 
@@ -135,33 +136,20 @@ class Miner(ABC):
         )
 
 
-_MINERS: dict[str, type[Miner]] = {}
-
-
-def register_miner(cls: type[Miner]) -> type[Miner]:
-    """Class decorator: register a miner under ``cls.name``; a duplicate name is an error."""
-    if cls.name in _MINERS and _MINERS[cls.name] is not cls:
-        raise ConfigError(f"miner '{cls.name}' is already registered")
-    _MINERS[cls.name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    from dataclaw.tailor import mine_gui, mine_lecture  # noqa: F401 - registers their miners
+MINERS: Registry[type[Miner]] = Registry(
+    "miner", builtins=["dataclaw.tailor.mine_gui", "dataclaw.tailor.mine_lecture"]
+)
+register_miner = MINERS.add
+"""Class decorator: register a miner under ``cls.name``; a duplicate name is an error."""
 
 
 def miner_names() -> list[str]:
-    _load_builtin()
-    return sorted(_MINERS)
+    return MINERS.names()
 
 
 def get_miner(name: str, **config: Any) -> Miner:
     """A new miner ``name`` built with ``config``; unknown names list the known ones."""
-    _load_builtin()
-    cls = _MINERS.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown miner '{name}': expected one of {', '.join(sorted(_MINERS))}")
-    return cls(**config)
+    return MINERS.get(name)(**config)
 
 
 def anchors_between(

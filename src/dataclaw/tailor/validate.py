@@ -30,6 +30,7 @@ from jsonschema.validators import validator_for
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import child_id, stable_hash
+from dataclaw.core.registry import Registry
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 
 VALIDATED = "validated"
@@ -76,32 +77,20 @@ class Failure:
 
 
 Validator = Callable[..., list[Failure]]
-_VALIDATORS: dict[str, Validator] = {}
+VALIDATORS: Registry[Validator] = Registry("validator")
 
 
 def register_validator(name: str) -> Callable[[Validator], Validator]:
     """Register ``fn(output, ctx, **params) -> list[Failure]`` under ``name``; duplicates are refused."""
-
-    def deco(fn: Validator) -> Validator:
-        if name in _VALIDATORS:
-            raise ConfigError(f"validator '{name}' is already registered")
-        _VALIDATORS[name] = fn
-        return fn
-
-    return deco
+    return VALIDATORS.named(name)
 
 
 def validator_names() -> list[str]:
-    return sorted(_VALIDATORS)
+    return VALIDATORS.names()
 
 
 def get_validator(name: str) -> Validator:
-    try:
-        return _VALIDATORS[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown validator '{name}': expected one of {', '.join(validator_names())}"
-        ) from None
+    return VALIDATORS.get(name)
 
 
 def run_validator(name: str, output: Any, ctx: dict[str, Any], params: dict[str, Any]) -> list[Failure]:

@@ -19,15 +19,13 @@ extractor is adding its file.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import child_id
+from dataclaw.core.registry import Registry
 
 if TYPE_CHECKING:
     from dataclaw.tailor.streams.base import Stream, StreamSource
@@ -96,49 +94,19 @@ class AnchorExtractor(ABC):
         """Anchors of ``stream``; ``source`` gives frame and table access. Sorted by ``t`` is nice."""
 
 
-_EXTRACTORS: dict[str, type[AnchorExtractor]] = {}
-_LOADED = False
-
-
-def register_extractor(cls: type[AnchorExtractor]) -> type[AnchorExtractor]:
-    """Class decorator: register ``cls`` under ``cls.name``; a duplicate name is an error."""
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"anchor extractor {cls.__qualname__} has no name")
-    existing = _EXTRACTORS.get(name)
-    if existing is not None and existing is not cls:
-        owner = f"{existing.__module__}.{existing.__qualname__}"
-        raise ConfigError(f"anchor extractor name '{name}' is already registered by {owner}")
-    _EXTRACTORS[name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    """Import every module of this package once, so each registers its extractors."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    package = importlib.import_module("dataclaw.tailor.anchors")
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{package.__name__}.{info.name}")
+EXTRACTORS: Registry[type[AnchorExtractor]] = Registry("anchor extractor", builtins="dataclaw.tailor.anchors")
+register_extractor = EXTRACTORS.add
+"""Class decorator: register ``cls`` under ``cls.name``; a duplicate name is an error."""
 
 
 def extractor_names() -> list[str]:
     """Names of all registered extractors, sorted."""
-    _load_builtin()
-    return sorted(_EXTRACTORS)
+    return EXTRACTORS.names()
 
 
 def get_extractor(name: str, **config: Any) -> AnchorExtractor:
     """A new extractor ``name`` built with ``config``; unknown names list the known ones."""
-    _load_builtin()
-    cls = _EXTRACTORS.get(name)
-    if cls is None:
-        known = ", ".join(sorted(_EXTRACTORS))
-        raise ConfigError(f"unknown anchor extractor '{name}': expected one of {known}")
-    return cls(**config)
+    return EXTRACTORS.get(name)(**config)
 
 
 def extract_anchors(stream: Stream, source: StreamSource, names: list[str] | None = None) -> list[Anchor]:

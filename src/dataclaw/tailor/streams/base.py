@@ -11,8 +11,6 @@ Adding a source is one module in this package with a :func:`register_reader` cla
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import root_id
+from dataclaw.core.registry import Registry
 from dataclaw.media.errors import MediaError, MediaIssue
 
 STAGE = "ingest"
@@ -161,46 +160,19 @@ class StreamReader(ABC):
         """Streams of ``path``, one per unit, with a Reject for each unit that cannot be used."""
 
 
-_READERS: dict[str, type[StreamReader]] = {}
-_LOADED = False
-
-
-def register_reader(cls: type[StreamReader]) -> type[StreamReader]:
-    """Class decorator: register a reader under ``cls.name``; a duplicate name is an error."""
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"stream reader {cls.__qualname__} has no name")
-    existing = _READERS.get(name)
-    if existing is not None and existing is not cls:
-        owner = f"{existing.__module__}.{existing.__qualname__}"
-        raise ConfigError(f"stream reader name '{name}' is already registered by {owner}")
-    _READERS[name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    package = importlib.import_module("dataclaw.tailor.streams")
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{package.__name__}.{info.name}")
+READERS: Registry[type[StreamReader]] = Registry("stream reader", builtins="dataclaw.tailor.streams")
+register_reader = READERS.add
+"""Class decorator: register a reader under ``cls.name``; a duplicate name is an error."""
 
 
 def reader_names() -> list[str]:
     """Names of the registered readers, sorted."""
-    _load_builtin()
-    return sorted(_READERS)
+    return READERS.names()
 
 
 def get_reader(name: str) -> StreamReader:
     """The reader registered as ``name``."""
-    _load_builtin()
-    if name not in _READERS:
-        raise ConfigError(f"unknown stream reader '{name}': expected one of {', '.join(sorted(_READERS))}")
-    return _READERS[name]()
+    return READERS.get(name)()
 
 
 def detect_reader(path: str | Path) -> StreamReader:
@@ -208,11 +180,11 @@ def detect_reader(path: str | Path) -> StreamReader:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} does not exist")
-    for name in sorted(reader_names(), key=lambda n: (_READERS[n].priority, n)):
-        reader = _READERS[name]()
+    for _, cls in sorted(READERS.items(), key=lambda item: (item[1].priority, item[0])):
+        reader = cls()
         if reader.detect(path):
             return reader
-    kinds = "; ".join(f"{n} ({_READERS[n].description})" for n in reader_names())
+    kinds = "; ".join(f"{n} ({cls.description})" for n, cls in READERS.items())
     raise ConfigError(f"{path} is not a dataset dataclaw can read: expected one of {kinds}")
 
 
