@@ -267,3 +267,22 @@ def test_creating_a_user_namespace_to_become_root_is_blocked(workspace, limits, 
     out = run(src, workspace, limits, policy=policy)  # threads and subprocesses still work under the filter
     _contained(out, survivors, Status.OK, None)
     assert out.stdout.split() == ["thread", "child"]
+
+
+def test_host_files_around_a_granted_path_stay_hidden_and_count_as_outside(tmp_path, limits):
+    """A checkout under /tmp (as CI may place it): its venv is granted, its other files must stay hidden."""
+    checkout = tmp_path / "checkout"
+    (checkout / "venv").mkdir(parents=True)
+    (checkout / "secret.txt").write_text("host secret")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = SandboxPolicy(ro_paths=[checkout / "venv"])
+    out = run(f"print(open({str(checkout / 'secret.txt')!r}).read())", ws, limits, policy=policy)
+    assert (out.status, out.resource) == (Status.VIOLATION, "outside"), (out.message, out.stderr[-400:])
+    assert "host secret" not in out.stdout
+    wrote = run(f"open({str(checkout / 'pwned.txt')!r}, 'w').write('x')", ws, limits, policy=policy)
+    assert (wrote.status, wrote.resource) == (Status.VIOLATION, "outside"), (
+        wrote.message,
+        wrote.stderr[-300:],
+    )
+    assert not (checkout / "pwned.txt").exists()

@@ -16,6 +16,7 @@ import sys
 
 TYPE_CHECKING = False  # importing typing would cost a few ms of every sandboxed start
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 OK, ERROR, TIMEOUT, RESOURCE, VIOLATION = "ok", "error", "timeout", "resource_limit", "violation"
@@ -64,7 +65,9 @@ def _inside(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _classify_one(exc: BaseException, roots: list[str], writable: list[str]) -> tuple[str, str] | None:
+def _classify_one(
+    exc: BaseException, roots: list[str], writable: list[str], hidden: list[str]
+) -> tuple[str, str] | None:
     if isinstance(exc, MemoryError):
         return RESOURCE, "memory"
     sock = sys.modules.get("socket")  # a gaierror needs the socket module, so never import it here
@@ -74,6 +77,10 @@ def _classify_one(exc: BaseException, roots: list[str], writable: list[str]) -> 
         return None
     name = exc.filename if isinstance(exc.filename, str) else None
     path = os.path.normpath(os.path.join(os.getcwd(), name)) if name else None
+    if path and _inside(path, hidden) and not _inside(path, [r for r in roots if _inside(r, hidden)]):
+        # a host path next to a granted mount (the checkout around a venv): hidden, whatever the errno
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS):
+            return VIOLATION, "outside"
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return (VIOLATION, "outside") if path and not _inside(path, roots) else None
     if exc.errno == errno.EACCES:
@@ -83,7 +90,12 @@ def _classify_one(exc: BaseException, roots: list[str], writable: list[str]) -> 
     return _ERRNO_CLASS.get(exc.errno)
 
 
-def classify_exception(exc: BaseException, roots: list[str], writable: list[str]) -> tuple[str, str | None]:
+def classify_exception(
+    exc: BaseException,
+    roots: list[str],
+    writable: list[str],
+    hidden: Sequence[str] = (),
+) -> tuple[str, str | None]:
     """(status, kind) of an uncaught exception, following ``__cause__``/``__context__``/``.reason``."""
     seen: set[int] = set()
     todo: list[BaseException] = [exc]
@@ -92,7 +104,7 @@ def classify_exception(exc: BaseException, roots: list[str], writable: list[str]
         if id(cur) in seen:
             continue
         seen.add(id(cur))
-        found = _classify_one(cur, roots, writable)
+        found = _classify_one(cur, roots, writable, list(hidden))
         if found:
             return found
         for nxt in (cur.__cause__, cur.__context__, getattr(cur, "reason", None)):
@@ -206,7 +218,7 @@ def _execute(job: dict[str, Any], report: _Reporter) -> int:
 
         # the program's frames only: the launcher's own frame is not the program's business
         traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
-        status, kind = classify_exception(exc, roots, writable)
+        status, kind = classify_exception(exc, roots, writable, job.get("hidden", []))
         report.send(event="exception", status=status, resource=kind, type=type(exc).__name__)
         return 1
     report.send(event="exit", exit_code=0)

@@ -197,6 +197,9 @@ class MountPlan:
     fds: list[int] = field(default_factory=list)
     roots: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    """Directories that exist only to hold a granted mount (e.g. the checkout around a venv): their
+    other host contents are hidden, so a missing path in them is an access outside the sandbox."""
 
     def data_file(self, dest: str, data: bytes, *, static: bool = False) -> None:
         """Copy ``data`` into a read-only file at ``dest`` (bubblewrap reads it from an inherited fd).
@@ -278,6 +281,7 @@ def mount_plan(
         plan.data_file(dest, data, static=dest in static)
     plan.args += seccomp_args(plan)
     etc = [f"/etc/{name}" for name in (*ETC_COPIES, *ETC_BINDS, "localtime", "passwd", "group", "hosts")]
+    plan.hidden = sorted(made - {"/tmp", "/dev/shm"})
     plan.roots += [*SYSTEM_DIRS, *etc, "/dev", "/proc", "/tmp", STATUS_DIR]
     plan.writable += ["/tmp", "/dev/shm"]
     return plan

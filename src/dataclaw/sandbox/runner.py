@@ -129,7 +129,9 @@ def run(
     try:
         with _owned_by(ws, uid), _Pipe() as status:
             if kind == "python":
-                cfg = launcher_config(plan.roots, plan.writable, status.w, args, "oneshot")
+                cfg = launcher_config(
+                    plan.roots, plan.writable, status.w, args, "oneshot", hidden=plan.hidden
+                )
                 target = launcher_argv(python, cfg)
             else:
                 target = list(program)

@@ -73,6 +73,7 @@ class WarmWorker(Runtime):
         self._uid = runner.sandbox_uid(self.policy)
         self._roots: list[str] = []
         self._writable: list[str] = []
+        self._hidden: list[str] = []
         self._owned = False
         self._lock = threading.RLock()
 
@@ -137,7 +138,7 @@ class WarmWorker(Runtime):
         plan = bwrap.mount_plan(
             self.policy, self.limits, self.workspace, self.python, self._uid, files, frozenset(files)
         )
-        self._roots, self._writable = plan.roots, plan.writable
+        self._roots, self._writable, self._hidden = plan.roots, plan.writable, plan.hidden
         self._own_workspace()
         cfg = self._config(pidns=True, cwd=self.policy.workspace_mount)
         cmd = [
@@ -154,7 +155,15 @@ class WarmWorker(Runtime):
 
     def _config(self, *, pidns: bool, cwd: str) -> str:
         return runner.launcher_config(
-            self._roots, self._writable, -1, [], "worker", preload=self.preload, pidns=pidns, cwd=cwd
+            self._roots,
+            self._writable,
+            -1,
+            [],
+            "worker",
+            preload=self.preload,
+            pidns=pidns,
+            cwd=cwd,
+            hidden=self._hidden,
         )
 
     def _own_workspace(self) -> None:
