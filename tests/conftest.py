@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# CI machines are small and shared: judge generated inputs, not how fast they were generated.
+settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machine")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
