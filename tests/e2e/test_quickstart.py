@@ -1,0 +1,94 @@
+"""`make run` = `dataclaw quickstart` on the bundled examples with the embedded model, as a user runs it.
+
+Every part must leave real output: a schema-valid answer, ingested streams/anchors/candidates, Tailor
+responses that each became a sample or a reject with a reason, and EnvCraft chains, audits and rollouts
+with rewards. A second run into the same directory resumes and pays for no model call again.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from dataclaw.cli.quickstart import TASK_SCHEMA
+
+pytestmark = pytest.mark.slow
+EXE = Path(sys.executable).parent / "dataclaw"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    out = tmp_path_factory.mktemp("qs") / "run"
+    first = subprocess.run(
+        [str(EXE), "quickstart", "--out", str(out)], capture_output=True, text=True, timeout=1800
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    return out, first
+
+
+def test_every_part_reports_and_says_where_output_went(quickstart):
+    out, res = quickstart
+    for part in ("model", "ingest", "tailor", "envcraft"):
+        assert part in res.stdout
+        assert (out / part).is_dir()
+    assert "output written under" in res.stdout
+    assert "Traceback" not in res.stderr
+
+
+def test_model_part_answer_is_schema_valid(quickstart):
+    out = quickstart[0]
+    record = json.loads((out / "model" / "answer.json").read_text())
+    jsonschema.validate(record["answer"], TASK_SCHEMA)
+    assert record["usage"]["completion_tokens"] > 0
+
+
+def test_ingest_part_produces_streams_anchors_and_candidates(quickstart):
+    run = quickstart[0] / "ingest"
+    streams, anchors, cands = (_jsonl(run / f"{s}.jsonl") for s in ("streams", "anchors", "candidates"))
+    assert {s["modality"] for s in streams} >= {"robot", "gui", "video", "lecture"}
+    assert anchors and cands
+    stream_ids = {s["id"] for s in streams}
+    assert all(c["stream_id"] in stream_ids for c in cands)
+    assert json.loads((run / "manifest.json").read_text())["counts"]["streams"] == len(streams)
+
+
+def test_tailor_part_accounts_for_every_response(quickstart):
+    run = quickstart[0] / "tailor"
+    responses = _jsonl(run / "responses.jsonl")
+    assert responses
+    samples = {s["provenance"]["response_id"] for s in _jsonl(run / "samples.jsonl")}
+    rejected = {r["record_id"] for r in _jsonl(run / "rejects.jsonl") if r["stage"] != "ingest"}
+    for resp in responses:  # each answer became a sample or a reject with a reason: nothing silently lost
+        assert resp["id"] in samples or resp["id"] in rejected, resp["id"]
+    for sample in _jsonl(run / "samples.jsonl"):
+        for media in sample["media"]:
+            art = next(a for a in _jsonl(run / "artifacts.jsonl") if a["id"] == media["artifact_id"])
+            assert (run / art["path"]).is_file()
+
+
+def test_envcraft_part_samples_audits_and_rolls_out(quickstart):
+    run = quickstart[0] / "envcraft"
+    assert _jsonl(run / "chains.jsonl")
+    audits = _jsonl(run / "code_audit.jsonl")
+    assert audits and all(a["passed"] for a in audits)  # the bundled claw tasks are sound
+    rollouts = _jsonl(run / "rollouts.jsonl")
+    assert rollouts and all(0.0 <= r["reward"] <= 1.0 for r in rollouts)
+
+
+def test_rerun_resumes_without_paying_twice(quickstart):
+    out = quickstart[0]
+    before = len(_jsonl(out / "tailor" / "responses.jsonl"))
+    again = subprocess.run(
+        [str(EXE), "quickstart", "--out", str(out)], capture_output=True, text=True, timeout=1800
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(_jsonl(out / "tailor" / "responses.jsonl")) == before
+    assert json.loads((out / "model" / "answer.json").read_text())
+    assert "cached: True" in again.stdout
