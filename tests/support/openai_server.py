@@ -207,6 +207,9 @@ class _ThreadingServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     owner: OpenAIServer
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: with Nagle's algorithm on, the body waits for the client's
+    # delayed ACK (~40 ms) on every keep-alive response, which no real inference server does
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # silence the per-request log
         return
