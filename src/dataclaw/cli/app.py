@@ -14,10 +14,16 @@ from dataclaw.core.errors import DataclawError
 # name -> (module, help). Each module exposes a typer ``app``.
 GROUPS: dict[str, tuple[str, str]] = {
     "models": ("dataclaw.cli.models", "Check models, list backends, show a run's model usage."),
-    "tailor": ("dataclaw.cli.tailor", "Tailor: raw streams → anchors → candidates → samples."),
+    "tailor": (
+        "dataclaw.cli.tailor",
+        "Tailor: ingest, inspect, intents, run, export (raw streams → training samples).",
+    ),
     "sandbox": ("dataclaw.sandbox.cli", "Run untrusted code in the bubblewrap sandbox; check that it works."),
-    "env": ("dataclaw.cli.env", "EnvCraft environments: list, show, tools, call, contract."),
-    "tasks": ("dataclaw.cli.tasks", "EnvCraft tasks: sample tool chains, synthesise verifiable tasks."),
+    "env": ("dataclaw.cli.env", "EnvCraft environments: list, show, tools, call, contract, audit, graph."),
+    "tasks": (
+        "dataclaw.cli.tasks",
+        "EnvCraft tasks: sample chains, synthesise, audit, calibrate, roll out; claw workspace tasks.",
+    ),
 }
 # top-level commands: name -> module exposing a function of the same name.
 COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart"}

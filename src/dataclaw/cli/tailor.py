@@ -28,6 +28,13 @@ def _fractions(value: str) -> list[float]:
         raise ConfigError(f"--fault-fractions must be comma-separated numbers, got '{value}'") from None
 
 
+def _require_inputs(inputs: list[Path]) -> None:
+    """Paths the user typed must exist (a folder that exists but is not a dataset is a per-input reject)."""
+    missing = [str(p) for p in inputs if not p.exists()]
+    if missing:
+        raise ConfigError(f"input not found: {', '.join(missing)}")
+
+
 @app.command("ingest")
 def ingest(
     inputs: Annotated[list[Path], typer.Argument(help="Dataset folders, recordings, videos, slide decks.")],
@@ -52,6 +59,7 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
     """Read INPUTs into RUN: streams.jsonl → anchors.jsonl → candidates.jsonl (+ rejects.jsonl)."""
+    _require_inputs(inputs)
     from dataclaw.core.progress import progress_bar
     from dataclaw.tailor.ingest import IngestConfig
     from dataclaw.tailor.ingest import ingest as run_ingest
@@ -231,7 +239,13 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
     """INPUTs → samples: ingest, synthesise per intent, validate, materialise, export (resumable)."""
+    _require_inputs(inputs)
     from dataclaw.core.progress import progress_bar
+    from dataclaw.tailor.intents.registry import IntentCatalog
+
+    catalog = IntentCatalog.builtin()
+    for name in intent or []:  # a typo fails now, not after the whole ingest
+        catalog.resolve(name)
     from dataclaw.models.ledger import render_summary
     from dataclaw.tailor.ingest import IngestConfig
     from dataclaw.tailor.route import RouteConfig

@@ -11,6 +11,7 @@ scene counts on its own test videos.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -91,6 +92,8 @@ def detect_shots(
     """
     params = params or ShotParams()
     scenedetect = require("scenedetect", "shot-boundary anchors", "media")
+    # scenedetect logs progress at INFO through a handler of its own; our CLI shows warnings and up
+    logging.getLogger("pyscenedetect").setLevel(logging.WARNING)
     path = Path(path)
     if not path.is_file():
         raise MediaError(MediaIssue.NOT_FOUND, f"{path.name}: video file not found")
