@@ -144,7 +144,8 @@ def _tailor_part(out: Path, model: str) -> dict[str, Any]:
         "samples": summary["counts"].get("samples", 0),
         "rejects": ", ".join(f"{k} {v}" for k, v in summary["rejects"].items() if not k.startswith("ingest"))
         or "none",
-        "tokens": f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out",
+        "tokens": f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out"
+        f" ({usage.get('cache_hits', 0)} of {summary['requests']} answers from the response cache)",
         "export": (summary["export"] or {}).get("out_dir", "none (no sample passed validation)"),
         "run": out,
     }
