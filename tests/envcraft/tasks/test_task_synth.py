@@ -10,7 +10,8 @@ from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
 from dataclaw.envcraft.tasks import GroundingError, check_text, classify, ground_chain
 from dataclaw.envcraft.tasks.execute import GroundReason
-from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, build_verifier, write_text
+from dataclaw.envcraft.tasks.initial import build_verifier
+from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, write_text
 from dataclaw.models import get_model
 from support.openai_server import OpenAIServer, Reply
 

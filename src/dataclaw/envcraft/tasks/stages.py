@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 from dataclaw.core.ids import child_id, root_id, stable_hash
 from dataclaw.envcraft.graph.sampling import ToolChain
 from dataclaw.envcraft.tasks.execute import GroundingError, GroundReason, ground_chain
-from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, build_verifier, distractors, pick_persona
+from dataclaw.envcraft.tasks.initial import build_verifier, distractors
+from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, pick_persona
 from dataclaw.envcraft.tasks.verifier import evaluate
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 

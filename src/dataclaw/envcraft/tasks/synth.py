@@ -1,5 +1,5 @@
-"""Chain → task (EnvCraft §4.2): reverse-engineered instruction, persona-conditioned user turns, initial
-state with distractors and a verifier proven sound.
+"""Chain → task text (EnvCraft §4.2): reverse-engineered instruction and persona-conditioned user turns
+(the initial state and verifier are :mod:`.initial`'s).
 
 Parameters are classified from the grounded run's data flow (a value picked from an earlier step's
 output is *tool-derived*, anything the user could name is *user-specified*). The model writes only the
@@ -15,9 +15,7 @@ import random
 from enum import StrEnum
 from typing import Any
 
-from dataclaw.envcraft.graph.tool_graph import id_kind
-from dataclaw.envcraft.tasks.execute import TOOL, USER, harvest
-from dataclaw.envcraft.tasks.verifier import derive_verifier, evaluate
+from dataclaw.envcraft.tasks.execute import TOOL, USER
 
 _OUTPUT_CHARS = 700
 MIN_TEXT, MAX_TEXT = 20, 2000
@@ -109,44 +107,6 @@ def check_text(
     secret = {s for r in derived for s in _leaves(r["value"]) if len(s) >= 3} - user_forms
     leaked = sorted(s for s in secret if s.lower() in blob)
     return missing, leaked
-
-
-# ---- initial state and verifier ----------------------------------------------------------------------
-
-
-def distractors(initial: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per entity kind the chain names: how many entities it needs and how many same-kind distractors
-    the initial state holds (entities an agent must not confuse with the right one)."""
-    values = harvest(initial)
-    needed: dict[str, set[Any]] = {}
-    for st in steps:
-        for name, value in st["params"].items():
-            kind = id_kind(name)
-            if kind and isinstance(value, str | int):
-                needed.setdefault(kind, set()).add(value)
-    out = {}
-    for kind, ids in sorted(needed.items()):
-        pool = [v for v in values.lookup(f"{kind}_id") if isinstance(v, str | int)]
-        out[kind] = {"needed": len(ids), "distractors": len(set(pool) - ids)}
-    return out
-
-
-def build_verifier(grounded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
-    """Derive the verifier and prove it: gold final state → 1.0, untouched initial state → < 1.0."""
-    user, _ = classify(grounded["steps"])
-    named = [r["value"] for r in user if isinstance(r["value"], str)]
-    verifier = derive_verifier(
-        grounded["initial_state"], grounded["final_state"], grounded["write_fields"], named_ids=named
-    )
-    if not verifier["assertions"]:
-        raise SynthError(SynthReason.VERIFIER_EMPTY, "the chain changed none of its declared state fields")
-    gold = evaluate(verifier, grounded["final_state"])["score"]
-    initial = evaluate(verifier, grounded["initial_state"])["score"]
-    if gold != 1.0:
-        raise SynthError(SynthReason.VERIFIER_GOLD_FAILS, f"gold state scores {gold:.3f}, not 1.0")
-    if initial >= 1.0:
-        raise SynthError(SynthReason.VERIFIER_TRIVIAL, "the untouched initial state already passes")
-    return verifier, {"gold": gold, "initial": initial}
 
 
 # ---- prompts --------------------------------------------------------------------------------------
