@@ -108,6 +108,12 @@ def synth(
     model: Annotated[str, typer.Option(help="Model for the natural-language parts.")] = "local:smollm2-135m",
     workers: Annotated[int, typer.Option(help="Processes for grounding.")] = 1,
     limit: Annotated[int | None, typer.Option(help="Only the first N chains.")] = None,
+    distractors: Annotated[
+        int, typer.Option(help="Near-duplicate distractors added per entity the chain names (0: none).")
+    ] = 1,
+    long_context: Annotated[
+        bool, typer.Option(help="Start from the scenarios' long-context states (their history records).")
+    ] = False,
 ) -> None:
     """Ground chains in real sessions, derive and prove verifiers, write user turns: ``tasks.jsonl``."""
     from dataclaw.core.progress import progress_bar
@@ -121,7 +127,8 @@ def synth(
     with RunStore(run) as store:
         chains = list(store.records("chains"))[:limit]
         with progress_bar("ground") as bar:
-            run_stage(GroundStage(), chains, store, LocalExecutor(workers=workers), bar)
+            ground = GroundStage(long_context=long_context, distractors_per_entity=distractors)
+            run_stage(ground, chains, store, LocalExecutor(workers=workers), bar)
         chain_ids = {c["id"] for c in chains}
         grounded = [g for g in store.records("grounded") if g["chain_id"] in chain_ids]
         with progress_bar("synth") as bar:

@@ -52,7 +52,7 @@ def test_grounding_is_deterministic_and_records_the_data_flow(derived_chain) -> 
 def test_a_step_that_always_fails_rejects_the_chain() -> None:
     env_cls = archetypes.get("transactional_workspace").env_cls
     with pytest.raises(GroundingError) as err:
-        ground_chain(env_cls, ["resolve_ticket"], seed=0)  # nobody is logged in
+        ground_chain(env_cls, ["resolve_ticket"], seed=0, setup_budget=0)  # nobody logged in, no setup
     assert err.value.reason is GroundReason.STEP_ERROR
 
 

@@ -98,7 +98,21 @@ def test_derive_skips_clock_and_generated_ids_and_untouched_fields() -> None:
 
 def test_removed_entities_are_asserted_absent() -> None:
     v = derive_verifier({"t": {"a": {"s": 1}, "b": {"s": 2}}}, {"t": {"b": {"s": 2}}}, ["t"])
-    assert v["assertions"] == [{"path": "/t/a", "op": "absent", "why": "removed"}]
+    assert v["assertions"] == [
+        {"path": "/t/a", "op": "absent", "why": "removed"},
+        {"path": "/t", "op": "count_eq", "value": 1, "why": "entity count"},
+    ]
+
+
+def test_a_create_then_delete_is_verified_by_the_entity_count() -> None:
+    """A chain whose net effect on a collection is nil still pins its size: an agent that stops
+    after the create (one entity too many) fails."""
+    initial = {"rules": {"R-1": {"on": True}}, "log": []}
+    final = {"rules": {"R-1": {"on": False}}, "log": [{"a": "create"}, {"a": "delete"}]}
+    v = derive_verifier(initial, final, ["rules", "log"])
+    assert {"path": "/rules", "op": "count_eq", "value": 1, "why": "entity count"} in v["assertions"]
+    stopped_early = {"rules": {"R-1": {"on": False}, "R-2": {"on": True}}, "log": [{"a": "create"}]}
+    assert evaluate(v, final)["passed"] and not evaluate(v, stopped_early)["passed"]
 
 
 _scalar = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "open", "closed"]), st.booleans())

@@ -110,9 +110,9 @@ def _clip(text: str, limit: int) -> str:
 
 def _env_source(task: dict[str, Any]) -> str:
     """The environment package's Python source (domain modules first), clipped."""
-    from dataclaw.envcraft.tasks.stages import load_env
+    from dataclaw.envcraft.tasks.stages import record_env
 
-    env_cls = load_env(task["env"], task.get("env_module"))
+    env_cls = record_env(task)
     folder = Path(env_cls.package_dir())
     infra = {"__init__.py", "__main__.py", "env.py", "evaluator.py", "state.py"}
     files = sorted(folder.glob("*.py"), key=lambda p: (p.name in infra, p.name))

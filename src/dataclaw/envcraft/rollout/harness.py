@@ -94,12 +94,13 @@ class ToolTaskHarness(Harness):
         self.env: Any = None
         self.session_id = ""
         self._env_cls: Any = None
+        self._names: dict[str, str] = {}  # agent-facing tool name → environment tool name
 
     def setup(self) -> None:
-        from dataclaw.envcraft.tasks.stages import load_env
+        from dataclaw.envcraft.tasks.stages import record_env
 
         try:
-            self._env_cls = load_env(self.task["env"], self.task.get("env_module"))
+            self._env_cls = record_env(self.task)
             root = self._root_arg
             if root is None:
                 self._tmp = tempfile.mkdtemp(prefix="dataclaw-rollout-")
@@ -111,7 +112,14 @@ class ToolTaskHarness(Harness):
             raise SetupError(f"creating a session of {self.task.get('env')!r}", exc) from exc
 
     def tools(self) -> list[dict[str, Any]]:
-        return self._env_cls.tools.openai_schemas()
+        """The environment's tools; a cross-environment task's ``env.tool`` names become ``env__tool``
+        (OpenAI function names allow no dots)."""
+        schemas = self._env_cls.tools.openai_schemas()
+        for schema in schemas:
+            name = schema["function"]["name"]
+            schema["function"]["name"] = agent_name = name.replace(".", "__")
+            self._names[agent_name] = name
+        return schemas
 
     def system_prompt(self) -> str:
         return TOOL_SYSTEM_PROMPT
@@ -121,7 +129,9 @@ class ToolTaskHarness(Harness):
         return [str(t) for t in turns]
 
     def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
-        envelope = self.env.call(self.session_id, name, **args)  # never raises; errors are agent-safe
+        envelope = self.env.call(
+            self.session_id, self._names.get(name, name), **args
+        )  # never raises; errors are agent-safe
         content = json.dumps(envelope, ensure_ascii=False, default=str)
         if envelope.get("status") == "ok":
             return ToolResult(content)

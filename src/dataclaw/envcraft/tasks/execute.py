@@ -9,6 +9,7 @@ grounded chain is a run that really succeeded, with the initial and final states
 
 from __future__ import annotations
 
+import functools
 import random
 import tempfile
 from collections import defaultdict
@@ -29,7 +30,7 @@ class GroundReason(StrEnum):
     """Why a chain could not be grounded."""
 
     UNKNOWN_ENV = "unknown_env"
-    CROSS_ENV = "cross_env_unsupported"
+    UNKNOWN_TOOL = "unknown_tool"
     NO_SCENARIO = "no_scenario"
     UNFILLABLE_PARAM = "unfillable_param"
     STEP_ERROR = "step_error"
@@ -37,9 +38,10 @@ class GroundReason(StrEnum):
 
 
 class GroundingError(Exception):
-    def __init__(self, reason: GroundReason, message: str) -> None:
+    def __init__(self, reason: GroundReason, message: str, tool: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        self.tool = tool  # the step's tool, when one step is to blame
 
 
 @dataclass
@@ -171,11 +173,21 @@ def ground_chain(
     max_scenarios: int = 3,
     attempts: int = 6,
     prefer_derived: float = 0.85,
+    setup_budget: int = 2,
+    long_context: bool = False,
 ) -> dict[str, Any]:
     """Execute ``steps`` in a fresh in-process session of ``env_cls`` (the given scenario, else up to
     ``max_scenarios`` scenarios in a seeded order until one works); return the grounded chain
-    ``{scenario_id, steps: [{tool, side_effect, params, sources, derived_from, output}], initial_state,
-    final_state, write_fields}`` or raise the last :class:`GroundingError`."""
+    ``{scenario_id, long_context, setup, steps: [{tool, side_effect, params, sources, derived_from,
+    output}], initial_state, final_state, write_fields}`` or raise the last :class:`GroundingError`.
+
+    A chain that starts mid-workflow (a step needs an entity or a login the scenario lacks) gets up to
+    ``setup_budget`` *setup* calls first: write tools that precede the failing tool in the tool graph,
+    run with the same parameter choices. Their effect is part of the task's initial state S0 (the
+    entities the execution path needs, made by the environment's own tools so its invariants hold)."""
+    missing = [s for s in steps if s not in env_cls.tools]
+    if missing:
+        raise GroundingError(GroundReason.UNKNOWN_TOOL, f"{env_cls.name} has no tool {', '.join(missing)}")
     rng = random.Random(seed)
     scenarios = sorted(env_cls.scenarios())
     if not scenarios:
@@ -184,32 +196,104 @@ def ground_chain(
     error: GroundingError | None = None
     for sc in order:
         try:
-            return _ground_in(env_cls, steps, sc, rng, attempts, prefer_derived)
+            return _ground_in(
+                env_cls, steps, sc, rng, _Tries(attempts, prefer_derived, setup_budget), long_context
+            )
         except GroundingError as exc:
             error = exc
     assert error is not None
     raise error
 
 
+@dataclass(frozen=True)
+class _Tries:
+    attempts: int
+    prefer: float
+    setup_budget: int
+
+
 def _ground_in(
-    env_cls: Any, steps: list[str], scenario_id: str, rng: random.Random, attempts: int, prefer: float
+    env_cls: Any, steps: list[str], scenario_id: str, rng: random.Random, tries: _Tries, long_context: bool
 ) -> dict[str, Any]:
+    ref_tool, ref_name = reference_values(env_cls)
     with tempfile.TemporaryDirectory(prefix="dataclaw-ground-") as root:
         env = env_cls(root)
-        sid = env.create_session(scenario_id, session_id="ground")
-        initial = env.get_session_state(sid)
-        ref_tool, ref_name = reference_values(env_cls)
-        src = _Sources(harvest(initial), ref_tool, ref_name, [], set())
-        out_steps = [_run_step(env, sid, n, tool, src, rng, attempts, prefer) for n, tool in enumerate(steps)]
+        sid = env.create_session(scenario_id, session_id="ground", long_context=long_context)
+        setup: list[dict[str, Any]] = []
+        while True:
+            initial = env.get_session_state(sid)
+            src = _Sources(harvest(initial), ref_tool, ref_name, [], set())
+            try:
+                out_steps = [
+                    _run_step(env, sid, n, tool, src, rng, tries.attempts, tries.prefer)
+                    for n, tool in enumerate(steps)
+                ]
+                break
+            except GroundingError as exc:
+                env.restore_env_state(initial)
+                if exc.tool is None or len(setup) >= tries.setup_budget:
+                    raise
+                used = {s["tool"] for s in setup}
+                step = _setup_step(env, sid, exc.tool or "", used, (ref_tool, ref_name), rng, tries)
+                if step is None:
+                    raise
+                setup.append(step)
         final = env.get_session_state(sid)
     fields = sorted({f for s in steps for f in env_cls.tools.get(s).state_fields_affected})
     return {
         "scenario_id": scenario_id,
+        "long_context": long_context,
+        "setup": setup,
         "steps": out_steps,
         "initial_state": jsoncopy(initial),
         "final_state": jsoncopy(final),
         "write_fields": fields,
     }
+
+
+def _setup_step(
+    env: Any,
+    sid: str,
+    failing: str,
+    used: set[str],
+    ref: tuple[dict[tuple[str, str], list[Any]], Values],
+    rng: random.Random,
+    tries: _Tries,
+) -> dict[str, Any] | None:
+    """One write tool run successfully on the current state before the chain: a predecessor of
+    ``failing`` in the tool graph (strongest edges first), else a tool that opens one of the
+    environment's reference solutions (a login, a session start); at most four candidates; or None."""
+    graph = _tool_graph(type(env)).graph
+    preds = sorted(
+        graph.predecessors(failing) if failing in graph else [],
+        key=lambda p: (-float(graph.edges[p, failing].get("weight", 1.0)), p),
+    )
+    openers = [
+        sc.reference_solution[0]["tool"]
+        for _, sc in sorted(type(env).scenarios().items())
+        if sc.reference_solution
+    ]
+    candidates = [
+        t
+        for t in dict.fromkeys([*preds[:3], *openers])
+        if t not in used and t != failing and t in env.tools and env.tools.get(t).side_effect == "write"
+    ]
+    for tool in candidates[:4]:
+        state = env.get_session_state(sid)
+        src = _Sources(harvest(state), ref[0], ref[1], [], set())
+        try:
+            step = _run_step(env, sid, -1, tool, src, rng, tries.attempts, tries.prefer)
+        except GroundingError:
+            continue
+        return {"tool": tool, "params": step["params"]}
+    return None
+
+
+@functools.cache
+def _tool_graph(env_cls: Any) -> Any:
+    from dataclaw.envcraft.graph.tool_graph import build_tool_graph
+
+    return build_tool_graph(env_cls)
 
 
 def _run_step(
@@ -227,6 +311,7 @@ def _run_step(
                     raise GroundingError(
                         GroundReason.UNFILLABLE_PARAM,
                         f"step {n} {tool}: no value for required parameter {p.name!r}",
+                        tool,
                     )
                 continue
             params[p.name], sources[p.name], derived[p.name] = choice
@@ -239,6 +324,7 @@ def _run_step(
             raise GroundingError(
                 GroundReason.STEP_ERROR,
                 f"step {n} {tool} failed {attempts}x: {err.get('category')}: {err.get('message')}",
+                tool,
             )
     for name, source in sources.items():
         if source == USER:

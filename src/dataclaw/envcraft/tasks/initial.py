@@ -1,45 +1,241 @@
-"""Initial state S0 and verifier V of a task (EnvCraft §2.1, §4.2 "Intent-to-Environment Construction")."""
+"""Initial state S0 and verifier V of a task (EnvCraft §2.1, §4.2 "Intent-to-Environment Construction").
+
+S0 holds the entities the gold chain needs (the scenario state, plus what the grounding's setup calls
+made) and plausible *distractors*: near-duplicates of the entities the chain touches, added here.
+
+* An entity the user names by id gets a copy of itself under another id: the same content, so only the
+  id tells them apart (an agent that searches by name instead of using the id can pick the wrong one).
+* An entity the agent must find (a tool-derived id) gets a copy of a same-kind *sibling* under a new
+  id: whatever description identifies the right entity still identifies exactly one.
+
+The gold chain is replayed on the augmented state; when a step fails or a tool-derived value is no
+longer in the output it came from, the distractors are dropped (the task keeps the plain state). The
+verifier derived from S0 → gold final state also asserts that every added distractor is left untouched,
+and it is proven: the gold final state scores 1.0, the untouched S0 scores < 1.0.
+"""
 
 from __future__ import annotations
 
+import random
+import re
+import tempfile
 from typing import Any
 
-from dataclaw.envcraft.graph.tool_graph import id_kind
-from dataclaw.envcraft.tasks.execute import harvest
+from dataclaw.envcraft.runtime.state import jsoncopy
+from dataclaw.envcraft.tasks.composite import SEP
+from dataclaw.envcraft.tasks.execute import TOOL, USER, harvest
 from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, classify
-from dataclaw.envcraft.tasks.verifier import derive_verifier, evaluate
+from dataclaw.envcraft.tasks.verifier import VERIFIER_VERSION, derive_verifier, evaluate, pointer, resolve
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+_RESERVED = frozenset({"actions", "meta", "counters", "session_id", "scenario_id", "created_at"})
 
 
-def distractors(initial: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per entity kind the chain names: how many entities it needs and how many same-kind distractors
-    the initial state holds (entities an agent must not confuse with the right one)."""
-    values = harvest(initial)
-    needed: dict[str, set[Any]] = {}
+def collections(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Top-level dicts of records keyed by id (``tickets: {"T-1001": {...}}``): where entities live."""
+    return {
+        k: v
+        for k, v in state.items()
+        if k not in _RESERVED and isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values())
+    }
+
+
+def needed_entities(state: dict[str, Any], steps: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """``(collection, id) → source`` for every entity of S0 a chain parameter names by id (``user``
+    when the user states the id, ``tool`` when the agent has to find it)."""
+    where = {key: name for name, coll in collections(state).items() for key in coll}
+    out: dict[tuple[str, str], str] = {}
     for st in steps:
-        for name, value in st["params"].items():
-            kind = id_kind(name)
-            if kind and isinstance(value, str | int):
-                needed.setdefault(kind, set()).add(value)
-    out = {}
-    for kind, ids in sorted(needed.items()):
-        pool = [v for v in values.lookup(f"{kind}_id") if isinstance(v, str | int)]
-        out[kind] = {"needed": len(ids), "distractors": len(set(pool) - ids)}
+        for param, value in st["params"].items():
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, str) and v in where:
+                    source = st["sources"].get(param)
+                    key = (where[v], v)
+                    if out.get(key) != USER:  # named by the user anywhere: the user knows it
+                        out[key] = USER if source == USER else TOOL
     return out
 
 
+def _fresh_id(template: str, taken: set[str], floor: int, rng: random.Random) -> str | None:
+    """An unused id in the template's format (``T-1001`` → ``T-1047``), well above ``floor`` so the
+    environment's own counters never hand it out; None for ids without a numeric tail."""
+    m = _NUMBERED.match(template)
+    if not m:
+        return None
+    prefix, digits = m.groups()
+    same = [int(n.group(2)) for t in taken if (n := _NUMBERED.match(t)) and n.group(1) == prefix]
+    start = max([*same, floor, int(digits)]) + rng.randint(20, 80)
+    for number in range(start, start + 1000):
+        candidate = f"{prefix}{number:0{len(digits)}d}"
+        if candidate not in taken:
+            return candidate
+    return None
+
+
+def add_distractors(
+    state: dict[str, Any],
+    steps: list[dict[str, Any]],
+    rng: random.Random,
+    per_entity: int = 1,
+    limit: int = 4,
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """A copy of ``state`` with near-duplicate distractors and the list of what was added
+    (``{collection, id, copy_of, reason}``)."""
+    out = jsoncopy(state)
+    counters = [v for v in (state.get("counters") or {}).values() if isinstance(v, int)]
+    floor = max(counters, default=0)
+    taken = {k for coll in collections(state).values() for k in coll} | {
+        str(s) for s in harvest(state).by_key.get("id", [])
+    }
+    needed = needed_entities(state, steps)
+    added: list[dict[str, str]] = []
+    for (name, eid), source in sorted(needed.items()):
+        coll = out[name]
+        if source == USER:
+            templates = [eid]
+        else:
+            templates = sorted(k for k in state[name] if (name, k) not in needed)
+            rng.shuffle(templates)
+        for template in templates[:per_entity]:
+            new = _fresh_id(template, taken, floor, rng)
+            if new is None or len(added) >= limit:
+                continue
+            record = jsoncopy(state[name][template])
+            for k, v in record.items():
+                if v == template and (k == "id" or k.endswith("_id")):
+                    record[k] = new
+            coll[new] = record
+            taken.add(new)
+            reason = "same content, another id" if source == USER else "copy of a same-kind sibling"
+            added.append({"collection": name, "id": new, "copy_of": template, "reason": reason})
+    return out, added
+
+
+def replay_gold(
+    env_cls: Any, scenario_id: str, initial: dict[str, Any], steps: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    """The gold calls run from ``initial``: (steps with their new outputs, final state), or None when a
+    call fails or a tool-derived value is no longer in the output it was taken from."""
+    with tempfile.TemporaryDirectory(prefix="dataclaw-s0-") as root:
+        env = env_cls(root)
+        sid = env.create_session(scenario_id, session_id="ground")
+        env.restore_env_state(initial)
+        out = []
+        for st in steps:
+            result = env.call(sid, st["tool"], **st["params"])
+            if result["status"] != "ok":
+                return None
+            out.append({**st, "output": result["data"]})
+        final = env.get_session_state(sid)
+    for st in out:
+        for param, j in st.get("derived_from", {}).items():
+            seen = [v for vs in harvest(out[j]["output"]).by_key.values() for v in vs]
+            value = st["params"][param]
+            if value not in seen and not (isinstance(value, list) and all(v in seen for v in value)):
+                return None
+    return out, final
+
+
+def _views(
+    state: dict[str, Any], steps: list[dict[str, Any]], members: list[str] | None
+) -> list[tuple[str | None, dict[str, Any], list[dict[str, Any]]]]:
+    """``(env, that env's state, its steps)``: one view for an environment, one per member of a group."""
+    if not members:
+        return [(None, state, steps)]
+    return [(e, state[e], [st for st in steps if st["tool"].startswith(e + SEP)]) for e in members]
+
+
+def build_initial_state(
+    env_cls: Any, grounded: dict[str, Any], seed: int, *, per_entity: int = 1, limit: int = 4
+) -> dict[str, Any]:
+    """``grounded`` with S0 augmented by distractors (``initial_state``, ``steps`` outputs and
+    ``final_state`` from the replay on it) and ``added_distractors``; unchanged when none fit."""
+    rng = random.Random(seed)
+    members = list(getattr(env_cls, "members", {})) or None
+    state = jsoncopy(grounded["initial_state"])
+    added: list[dict[str, str]] = []
+    for env, sub, steps in _views(grounded["initial_state"], grounded["steps"], members):
+        new, more = add_distractors(sub, steps, rng, per_entity, limit - len(added))
+        if env is None:
+            state = new
+        else:
+            state[env] = new
+        added += [{"env": env, **a} if env else a for a in more]
+    if not added:
+        return {**grounded, "added_distractors": []}
+    replay = replay_gold(env_cls, grounded["scenario_id"], state, grounded["steps"])
+    if replay is None:
+        return {**grounded, "added_distractors": []}
+    steps, final = replay
+    return {
+        **grounded,
+        "initial_state": state,
+        "steps": steps,
+        "final_state": final,
+        "added_distractors": added,
+    }
+
+
+def _entity_path(d: dict[str, str]) -> list[str]:
+    return [d["env"], d["collection"], d["id"]] if d.get("env") else [d["collection"], d["id"]]
+
+
+def distractors(grounded: dict[str, Any], members: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """Per collection the chain names (``env/collection`` in a group): entities it needs, same-kind
+    entities that are not needed (distractors an agent must not confuse with the right one), and how
+    many of those were added."""
+    out = {}
+    for env, state, steps in _views(grounded["initial_state"], grounded["steps"], members):
+        needed = needed_entities(state, steps)
+        for name in sorted({c for c, _ in needed}):
+            ids = {k for c, k in needed if c == name}
+            where = (env, name) if env else (name,)
+            out["/".join(where)] = {
+                "needed": len(ids),
+                "distractors": len(set(state[name]) - ids),
+                "added": sum(
+                    1 for a in grounded.get("added_distractors", []) if tuple(_entity_path(a)[:-1]) == where
+                ),
+            }
+    return out
+
+
+def derive(grounded: dict[str, Any], named: list[str]) -> dict[str, Any]:
+    """The state-diff verifier; a group's ``env/field`` write fields are derived per environment and
+    their paths prefixed with ``/env``."""
+    initial, final, fields = grounded["initial_state"], grounded["final_state"], grounded["write_fields"]
+    by_env: dict[str, list[str]] = {}
+    for f in fields:
+        env, _, local = f.rpartition("/")
+        by_env.setdefault(env, []).append(local)
+    if list(by_env) == [""]:
+        return derive_verifier(initial, final, fields, named_ids=named)
+    assertions = []
+    for env, local in by_env.items():
+        part = derive_verifier(initial[env], final[env], local, named_ids=named)
+        assertions += [{**a, "path": pointer([env]) + a["path"]} for a in part["assertions"]]
+    return {"version": VERIFIER_VERSION, "assertions": assertions}
+
+
 def build_verifier(grounded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
-    """Derive the verifier and prove it: gold final state → 1.0, untouched initial state → < 1.0."""
+    """Derive the verifier (+ untouched-distractor assertions) and prove it: gold final state → 1.0,
+    untouched initial state → < 1.0."""
     user, _ = classify(grounded["steps"])
     named = [r["value"] for r in user if isinstance(r["value"], str)]
-    verifier = derive_verifier(
-        grounded["initial_state"], grounded["final_state"], grounded["write_fields"], named_ids=named
-    )
+    initial, final = grounded["initial_state"], grounded["final_state"]
+    verifier = derive(grounded, named)
     if not verifier["assertions"]:
         raise SynthError(SynthReason.VERIFIER_EMPTY, "the chain changed none of its declared state fields")
-    gold = evaluate(verifier, grounded["final_state"])["score"]
-    initial = evaluate(verifier, grounded["initial_state"])["score"]
+    for d in grounded.get("added_distractors", []):
+        where = _entity_path(d)
+        before, after = resolve(initial, pointer(where)), resolve(final, pointer(where))
+        if after == before:
+            path = pointer(where)
+            verifier["assertions"].append({"path": path, "op": "eq", "value": before, "why": "distractor"})
+    gold = evaluate(verifier, final)["score"]
+    start = evaluate(verifier, initial)["score"]
     if gold != 1.0:
         raise SynthError(SynthReason.VERIFIER_GOLD_FAILS, f"gold state scores {gold:.3f}, not 1.0")
-    if initial >= 1.0:
+    if start >= 1.0:
         raise SynthError(SynthReason.VERIFIER_TRIVIAL, "the untouched initial state already passes")
-    return verifier, {"gold": gold, "initial": initial}
+    return verifier, {"gold": gold, "initial": start}

@@ -37,7 +37,12 @@ def load_personas() -> tuple[Persona, ...]:
 
 
 def env_document(env_cls: Any, max_chars: int = 1500) -> str:
-    """The environment documentation the personas are matched against: README (head) or docstring."""
+    """The environment documentation the personas are matched against: README (head) or docstring
+    (for an environment group, each member's in turn)."""
+    members = getattr(env_cls, "members", None)
+    if members:
+        share = max_chars // len(members)
+        return "\n\n".join(env_document(c, share) for c in members.values())
     readme = env_cls.package_dir() / "README.md"
     text = readme.read_text(encoding="utf-8") if readme.is_file() else (env_cls.__doc__ or env_cls.name)
     return text[:max_chars]

@@ -3,11 +3,14 @@
 The Task record (one JSON object per line of ``tasks.jsonl``)::
 
     {"id", "env", "env_module", "scenario_id",
+     "envs": [env, ...] and "env_modules": {env: module} (cross-environment tasks only),
      "persona": {"id", "description", "similarity"},
      "instruction": composite request, "user_turns": [str, ...],
      "initial_state": full session state S0, "verifier": {"version": 1, "assertions": [...]},
      "gold_chain": [{"tool", "params"}, ...], "metadata": {...}}
 
+A cross-environment task (``env`` = ``"a+b"``) runs in an :class:`~.composite.EnvGroup`: its state is
+``{env: state}``, its tools and gold calls are ``env.tool``, and its verifier's paths start with ``/env``.
 Replay it with :func:`replay_task`: a fresh session, ``restore_env_state(initial_state)``, the calls,
 then :func:`dataclaw.envcraft.tasks.verifier.evaluate` on the session state.
 """
@@ -19,8 +22,9 @@ from typing import Any, ClassVar
 
 from dataclaw.core.ids import child_id, root_id, stable_hash
 from dataclaw.envcraft.graph.sampling import ToolChain
+from dataclaw.envcraft.tasks.composite import env_group
 from dataclaw.envcraft.tasks.execute import GroundingError, GroundReason, ground_chain
-from dataclaw.envcraft.tasks.initial import build_verifier, distractors
+from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier, distractors
 from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, pick_persona
 from dataclaw.envcraft.tasks.verifier import evaluate
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
@@ -36,6 +40,21 @@ def load_env(env: str, module: str | None = None) -> Any:
     return load_env_package(module or env).env_cls
 
 
+def task_env(envs: list[str], modules: dict[str, str] | None = None) -> Any:
+    """The Environment class a chain or task runs in: one environment, or a group of several."""
+    modules = modules or {}
+    if len(envs) == 1:
+        return load_env(envs[0], modules.get(envs[0]))
+    return env_group(tuple((e, load_env(e, modules.get(e))) for e in envs))
+
+
+def record_env(record: Record) -> Any:
+    """:func:`task_env` of a grounded chain or Task record (``env``/``env_module`` or ``envs``)."""
+    if record.get("envs") and len(record["envs"]) > 1:
+        return task_env(list(record["envs"]), record.get("env_modules"))
+    return load_env(record["env"], record.get("env_module"))
+
+
 def chain_record(chain: ToolChain, modules: dict[str, str] | None = None) -> Record:
     """A ``chains.jsonl`` record: deterministic id from the environments and steps."""
     parent = root_id("env", "+".join(chain.envs), list(chain.envs))
@@ -46,38 +65,48 @@ def chain_record(chain: ToolChain, modules: dict[str, str] | None = None) -> Rec
 
 
 class GroundStage(Stage):
-    """Chain → grounded chain with a verifier proven on the gold and initial states (CPU, no model)."""
+    """Chain → grounded chain: executed (with setup calls when it starts mid-workflow), S0 with added
+    distractors, and a verifier proven on the gold and initial states (CPU, no model)."""
 
     name: ClassVar[str] = "grounded"
     resources: ClassVar[Resources] = Resources.CPU
 
+    def __init__(self, *, long_context: bool = False, distractors_per_entity: int = 1) -> None:
+        self.long_context = long_context
+        self.per_entity = distractors_per_entity
+
     def process(self, item: Record) -> Result:
-        if len(item["envs"]) != 1:
-            return self.reject(
-                item, GroundReason.CROSS_ENV, "cross-environment chains are sampled but not yet grounded"
-            )
-        env = item["envs"][0]
+        envs = list(item["envs"])
+        modules = item.get("env_modules") or {}
         try:
-            env_cls = load_env(env, (item.get("env_modules") or {}).get(env))
+            env_cls = task_env(envs, modules)
         except Exception as exc:  # noqa: BLE001 - a package that does not load is this record's problem
-            return self.reject(item, GroundReason.UNKNOWN_ENV, f"cannot load {env}: {exc}")
+            return self.reject(item, GroundReason.UNKNOWN_ENV, f"cannot load {'+'.join(envs)}: {exc}")
         seed = int(stable_hash(item["id"], 8), 16)
         try:
-            grounded = ground_chain(env_cls, list(item["steps"]), seed)
+            grounded = ground_chain(env_cls, list(item["steps"]), seed, long_context=self.long_context)
+            grounded = build_initial_state(env_cls, grounded, seed, per_entity=self.per_entity)
             verifier, check = build_verifier(grounded)
         except (GroundingError, SynthError) as exc:
             return self.reject(item, exc.reason, str(exc))
-        kinds = distractors(grounded["initial_state"], grounded["steps"])
+        kinds = distractors(grounded, envs if len(envs) > 1 else None)
         if kinds and not any(k["distractors"] for k in kinds.values()):
             return self.reject(
                 item, SynthReason.NO_DISTRACTORS, f"no same-kind distractor for {sorted(kinds)}"
             )
+        where = {"env": envs[0], "env_module": env_cls.__module__.rsplit(".", 1)[0]}
+        if len(envs) > 1:
+            where = {
+                "env": env_cls.name,
+                "env_module": None,
+                "envs": envs,
+                "env_modules": {e: c.__module__.rsplit(".", 1)[0] for e, c in env_cls.members.items()},
+            }
         return [
             {
                 "id": child_id(item["id"], "grounded", grounded["scenario_id"]),
                 "chain_id": item["id"],
-                "env": env,
-                "env_module": env_cls.__module__.rsplit(".", 1)[0],
+                **where,
                 **grounded,
                 "verifier": verifier,
                 "verifier_check": check,
@@ -111,7 +140,7 @@ class SynthStage(Stage):
         from dataclaw.envcraft.tasks.personas import env_document
         from dataclaw.envcraft.tasks.synth import write_text
 
-        env_cls = load_env(item["env"], item.get("env_module"))
+        env_cls = record_env(item)
         doc = env_document(env_cls)
         persona = pick_persona(self._matcher, doc, item["id"])
         try:
@@ -126,6 +155,7 @@ def task_record(item: Record, persona: dict[str, Any], text: dict[str, Any], mod
         "id": child_id(item["id"], "task", persona["id"]),
         "env": item["env"],
         "env_module": item["env_module"],
+        **({"envs": item["envs"], "env_modules": item["env_modules"]} if item.get("envs") else {}),
         "scenario_id": item["scenario_id"],
         "persona": persona,
         "instruction": text["instruction"],
@@ -150,7 +180,7 @@ def task_record(item: Record, persona: dict[str, Any], text: dict[str, Any], mod
 def replay_task(task: Record, calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run ``calls`` (default: the gold chain) from the task's initial state in a fresh session and
     score the end state with the task's verifier: ``{"score", "passed", "errors"}``."""
-    env_cls = load_env(task["env"], task.get("env_module"))
+    env_cls = record_env(task)
     with tempfile.TemporaryDirectory(prefix="dataclaw-replay-") as root:
         env = env_cls(root)
         sid = env.create_session(task["scenario_id"], session_id="replay")

@@ -25,7 +25,7 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 _MISSING = object()
 
 
-def _pointer(parts: Iterable[str]) -> str:
+def pointer(parts: Iterable[str]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
@@ -160,17 +160,17 @@ def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], known: fro
                 if not _volatile(key, b[key]):
                     _diff(a[key], b[key], [*path, key], out, known)
             elif isinstance(b[key], dict) and key in known:  # an id the user chose: its path is stable
-                out.append({"path": _pointer([*path, key]), "op": "exists", "why": "created"})
+                out.append({"path": pointer([*path, key]), "op": "exists", "why": "created"})
                 _diff({}, b[key], [*path, key], out, known)
             elif isinstance(b[key], dict):  # a generated id: find the entity by its content instead
                 fields = _stable_fields(b[key], known, exclude_value=key)
                 if fields:
-                    out.append({"path": _pointer(path), "op": "match", "value": fields, "why": "created"})
+                    out.append({"path": pointer(path), "op": "match", "value": fields, "why": "created"})
             elif not _volatile(key, b[key]):
-                out.append({"path": _pointer([*path, key]), "op": "eq", "value": b[key], "why": "set"})
+                out.append({"path": pointer([*path, key]), "op": "eq", "value": b[key], "why": "set"})
         for key in a:
             if key not in b:
-                out.append({"path": _pointer([*path, key]), "op": "absent", "why": "removed"})
+                out.append({"path": pointer([*path, key]), "op": "absent", "why": "removed"})
         return
     if isinstance(b, dict):  # a dict appeared where there was none (or a scalar): compare its fields
         _diff({}, b, path, out, known)
@@ -178,13 +178,18 @@ def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], known: fro
     if isinstance(a, list) and isinstance(b, list) and all(isinstance(x, dict) for x in b):
         new = [x for x in b if x not in a]
         if len(b) > len(a):
-            out.append({"path": _pointer(path), "op": "count_gte", "value": len(b), "why": "appended"})
+            out.append({"path": pointer(path), "op": "count_gte", "value": len(b), "why": "appended"})
         for item in new:
             fields = _stable_fields(item, known)
             if fields:
-                out.append({"path": _pointer(path), "op": "match", "value": fields, "why": "appended"})
+                out.append({"path": pointer(path), "op": "match", "value": fields, "why": "appended"})
         return
-    out.append({"path": _pointer(path), "op": "eq", "value": b, "why": "changed"})
+    out.append({"path": pointer(path), "op": "eq", "value": b, "why": "changed"})
+
+
+def _records(value: Any) -> bool:
+    """A collection of entities keyed by id (``{"T-1": {...}}``); an empty dict counts."""
+    return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
 
 
 def derive_verifier(
@@ -202,8 +207,11 @@ def derive_verifier(
     # values an agent can know without the gold run: what the initial state holds and the user names
     known = frozenset(_scalars(initial, set(named_ids)))
     for f in sorted(set(fields) - SKIP_FIELDS):
-        _diff(initial.get(f), final.get(f), [f], out, known)
+        a, b = initial.get(f), final.get(f)
+        _diff(a, b, [f], out, known)
+        if a != b and _records(a) and _records(b):  # no entity made or removed beyond the gold run's
+            out.append({"path": pointer([f]), "op": "count_eq", "value": len(b), "why": "entity count"})
     # keep the strongest evidence first: entity-level changes, then logs
-    order = {"changed": 0, "set": 0, "created": 1, "removed": 1, "appended": 2}
+    order = {"changed": 0, "set": 0, "created": 1, "removed": 1, "entity count": 2, "appended": 2}
     out.sort(key=lambda x: order.get(x.get("why", ""), 3))
     return {"version": VERIFIER_VERSION, "assertions": out[:max_assertions]}
