@@ -109,14 +109,18 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _env_source(task: dict[str, Any]) -> str:
-    """The environment package's Python source (domain modules first), clipped."""
+    """The environment package's Python source (domain modules first; each member's in turn for a
+    cross-environment task), clipped."""
     from dataclaw.envcraft.tasks.stages import record_env
 
     env_cls = record_env(task)
-    folder = Path(env_cls.package_dir())
+    members = getattr(env_cls, "members", None) or {env_cls.name: env_cls}
     infra = {"__init__.py", "__main__.py", "env.py", "evaluator.py", "state.py"}
-    files = sorted(folder.glob("*.py"), key=lambda p: (p.name in infra, p.name))
-    parts = [f"# {p.name}\n{p.read_text(encoding='utf-8')}" for p in files]
+    parts = []
+    for name, cls in members.items():
+        files = sorted(Path(cls.package_dir()).glob("*.py"), key=lambda p: (p.name in infra, p.name))
+        prefix = f"{name}/" if len(members) > 1 else ""
+        parts += [f"# {prefix}{p.name}\n{p.read_text(encoding='utf-8')}" for p in files]
     return _clip("\n\n".join(parts), _MAX_CODE_CHARS)
 
 
