@@ -28,8 +28,18 @@ def _graphs(envs: list[str], graph_files: list[Path]) -> list:  # type: ignore[t
     return out
 
 
+# EnvCraft Table 2: data entries kept after quality auditing, out of the raw candidates
+PAPER_RAW, PAPER_KEPT = 35_464, 19_777
+
+
 def _summary(rows: list[tuple[str, int, int, dict[str, int]]]) -> None:
-    table = Table(title="tasks pipeline")
+    """Per stage raw → kept, pass rate and reject reasons, with the end-to-end rate next to the paper's."""
+    raw, kept = (rows[0][1], rows[-1][2]) if rows else (0, 0)
+    overall = f"{kept}/{raw} = {kept / raw:.1%}" if raw else "-"
+    paper = f"{PAPER_RAW:,} → {PAPER_KEPT:,} = {PAPER_KEPT / PAPER_RAW:.1%}"
+    table = Table(
+        title="tasks pipeline", caption=f"end to end {overall} · paper (Table 2, after auditing) {paper}"
+    )
     for col in ("stage", "raw", "kept", "pass rate", "reject reasons"):
         table.add_column(col)
     for stage, raw, kept, reasons in rows:
