@@ -215,14 +215,14 @@ def graph(
     import asyncio
 
     from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
-    from dataclaw.envcraft.graph.propose import propose_tool_edges
+    from dataclaw.envcraft.graph.propose import describe, propose_tool_edges
 
     tg = load_tool_graph(name) if name.endswith(".json") else build_tool_graph(_package(name))
     if model is not None:
         from dataclaw.models import get_model
 
         counts = asyncio.run(propose_tool_edges(tg, get_model(model)))
-        typer.echo(f"model edges: {counts['added']} added, {counts['dropped']} dropped", err=True)
+        typer.echo(describe(counts), err=True)
     if out is not None:
         tg.save(out)
         typer.echo(f"wrote {out}")

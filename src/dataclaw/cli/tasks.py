@@ -95,7 +95,7 @@ def _propose(graphs: list, env_graph: object, model: str) -> None:  # type: igno
     """Add model-proposed (llm_weak) edges to every tool graph and, if given, the env graph."""
     import asyncio
 
-    from dataclaw.envcraft.graph.propose import propose_env_edges, propose_tool_edges
+    from dataclaw.envcraft.graph.propose import describe, propose_env_edges, propose_tool_edges
     from dataclaw.models import get_model
 
     chat = get_model(model)
@@ -103,11 +103,11 @@ def _propose(graphs: list, env_graph: object, model: str) -> None:  # type: igno
     async def run() -> None:
         for tg in graphs:
             counts = await propose_tool_edges(tg, chat)
-            console.print(f"{tg.env}: {counts['added']} model edges added, {counts['dropped']} dropped")
+            console.print(f"{tg.env}: {describe(counts)}")
         if env_graph is not None:
             docs = {tg.env: "tools: " + ", ".join(tg.tools()[:40]) for tg in graphs}
             counts = await propose_env_edges(env_graph, docs, chat)  # type: ignore[arg-type]
-            console.print(f"env graph: {counts['added']} model edges added, {counts['dropped']} dropped")
+            console.print(f"env graph: {describe(counts)}")
 
     asyncio.run(run())
 

@@ -27,9 +27,21 @@ def test_env_graph_reads_clawforge_files_and_adds_model_edges(shared_data: Path,
     assert code == 0
     captured = capsys.readouterr()
     data = json.loads(captured.out)
-    assert "model edges: 1 added" in captured.err
+    assert "1 model edges added" in captured.err
     edge = next(e for e in data["links"] if (e["source"], e["target"]) == ("list-tags", "archive-contact"))
     assert edge["tier"] == "llm_weak"
+
+
+def test_an_unusable_model_answer_keeps_the_code_derived_graph(capsys) -> None:
+    """A model that answers with something other than the edge schema costs its edges, not the run."""
+    with OpenAIServer(default=Reply.text("sure! here are some edges")) as server:
+        code = _run(["env", "graph", "temporal_scheduling", "--json", "--model", f"{server.base_url}::m"])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "no model edges added" in captured.err
+    assert "Traceback" not in captured.err
+    data = json.loads(captured.out)
+    assert data["links"] and all(e["tier"] != "llm_weak" for e in data["links"])
 
 
 def test_env_graph_unknown_environment_is_one_clear_line(capsys) -> None:

@@ -87,22 +87,35 @@ def _apply(g: nx.DiGraph, answer: Any, known: set[str]) -> tuple[int, int]:
     return added, dropped
 
 
-async def propose_tool_edges(tg: ToolGraph, model: Any) -> dict[str, int]:
-    """Ask ``model`` for pre/post-condition edges and add them as ``llm_weak`` edges to ``tg``."""
-    done = await model.complete(
-        [{"role": "user", "content": _TOOL_PROMPT.format(env=tg.env, tools=_tool_lines(tg))}],
-        schema=EDGE_SCHEMA,
-        temperature=0.0,
-    )
-    added, dropped = _apply(tg.graph, done.parsed, set(tg.tools()))
+async def _propose(g: nx.DiGraph, prompt: str, known: set[str], model: Any) -> dict[str, Any]:
+    """One model answer applied to ``g``: ``{added, dropped}``, plus ``error`` when the model gave no
+    usable answer (the graph keeps its code-derived edges and the run goes on)."""
+    from dataclaw.models.errors import ModelError
+
+    try:
+        done = await model.complete(
+            [{"role": "user", "content": prompt}], schema=EDGE_SCHEMA, temperature=0.0
+        )
+    except ModelError as exc:
+        return {"added": 0, "dropped": 0, "error": str(exc)}
+    added, dropped = _apply(g, done.parsed, known)
     return {"added": added, "dropped": dropped}
 
 
-async def propose_env_edges(env_graph: nx.DiGraph, docs: dict[str, str], model: Any) -> dict[str, int]:
+async def propose_tool_edges(tg: ToolGraph, model: Any) -> dict[str, Any]:
+    """Ask ``model`` for pre/post-condition edges and add them as ``llm_weak`` edges to ``tg``."""
+    prompt = _TOOL_PROMPT.format(env=tg.env, tools=_tool_lines(tg))
+    return await _propose(tg.graph, prompt, set(tg.tools()), model)
+
+
+async def propose_env_edges(env_graph: nx.DiGraph, docs: dict[str, str], model: Any) -> dict[str, Any]:
     """Ask ``model`` for semantic cross-environment edges (``docs``: env name → short description)."""
     envs = "\n".join(f"- {name}: {docs.get(name, '')[:300]}" for name in env_graph.nodes)
-    done = await model.complete(
-        [{"role": "user", "content": _ENV_PROMPT.format(envs=envs)}], schema=EDGE_SCHEMA, temperature=0.0
-    )
-    added, dropped = _apply(env_graph, done.parsed, set(env_graph.nodes))
-    return {"added": added, "dropped": dropped}
+    return await _propose(env_graph, _ENV_PROMPT.format(envs=envs), set(env_graph.nodes), model)
+
+
+def describe(counts: dict[str, Any]) -> str:
+    """``3 model edges added, 1 dropped`` or why none could be added."""
+    if "error" in counts:
+        return f"no model edges added: {counts['error']}"
+    return f"{counts['added']} model edges added, {counts['dropped']} dropped"
