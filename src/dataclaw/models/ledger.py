@@ -1,12 +1,15 @@
 """The per-run usage ledger: calls, cache hits, failures, tokens and cost, per model and in total.
 
-One ledger is shared by every model of a run (``get_model(spec, ledger=ledger)``); print it with
-:meth:`UsageLedger.render` and save it with :meth:`UsageLedger.save` into the run manifest.
+One ledger is shared by every model of one invocation (``get_model(spec, ledger=ledger)``); print it
+with :meth:`UsageLedger.render` and save it with :meth:`UsageLedger.save` into the run manifest, where
+``models.usage`` is the run's total over every invocation (a resumed run adds to it; saving the same
+ledger again replaces its own share) and ``models.invocations`` holds each invocation's summary.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,13 +40,15 @@ class UsageLedger:
     def __init__(self) -> None:
         self._by_model: dict[str, ModelUsage] = {}
         self._lock = threading.Lock()
+        self.invocation = uuid.uuid4().hex[:12]
 
     def __getstate__(self) -> dict[str, object]:
-        return {"by_model": self.models()}
+        return {"by_model": self.models(), "invocation": self.invocation}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self._by_model = dict(state["by_model"])  # type: ignore[call-overload]
         self._lock = threading.Lock()
+        self.invocation = str(state["invocation"])
 
     def record(
         self,
@@ -95,12 +100,33 @@ class UsageLedger:
         }
 
     def save(self, store: RunStore) -> dict[str, Any]:
-        """Write the summary into ``manifest.json`` under ``models``; return the manifest."""
-        return store.update_manifest(models={"usage": self.summary()})
+        """Record this invocation's summary in ``manifest.json`` and the run's total over every
+        invocation under ``models.usage``; return the manifest."""
+        models = store.manifest().get("models") or {}
+        invocations = {**(models.get("invocations") or {}), self.invocation: self.summary()}
+        return store.update_manifest(
+            models={"usage": merge_summaries(invocations.values()), "invocations": invocations}
+        )
 
     def render(self) -> str:
         """A plain-text table, one line per model and a total."""
         return render_summary(self.summary())
+
+
+def merge_summaries(summaries: Any) -> dict[str, Any]:
+    """The sum of ledger summaries (``{"by_model", "total"}``), e.g. over a run's invocations."""
+    by_model: dict[str, ModelUsage] = {}
+    for summary in summaries:
+        for name, raw in (summary.get("by_model") or {}).items():
+            m, add = by_model.setdefault(name, ModelUsage()), ModelUsage(**raw)
+            for key in ("calls", "cache_hits", "failed", "prompt_tokens", "completion_tokens"):
+                setattr(m, key, getattr(m, key) + getattr(add, key))
+            m.cost_usd += add.cost_usd
+            m.latency_s += add.latency_s
+            m.priced = m.priced and add.priced
+    ledger = UsageLedger()
+    ledger._by_model = by_model
+    return ledger.summary()
 
 
 def render_summary(summary: dict[str, Any]) -> str:
