@@ -167,3 +167,20 @@ def test_a_chain_naming_a_tool_its_environments_lack_is_rejected_with_a_reason()
     out = GroundStage().process(chain_record(chain))
     assert not isinstance(out, list) and out.reason == "unknown_tool"
     assert "temporal_scheduling.nope" in out.message
+
+
+def test_a_create_that_collides_with_an_existing_name_is_retried_under_a_new_one() -> None:
+    from dataclaw.envcraft.tasks.execute import fresh_names
+
+    state = {"streams": {"incidents": {}, "incidents-2": {}}, "candidates": {"R-104": {}, "R-105": {}}}
+    error = {
+        "category": "invalid_argument",
+        "message": "stream incidents already exists; R-104 is already in",
+    }
+    params = {"stream_id": "incidents", "candidate_id": "R-104", "note": "x", "limit": 3}
+    assert fresh_names(error, params, state) == {"stream_id": "incidents-3", "candidate_id": "R-106"}
+    assert fresh_names({"message": "stream incidents does not exist"}, params, state) == {}
+    stream_env = archetypes.get("stream_processing").env_cls
+    g = ground_chain(stream_env, ["create_stream"], seed=0)  # the scenario's reference stream id is taken
+    created = g["steps"][0]["params"]["stream_id"]
+    assert created not in g["initial_state"]["streams"] and created in g["final_state"]["streams"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -289,6 +290,37 @@ def _setup_step(
     return None
 
 
+_TAIL_NUMBER = re.compile(r"^(.*?)(\d+)$")
+
+
+_SEPARATORS = ("-", "_", ".", "")
+
+
+def fresh_names(
+    error: dict[str, Any], params: dict[str, Any], state: dict[str, Any], attempt: int = 0
+) -> dict[str, str]:
+    """For an "already exists" error: a new value for each string parameter the message quotes, unused
+    in ``state`` (``R-104`` → ``R-105``; ``incidents`` → ``incidents-2``, then ``incidents_2``,
+    ``incidents.2``, ``incidents2`` on later attempts, since an environment may accept only one
+    format), so a create step names a new entity instead of colliding with one the scenario has."""
+    sep = _SEPARATORS[attempt % len(_SEPARATORS)]
+    message = str(error.get("message", ""))
+    if "already" not in message.lower():
+        return {}
+    taken = {str(v) for vs in harvest(state).by_key.values() for v in vs if isinstance(v, str | int)}
+    out = {}
+    for name, value in params.items():
+        if not isinstance(value, str) or len(value) < 2 or value not in message:
+            continue
+        m = _TAIL_NUMBER.match(value)
+        for n in range(2, 1000):
+            new = f"{m.group(1)}{int(m.group(2)) + n - 1:0{len(m.group(2))}d}" if m else f"{value}{sep}{n}"
+            if new not in taken:
+                out[name] = new
+                break
+    return out
+
+
 @functools.cache
 def _tool_graph(env_cls: Any) -> Any:
     from dataclaw.envcraft.graph.tool_graph import build_tool_graph
@@ -302,10 +334,14 @@ def _run_step(
     """Choose parameters and call one tool; a failed try is undone and retried with other choices."""
     spec = env.tools.get(tool)
     before = env.get_session_state(sid)
+    fresh: dict[str, Any] = {}  # parameters whose chosen value already exists: a new name instead
+    collision: tuple[dict[str, Any], dict[str, Any]] | None = None
     for attempt in range(attempts):
         params, sources, derived = {}, {}, {}
         for p in spec.params:
-            choice = choose_param(spec, p, src, rng, prefer)
+            choice = (
+                (fresh[p.name], USER, None) if p.name in fresh else choose_param(spec, p, src, rng, prefer)
+            )
             if choice is None:
                 if p.required:
                     raise GroundingError(
@@ -319,6 +355,10 @@ def _run_step(
         if result["status"] == "ok":
             break
         env.restore_env_state(before)  # the failed try leaves no trace in the gold run
+        if "already" in str(result["error"].get("message", "")).lower():
+            collision = (result["error"], params)
+        if collision is not None:  # a new name each try, in the next format, until one is accepted
+            fresh = fresh_names(*collision, before, attempt)
         if attempt == attempts - 1:
             err = result["error"]
             raise GroundingError(
