@@ -26,6 +26,13 @@ def test_wheel_contains_archetype_data(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("dataclaw-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "dataclaw/envcraft/runtime/README.md" in names
+    # the quickstart's bundled inputs, with their licences and attribution
+    examples = [p for p in (REPO / "examples").rglob("*") if p.is_file()]
+    missing = [
+        p for p in examples if "dataclaw/examples/" + str(p.relative_to(REPO / "examples")) not in names
+    ]
+    assert examples and not missing, missing[:5]
+    assert "dataclaw/examples/SOURCES.md" in names
     src = REPO / "src"
     for name in archetypes.names():
         folder = archetypes.ARCHETYPES_DIR / name

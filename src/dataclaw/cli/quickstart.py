@@ -43,7 +43,15 @@ def quickstart(
 
 
 # --- part "model": the model layer answers a small structured question about a bundled example ---------
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _examples_dir() -> Path:
+    """The bundled examples: inside the installed package (a wheel), else the source checkout's."""
+    packaged = Path(__file__).resolve().parents[1] / "examples"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[3] / "examples"
+
+
+EXAMPLES = _examples_dir()
 TASK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
