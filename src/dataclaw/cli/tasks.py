@@ -3,8 +3,10 @@ writes verifiable tasks; both resume a run directory and print a summary per sta
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -76,11 +78,11 @@ def sample(
         raise ConfigError(f"-n must be at least 1, got {n}")
     graphs = _graphs(envs or [], graph_files or [])
     env_graph = build_env_graph(graphs) if cross_env > 0 else None
-    if model is not None:
-        _propose(graphs, env_graph, model)
-    sampler = ChainSampler(graphs, env_graph)
-    chains = sampler.sample(n, seed, cross_env_fraction=cross_env, min_len=min_len, max_len=max_len)
-    with RunStore(out) as store:
+    with RunStore(out) as store, _usage(store) as ledger:
+        if model is not None:
+            _propose(graphs, env_graph, model, ledger)
+        sampler = ChainSampler(graphs, env_graph)
+        chains = sampler.sample(n, seed, cross_env_fraction=cross_env, min_len=min_len, max_len=max_len)
         stage = store.stage("chains")
         added = sum(stage.append(chain_record(c)) for c in chains)
         stats = chain_stats(chains, graphs)
@@ -91,14 +93,28 @@ def sample(
     _summary([("chains", n, len(chains), short)])
 
 
-def _propose(graphs: list, env_graph: object, model: str) -> None:  # type: ignore[type-arg]
+@contextlib.contextmanager
+def _usage(store: Any) -> Iterator[Any]:
+    """A usage ledger for this invocation's model calls, saved into the run manifest (``models.usage``,
+    a total over invocations) even when the command fails part-way."""
+    from dataclaw.models import UsageLedger
+
+    ledger = UsageLedger()
+    try:
+        yield ledger
+    finally:
+        if ledger.models():
+            ledger.save(store)
+
+
+def _propose(graphs: list, env_graph: object, model: str, ledger: Any) -> None:  # type: ignore[type-arg]
     """Add model-proposed (llm_weak) edges to every tool graph and, if given, the env graph."""
     import asyncio
 
     from dataclaw.envcraft.graph.propose import describe, propose_env_edges, propose_tool_edges
     from dataclaw.models import get_model
 
-    chat = get_model(model)
+    chat = get_model(model, ledger=ledger)
 
     async def run() -> None:
         for tg in graphs:
@@ -244,9 +260,10 @@ def audit(
         if model:
             from dataclaw.models import get_model
 
-            chat = get_model(model, cache=run / "model_cache.sqlite")
-            with progress_bar("rubric") as bar:
-                verdicts = asyncio.run(rubric_tasks(chat, loaded.tasks, store, progress=bar))
+            with _usage(store) as ledger:
+                chat = get_model(model, cache=run / "model_cache.sqlite", ledger=ledger)
+                with progress_bar("rubric") as bar:
+                    verdicts = asyncio.run(rubric_tasks(chat, loaded.tasks, store, progress=bar))
             kept = sum(v["qualified"] for v in verdicts)
             _summary(
                 [("rubric", len(loaded.tasks), kept, _reasons(store, "rubric", {v["id"] for v in verdicts}))]
@@ -286,8 +303,8 @@ def rollout(
         raise ConfigError(f"-n must be at least 1, got {samples}")
     config = _rollout_config(max_turns, timeout, max_tokens, strict_calls)
     loaded = load_task_source(tasks, limit)
-    with RunStore(out) as store:
-        chat = get_model(model, cache=out / "model_cache.sqlite")
+    with RunStore(out) as store, _usage(store) as ledger:
+        chat = get_model(model, cache=out / "model_cache.sqlite", ledger=ledger)
         with progress_bar("rollouts") as bar:
             recs = asyncio.run(
                 rollout_tasks(
@@ -337,9 +354,11 @@ def calibrate(
         raise ConfigError(str(exc)) from None
     config = _rollout_config(max_turns, timeout, 1024, False)
     loaded = load_task_source(tasks, limit)
-    with RunStore(out) as store:
-        chat = get_model(model, cache=out / "model_cache.sqlite")
-        fixer = get_model(repair_model, cache=out / "model_cache.sqlite") if repair_model else None
+    with RunStore(out) as store, _usage(store) as ledger:
+        chat = get_model(model, cache=out / "model_cache.sqlite", ledger=ledger)
+        fixer = (
+            get_model(repair_model, cache=out / "model_cache.sqlite", ledger=ledger) if repair_model else None
+        )
         with progress_bar("calibration rollouts") as bar:
             rows = asyncio.run(
                 calibrate_tasks(
@@ -395,8 +414,8 @@ def claw_synth(
     except ValueError as exc:
         raise ConfigError(f"{chains}: not JSONL ({exc})") from None
     root = out / "claw_tasks"
-    with RunStore(out) as store:
-        chat = get_model(model, cache=out / "model_cache.sqlite")
+    with RunStore(out) as store, _usage(store) as ledger:
+        chat = get_model(model, cache=out / "model_cache.sqlite", ledger=ledger)
         with progress_bar("generate") as bar:
             ids = asyncio.run(synth_claw_tasks(chat, recs, root, store, bar))
         loaded = load_task_source(root) if ids else None

@@ -83,6 +83,9 @@ def test_rollout_solves_the_example_claw_tasks_and_resumes(tmp_path: Path) -> No
     assert all(r["reward"] == 1.0 and r["stop_reason"] == "finished" for r in recs)
     assert all(r["messages"][0]["role"] == "system" and r["steps"] for r in recs)
     assert "mean reward" in res.stdout
+    # the manifest holds what the model calls cost, summed over both invocations
+    usage = json.loads((run / "manifest.json").read_text())["models"]["usage"]["total"]
+    assert usage["calls"] == first and usage["prompt_tokens"] > 0
 
 
 def test_calibrate_keeps_a_task_with_an_intermediate_pass_rate(tmp_path: Path) -> None:

@@ -69,5 +69,7 @@ def test_sample_with_model_proposed_edges(shared_data: Path, tmp_path: Path, cap
     out = capsys.readouterr().out
     assert "crm_envs: 1 model edges added" in out and "expense_envs: 0 model edges added" in out
     assert "env graph: 1 model edges added" in out
+    usage = json.loads((tmp_path / "r" / "manifest.json").read_text())["models"]["usage"]["total"]
+    assert usage["calls"] == server.request_count == 3  # two tool graphs and the env graph
     chains = [json.loads(x) for x in (tmp_path / "r" / "chains.jsonl").read_text().splitlines()]
     assert chains and all(set(c["envs"]) == {"crm_envs", "expense_envs"} for c in chains)
