@@ -146,6 +146,18 @@ def test_a_scripted_agent_solves_the_cross_environment_task(cross_task: dict) ->
     assert traj.error is None and traj.reward == 0.0
 
 
+def test_a_recorded_agent_replays_to_the_same_reward(cross_task: dict, tmp_path) -> None:
+    """The replay backend plays a recorded tool-calling agent back offline: same calls, same reward."""
+    calls = [(c["tool"].replace(".", "__"), c["params"]) for c in cross_task["gold_chain"]]
+    record = tmp_path / "agent.jsonl"
+    with OpenAIServer(responder=scripted_agent(calls)) as server:
+        live = get_model(f"{server.base_url}::agent", cache=False, record_to=record)
+        first = asyncio.run(run_rollout(live, ToolTaskHarness(cross_task)))
+    again = asyncio.run(run_rollout(get_model(f"replay:{record}"), ToolTaskHarness(cross_task)))
+    assert first.reward == again.reward == 1.0
+    assert [(s.tool, s.arguments) for s in again.steps] == [(s.tool, s.arguments) for s in first.steps]
+
+
 def test_an_env_group_routes_calls_and_rejects_unknown_tools() -> None:
     a, b = "temporal_scheduling", "transactional_workspace"
     group = env_group(((a, archetypes.get(a).env_cls), (b, archetypes.get(b).env_cls)))
