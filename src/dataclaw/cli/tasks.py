@@ -140,6 +140,13 @@ def synth(
     long_context: Annotated[
         bool, typer.Option(help="Start from the scenarios' long-context states (their history records).")
     ] = False,
+    strict_text: Annotated[
+        bool,
+        typer.Option(
+            help="Reject text that omits a user-specified value (missing_user_value) instead of adding "
+            "the value in a 'Details:' sentence (recorded in metadata.values_added_by_code)."
+        ),
+    ] = False,
 ) -> None:
     """Ground chains in real sessions, derive and prove verifiers, write user turns: ``tasks.jsonl``."""
     from dataclaw.core.progress import progress_bar
@@ -158,7 +165,7 @@ def synth(
         chain_ids = {c["id"] for c in chains}
         grounded = [g for g in store.records("grounded") if g["chain_id"] in chain_ids]
         with progress_bar("synth") as bar:
-            stage = SynthStage(model, cache=str(run / "model_cache.sqlite"))
+            stage = SynthStage(model, cache=str(run / "model_cache.sqlite"), strict=strict_text)
             run_stage(stage, grounded, store, LocalExecutor(workers=1), bar)
         grounded_ids = {g["id"] for g in grounded}
         tasks = [t for t in store.records("tasks") if t["metadata"]["grounded_id"] in grounded_ids]

@@ -1,9 +1,9 @@
 """A scripted stand-in for the LLM (a test double for model servers we don't own) that writes the
-task text the way a competent model would: user-specified values verbatim, nothing tool-derived."""
+task text the way a competent model would: user-specified values verbatim, nothing tool-derived. It keys
+on the prompts of :mod:`dataclaw.envcraft.tasks.synth` (the job sentence, the numbered steps)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 
@@ -11,33 +11,16 @@ import pytest
 
 from support.openai_server import ReceivedRequest, Reply
 
-
-def _values_after(text: str, marker: str) -> list[str]:
-    i = text.index(marker) + len(marker)
-    values, _ = json.JSONDecoder().raw_decode(text[i:])
-    return values
+JOB = "A user wants an AI assistant to "
 
 
 def task_writer(req: ReceivedRequest) -> Reply:
     prompt = (req.body or {})["messages"][-1]["content"]
-    if "State these user-specified values exactly as written: " in prompt:
-        values = _values_after(prompt, "State these user-specified values exactly as written: ")
-        listed = "; ".join(values) if values else "the settings you find appropriate"
-        return Reply.json(
-            {
-                "instruction": f"Please sort this out for me using these details: {listed}. "
-                "Look up whatever else you need in the system yourself."
-            }
-        )
-    values = _values_after(prompt, "must contain every one of these exact values: ")
-    n = int(re.search(r"into 1 to (\d+) messages", prompt).group(1))
-    chunks = [values[i::n] for i in range(n)] if values else [[]]
-    turns = [
-        "Hi, I need your help with something. " + "; ".join(c) if c else "Could you finish it off, please?"
-        for c in chunks
-        if c or not values
-    ]
-    return Reply.json({"turns": turns})
+    if prompt.startswith(JOB):
+        job = prompt[len(JOB) :].split("\n", 1)[0].rstrip(".")
+        return Reply.json({"message": f"Hi! Could you please {job}? Thanks a lot."})
+    steps = re.findall(r"^\d+\. (.+)$", prompt.split("Its steps:\n", 1)[1], flags=re.M)
+    return Reply.json({"messages": [f"Step {i + 1} now, please {s}." for i, s in enumerate(steps)]})
 
 
 @pytest.fixture(scope="session")

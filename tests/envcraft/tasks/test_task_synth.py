@@ -11,7 +11,16 @@ from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
 from dataclaw.envcraft.tasks import GroundingError, check_text, classify, ground_chain
 from dataclaw.envcraft.tasks.execute import GroundReason
 from dataclaw.envcraft.tasks.initial import build_verifier
-from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, write_text
+from dataclaw.envcraft.tasks.stages import task_record
+from dataclaw.envcraft.tasks.synth import (
+    COPY_SOURCES,
+    SynthError,
+    SynthReason,
+    degenerate,
+    instruction_prompt,
+    turns_prompt,
+    write_text,
+)
 from dataclaw.models import get_model
 from support.openai_server import OpenAIServer, Reply
 
@@ -74,42 +83,188 @@ def _persona() -> dict:
     return {"id": "executive-assistant", "description": "An executive assistant who schedules meetings."}
 
 
-def test_text_that_leaks_or_omits_values_is_rejected(derived_chain) -> None:
-    user, derived = classify(derived_chain["steps"])
-    secret = str(derived[0]["value"])
-    values = "; ".join(str(r["value"]) for r in user)
-    leak = Reply.json({"instruction": f"Handle {values} and also {secret} for me, please."})
-    omit = Reply.json({"instruction": "Handle the calendar thing for me, please."})
-    for reply, reason in ((leak, SynthReason.LEAKED_TOOL_VALUE), (omit, SynthReason.MISSING_USER_VALUE)):
-        if reason is SynthReason.MISSING_USER_VALUE and not user:
-            continue
-        with OpenAIServer(default=reply) as server:
-            model = get_model(f"{server.base_url}::t", cache=False)
-            with pytest.raises(SynthError) as err:
-                asyncio.run(write_text(model, "calendar env", derived_chain, _persona()))
-        assert err.value.reason is reason
+def _record() -> dict:
+    """A grounded chain by hand: the event id comes from step 1's output (tool-derived), the calendar,
+    strategy and start are the user's."""
+    event = {"event_id": "E-101", "title": "Platform team standup", "priority": 3}
+    return {
+        "id": "env:x/chain-1/grounded-1",
+        "steps": [
+            {
+                "tool": "list_events",
+                "params": {"calendar_id": "room-berlin-spree"},
+                "sources": {"calendar_id": "user"},
+                "derived_from": {},
+                "output": {"events": [event, {"event_id": "E-102", "title": "Board demo"}]},
+            },
+            {
+                "tool": "resolve_conflict",
+                "params": {"event_id": "E-101", "strategy": "reschedule", "new_start": "2026-04-16T10:00"},
+                "sources": {"event_id": "tool", "strategy": "user", "new_start": "user"},
+                "derived_from": {"event_id": 0},
+                "output": {"event": {**event, "start": "2026-04-16T08:00:00Z"}},
+            },
+        ],
+    }
 
 
-def test_model_errors_become_rejects(derived_chain) -> None:
-    with OpenAIServer(default=Reply.text("not json at all")) as server:
-        model = get_model(f"{server.base_url}::t", cache=False)
+GOOD = (
+    "Please move the platform team standup in room-berlin-spree with strategy reschedule to 2026-04-16T10:00."
+)
+TURNS = [
+    "Can you check the events in room-berlin-spree for me?",
+    "Please reschedule the standup to 2026-04-16T10:00.",
+]
+
+
+def _write(server: OpenAIServer, record: dict | None = None, **kw) -> dict:
+    model = get_model(f"{server.base_url}::t", cache=False)
+    return asyncio.run(write_text(model, record or _record(), _persona(), **kw))
+
+
+def test_the_prompts_state_user_values_and_describe_hidden_ones() -> None:
+    rec = _record()
+    _, derived = classify(rec["steps"])
+    prompt = instruction_prompt(rec, derived)
+    assert "room-berlin-spree" in prompt and "2026-04-16T10:00" in prompt
+    assert "the event 'Platform team standup'" in prompt and "E-101" not in prompt
+    assert '"' not in prompt.split("\n")[0]  # no double quotes: a small model copies them into its JSON
+    turns = turns_prompt(GOOD, "An executive assistant.", rec, derived)
+    assert "E-101" not in turns and "1. list the events of the calendar room-berlin-spree" in turns
+
+
+def test_invalid_json_is_resampled_with_a_seed_from_the_record() -> None:
+    with OpenAIServer() as server:
+        server.enqueue(
+            Reply.text('{"message": "2026-04-14,2026-04-16T10:00,2026-04-14,2026-04-16T10:00,2026-04'),
+            Reply.json({"message": GOOD}),
+            Reply.json({"messages": TURNS}),
+        )
+        text = _write(server)
+        bodies = server.chat_bodies()
+    assert text["instruction"] == GOOD and text["user_turns"] == TURNS
+    assert text["tries"] == {"instruction": 2, "user_turns": 1} and text["values_added"] == []
+    first, second = bodies[0], bodies[1]
+    assert first["temperature"] == 0.0 and "seed" not in first
+    assert second["temperature"] > 0 and isinstance(second["seed"], int)
+    assert all(b["max_tokens"] <= 256 for b in bodies)  # bounded: a runaway string ends early
+    with OpenAIServer() as server:  # a rerun asks the same: the response cache keeps working
+        server.enqueue(Reply.text("not json"), Reply.json({"message": GOOD}), Reply.json({"messages": TURNS}))
+        _write(server)
+        assert server.chat_bodies()[1]["seed"] == second["seed"]
+
+
+def test_omitted_user_values_are_added_by_code_and_recorded() -> None:
+    short = "Please move the platform team standup in room-berlin-spree with strategy reschedule."
+    turns = ["Can you check the events in room-berlin-spree?", "Please reschedule the standup."]
+    with OpenAIServer() as server:
+        server.enqueue(Reply.json({"message": short}), Reply.json({"messages": turns}))
+        text = _write(server)
+    assert text["instruction"] == short + " Details: new start 2026-04-16T10:00."
+    assert text["user_turns"] == [turns[0], turns[1] + " Details: new start 2026-04-16T10:00."]
+    assert text["values_added"] == [
+        {"in": "instruction", "step": 1, "param": "new_start", "value": "2026-04-16T10:00"},
+        {"in": "user_turns", "step": 1, "param": "new_start", "value": "2026-04-16T10:00", "turn": 1},
+    ]
+    with OpenAIServer(default=Reply.json({"message": short})) as server:
         with pytest.raises(SynthError) as err:
-            asyncio.run(write_text(model, "calendar env", derived_chain, _persona()))
+            _write(server, strict=True)
+        assert server.request_count == 3  # resampled, then rejected: nothing added
+    assert err.value.reason is SynthReason.MISSING_USER_VALUE and "2026-04-16T10:00" in str(err.value)
+
+
+def test_task_record_carries_what_the_code_added() -> None:
+    rec = {**_record(), "env": "e", "env_module": "m", "scenario_id": "s", "initial_state": {}}
+    rec |= {"verifier": {}, "chain_id": "c", "write_fields": [], "distractors": {}, "verifier_check": {}}
+    added = [{"in": "instruction", "step": 1, "param": "new_start", "value": "2026-04-16T10:00"}]
+    text = {"instruction": GOOD, "user_turns": TURNS, "user": [], "derived": [], "values_added": added}
+    task = task_record(rec, {"id": "p"}, text | {"tries": {"instruction": 1, "user_turns": 1}}, "m")
+    assert task["metadata"]["values_added_by_code"] == added
+    assert task["metadata"]["text_tries"] == {"instruction": 1, "user_turns": 1}
+
+
+def test_a_leaked_tool_derived_value_is_rejected_never_repaired(derived_chain) -> None:
+    leak = Reply.json({"message": GOOD.replace("the platform team standup", "event E-101")})
+    with OpenAIServer(default=leak) as server:
+        with pytest.raises(SynthError) as err:
+            _write(server)
+        assert server.request_count == 3
+    assert err.value.reason is SynthReason.LEAKED_TOOL_VALUE and "E-101" in str(err.value)
+    user, derived = classify(derived_chain["steps"])
+    secret = next(str(r["value"]) for r in derived if len(str(r["value"])) >= 3)
+    values = "; ".join(str(r["value"]) for r in user)
+    leak = Reply.json({"message": f"Please handle {values} and also {secret} for me, thank you."})
+    with OpenAIServer(default=leak) as server:
+        with pytest.raises(SynthError) as err:
+            _write(server, derived_chain)
+    assert err.value.reason is SynthReason.LEAKED_TOOL_VALUE
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        ("2026-04-16T10:00, room-berlin-spree, reschedule, 2026-04-16T10:00", "words besides the values"),
+        (
+            "Reschedule in room-berlin-spree at 2026-04-16T10:00 and remove the event from the calendar, "
+            "remove the event from the calendar, remove the event from the calendar, remove the event",
+            "repeats",
+        ),
+        ("Please handle [event name] in room-berlin-spree, reschedule at 2026-04-16T10:00.", "placeholder"),
+        (
+            "Please move the standup in room-berlin-spree with reschedule to 2026-04-18T11:00.",
+            "does not have",
+        ),
+        ("Please fix my calendar in room-berlin-spree as soon as you possibly can.", "only 1 of 3"),
+    ],
+)
+def test_degenerate_text_is_rejected_after_the_tries(message: str, why: str) -> None:
+    with OpenAIServer(default=Reply.json({"message": message})) as server:
+        with pytest.raises(SynthError) as err:
+            _write(server)
+        assert server.request_count == 3
+    assert err.value.reason is SynthReason.BAD_TEXT and why in str(err.value)
+    assert "after 3 tries" in str(err.value)
+
+
+def test_degenerate_turns_are_rejected() -> None:
+    for turns, why in (
+        (["Same thing, room-berlin-spree."] * 2, "repeats a turn"),
+        (["2026-04-16T10:00"], "words"),
+    ):
+        with OpenAIServer() as server:
+            server.enqueue(Reply.json({"message": GOOD}), *[Reply.json({"messages": turns})] * 3)
+            with pytest.raises(SynthError) as err:
+                _write(server)
+        assert err.value.reason is SynthReason.BAD_TURNS and why in str(err.value)
+
+
+def test_degenerate_detects_loops_and_value_lists() -> None:
+    values = ["E-109", "cancel"]
+    assert degenerate("Please cancel the event E-109 for me today.", values) is None
+    assert "words" in degenerate("E-109 cancel E-109", values)
+    assert "repeats" in degenerate("go to the room, go to the room, go to the room, go to the room", [])
+    assert "copies" in degenerate(COPY_SOURCES[0], [], copied_from=COPY_SOURCES)
+
+
+def test_a_model_that_refuses_the_request_is_a_reject_without_retries() -> None:
+    with OpenAIServer(default=Reply.error(400, "bad request")) as server:
+        with pytest.raises(SynthError) as err:
+            _write(server)
+        assert server.request_count == 1
     assert err.value.reason is SynthReason.MODEL_ERROR
 
 
 def test_good_text_passes_and_the_prompt_hides_tool_derived_values(derived_chain, task_text_writer) -> None:
     _, derived = classify(derived_chain["steps"])
     with OpenAIServer(responder=task_text_writer) as server:
-        model = get_model(f"{server.base_url}::t", cache=False)
-        text = asyncio.run(write_text(model, "calendar env", derived_chain, _persona()))
+        text = _write(server, derived_chain)
         prompts = [b["messages"][-1]["content"] for b in server.chat_bodies()]
     assert len(prompts) == 2 and "executive assistant" in prompts[1]
     for r in derived:
         if isinstance(r["value"], str) and len(r["value"]) >= 3:
-            assert r["value"] not in prompts[0].split("Write ONE")[1]
-    assert "<tool-derived from step" in prompts[0]
+            assert r["value"] not in prompts[0] and r["value"] not in prompts[1]
     assert 1 <= len(text["user_turns"]) <= len(derived_chain["steps"])
+    assert text["values_added"] == [] and text["tries"] == {"instruction": 1, "user_turns": 1}
 
 
 @pytest.mark.slow

@@ -121,9 +121,10 @@ class SynthStage(Stage):
     name: ClassVar[str] = "tasks"
     resources: ClassVar[Resources] = Resources.ASYNC
 
-    def __init__(self, model: str, cache: str | None = None) -> None:
+    def __init__(self, model: str, cache: str | None = None, *, strict: bool = False) -> None:
         self.model_spec = model
         self.cache = cache
+        self.strict = strict  # the model must state every user-specified value; the code adds none
         self._model: Any = None
         self._matcher: Any = None
 
@@ -144,7 +145,7 @@ class SynthStage(Stage):
         doc = env_document(env_cls)
         persona = pick_persona(self._matcher, doc, item["id"])
         try:
-            text = await write_text(self._model, doc, item, persona)
+            text = await write_text(self._model, item, persona, strict=self.strict)
         except SynthError as exc:
             return self.reject(item, exc.reason, str(exc))
         return [task_record(item, persona, text, self._model.model_id)]
@@ -170,6 +171,8 @@ def task_record(item: Record, persona: dict[str, Any], text: dict[str, Any], mod
             "write_fields": item["write_fields"],
             "user_specified": text["user"],
             "tool_derived": text["derived"],
+            "values_added_by_code": text.get("values_added", []),
+            "text_tries": text.get("tries", {}),
             "distractors": item["distractors"],
             "verifier_check": item["verifier_check"],
             "model": model_id,
