@@ -82,6 +82,27 @@ def test_envcraft_part_samples_audits_and_rolls_out(quickstart):
     assert rollouts and all(0.0 <= r["reward"] <= 1.0 for r in rollouts)
 
 
+def test_envcraft_part_makes_trustworthy_tool_tasks_with_the_embedded_model(quickstart):
+    from dataclaw.envcraft.tasks import check_text
+
+    run = quickstart[0] / "envcraft"
+    grounded, tasks = _jsonl(run / "grounded.jsonl"), _jsonl(run / "tasks.jsonl")
+    assert tasks, "the embedded model wrote no tool task"  # 2 of 4 chains on the reference machine
+    rejected = {r["record_id"]: r["reason"] for r in _jsonl(run / "rejects.jsonl") if r["stage"] == "tasks"}
+    made = {t["metadata"]["grounded_id"] for t in tasks}
+    assert all(g["id"] in made or g["id"] in rejected for g in grounded)  # a task or a reason, each
+    for task in tasks:
+        meta = task["metadata"]
+        for texts in ([task["instruction"]], task["user_turns"]):
+            # every user-specified value stated exactly (by the model or the recorded addition), none leaked
+            assert check_text(texts, meta["user_specified"], meta["tool_derived"]) == ([], [])
+        for a in meta["values_added_by_code"]:  # what the code added is recorded where it was added
+            where = task["instruction"] if a["in"] == "instruction" else task["user_turns"][a["turn"]]
+            assert a["value"] in where.rsplit("Details:", 1)[1]
+    rolled = {r["task_id"] for r in _jsonl(run / "rollouts.jsonl")}
+    assert {t["id"] for t in tasks[:2]} <= rolled  # the quickstart's rollouts run on tool tasks too
+
+
 def test_rerun_resumes_without_paying_twice(quickstart):
     out = quickstart[0]
     before = len(_jsonl(out / "tailor" / "responses.jsonl"))

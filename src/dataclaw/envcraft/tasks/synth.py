@@ -7,18 +7,19 @@ natural language, under a JSON schema, with a token budget per call; the prompts
 only (the steps in order, the user-specified values, an abstract description of each tool-derived value)
 so a small model can follow them.
 
-Every answer is checked, and one that fails (invalid JSON, degenerate text: too short, mostly the values
-list, repeating itself; a tool-derived value revealed) is resampled a bounded number of times at a
-temperature above 0 with a seed derived from the record, so reruns agree and the response cache holds.
-After the last try the failure is a reject with its reason. Leaking a tool-derived value is never
-repaired, only rejected (information hiding).
+Every answer is checked, and one that fails is resampled a bounded number of times at a temperature
+above 0 with a seed derived from the record, so reruns agree and the response cache holds: invalid JSON
+(a runaway string cut off at the budget), degenerate text (too short, mostly the values list, repeating
+itself, copying the prompt, a template slot, a date or id the job does not have, fewer than half of the
+user-specified values) or a revealed tool-derived value. After the last try the failure is a reject
+with its reason. Leaking a tool-derived value is never repaired, only rejected (information hiding).
 
-User-specified values must be stated exactly (the paper states them explicitly; a paraphrased id makes the
-task unsolvable). Where the model's text omits some, the code appends them in one plain sentence
-("Details: strategy cancel, start 2026-04-16T10:00.") — in the user turns, to the turn that covers the
-step the value belongs to — and records each addition (``values_added``, the task's
-``metadata.values_added_by_code``) so users can filter such tasks out. ``strict=True`` adds nothing and
-rejects with ``missing_user_value`` instead.
+User-specified values must be stated exactly (the paper states them explicitly; a paraphrased id makes
+the task unsolvable). Where the model's text omits some (never most: that text is rejected as not about
+the job), the code appends them in one plain sentence ("Details: strategy cancel, start
+2026-04-16T10:00.") — in the user turns, to the turn that covers the step the value belongs to — and
+records each addition (``values_added``, the task's ``metadata.values_added_by_code``) so users can
+filter such tasks out. ``strict=True`` adds nothing and rejects with ``missing_user_value`` instead.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ _MIN_WORDS = 4
 _PLACEHOLDER = re.compile(r"\[[^\]]{0,40}\]|\{\{|<[a-z _-]{1,30}>")
 """Template slots a small model leaves in place of content: [event name], {{step}}, <message>."""
 _VALUE_LIKE = re.compile(r"[\w.:+-]*\d[\w.:+-]*\w(?<=[\w.:+-]{3})")
-"""Tokens with a digit (dates, times, ids, numbers): the job's own must be copied, not invented."""
+"""Tokens of 3+ characters with a digit (dates, times, ids): they must come from the job, not be made up."""
 _LABEL_KEYS = ("title", "name", "subject", "summary", "label", "display_name")
 
 
@@ -205,7 +206,7 @@ def _find_record(output: Any, value: Any, depth: int = 0) -> tuple[dict[str, Any
 
 def describe_derived(rec: dict[str, Any], steps: list[dict[str, Any]], secrets: set[str]) -> str:
     """An abstract description of a tool-derived value that never states it: the record it was found
-    in, by that record's title or name where it has one ('the event "Board demo rehearsal"')."""
+    in, by that record's title or name where it has one ("the event 'Board demo rehearsal'")."""
     j = steps[rec["step"]]["derived_from"].get(rec["param"], 0)
     fallback = f"the {_kind(rec['param'])} from the {_words(steps[j]['tool'])} result"
     found = _find_record(steps[j]["output"], rec["value"])
@@ -226,8 +227,10 @@ def describe_derived(rec: dict[str, Any], steps: list[dict[str, Any]], secrets: 
 
 
 def _quoted(value: Any) -> str:
-    """A value as the prompts show it: bare, or in single quotes when it has spaces. Never in double
-    quotes: a small model copies them and so ends its JSON string early."""
+    """A value as the prompts show it: bare, or in single quotes when it has spaces; a list as its
+    items. Never in double quotes: a small model copies them and so ends its JSON string early."""
+    if isinstance(value, list):
+        return ", ".join(_quoted(v) for v in value) or "none"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return f"'{text}'" if " " in text else text
 
@@ -241,23 +244,23 @@ def step_phrase(i: int, steps: list[dict[str, Any]], secrets: set[str]) -> str:
     user-specified values as they are, its hidden values described ('resolve the conflict of the
     event 'Board demo' with strategy cancel')."""
     st = steps[i]
-    verb, _, obj = _words(st["tool"]).partition(" ")
+    verb, _, obj = _words(st["tool"].rsplit(".", 1)[-1]).partition(" ")  # cross-env tools: env.tool
     head, ids, rest = f"{verb} the {obj}" if obj else verb, [], []
     for name, value in st["params"].items():
         source = st["sources"].get(name)
+        if source not in (TOOL, USER):
+            continue
+        if source == USER and not name.endswith("_id"):
+            rest.append(f"{_words(name)} {_quoted(value)}")
+            continue
         if source == TOOL:
             phrase = describe_derived({"step": i, "param": name, "value": value}, steps, secrets)
-        elif source == USER:
-            phrase = f"the {_kind(name)} {_quoted(value)}" if name.endswith("_id") else ""
         else:
-            continue
-        if name.endswith("_id") or source == TOOL:
-            if obj and _kind(name) == obj and head.endswith(f"the {obj}"):
-                head = f"{verb} {phrase}"
-            else:
-                ids.append(phrase)
+            phrase = f"the {_kind(name)} {_quoted(value)}"
+        if obj and _kind(name) == obj and head.endswith(f"the {obj}"):
+            head = f"{verb} {phrase}"
         else:
-            rest.append(f"{_words(name)} {_quoted(value)}")
+            ids.append(phrase)
     text = head + "".join(f" of {p}" if n == 0 else f" and {p}" for n, p in enumerate(ids))
     if rest:
         text += " with " + (", ".join(rest[:-1]) + " and " + rest[-1] if len(rest) > 1 else rest[0])
@@ -367,7 +370,7 @@ class _Texts:
         self.n_steps = len(grounded["steps"])
         self.strict = strict
         self.job = "\n".join(_job(grounded, self.derived))
-        self.allowed = set(_VALUE_LIKE.findall(self.job.lower()))
+        self.job_lower = self.job.lower()
 
     def common(self, texts: list[str], what: str, bad: SynthReason) -> SynthError | None:
         """Placeholders, leaks, the user-specified values (with ``strict`` all must be stated, else
@@ -388,7 +391,7 @@ class _Texts:
                 f"{what} state only {len(self.values) - len(missing)} of "
                 f"{len(self.values)} user-specified values",
             )
-        invented = sorted({w for t in texts for w in _VALUE_LIKE.findall(t)} - self.allowed)
+        invented = sorted({w for t in texts for w in _VALUE_LIKE.findall(t) if w not in self.job_lower})
         if invented:
             return SynthError(bad, f"{what} state values the job does not have {invented[:3]}")
         return None
