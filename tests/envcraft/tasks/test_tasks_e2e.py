@@ -1,4 +1,4 @@
-"""End to end: ``dataclaw tasks sample`` → ground → model text recorded once from a scripted server →
+"""End to end: ``dataclaw tasks sample`` (single- and cross-environment chains) → ground → model text recorded once from a scripted server →
 ``dataclaw tasks synth`` replaying the recording; every task's verifier is proven on fresh sessions."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ TASK_KEYS = {
 def recorded(tmp_path_factory: pytest.TempPathFactory, task_text_writer) -> dict:
     root = tmp_path_factory.mktemp("tasks")
     run = root / "recorded"
-    args = ["tasks", "sample", "--out", str(run), "-n", "40", "--seed", "5"]
+    args = ["tasks", "sample", "--out", str(run), "-n", "40", "--seed", "5", "--cross-env", "0.3"]
     assert _run([*args, *[x for e in ENVS for x in ("--env", e)]]) == 0
     replay = root / "answers.jsonl"
     with RunStore(run) as store, OpenAIServer(responder=task_text_writer) as server:
@@ -74,8 +74,10 @@ def test_synth_cli_replays_recorded_answers_and_resumes(recorded, capsys) -> Non
 
 @pytest.mark.slow
 def test_every_task_is_a_complete_record_with_a_sound_verifier(recorded) -> None:
+    assert any(t.get("envs") for t in recorded["tasks"]), "no cross-environment task"
     for task in recorded["tasks"]:
-        assert set(task) == TASK_KEYS
+        cross = {"envs", "env_modules"} if task.get("envs") else set()
+        assert set(task) == TASK_KEYS | cross
         assert task["user_turns"] and task["persona"]["id"]
         assert task["gold_chain"][-1]["tool"]
         # soundness: the gold chain replayed on a fresh session → 1.0; doing nothing → < 1.0
