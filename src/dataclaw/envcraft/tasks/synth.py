@@ -160,17 +160,20 @@ def degenerate(
     values: list[str],
     min_words: int = _MIN_WORDS,
     copied_from: tuple[str, ...] = (),
-    job: str = "",
+    job: str | None = "",
 ) -> str | None:
     """Why ``text`` is not usable prose, or None: too few words of its own besides the values (a text
-    that is mostly the values list), a phrase repeated three times and more often than in ``job`` (a
-    generation loop), or five words in a row taken from ``copied_from`` (the prompt's rules)."""
+    that is mostly the values list), four words repeated three times or six words twice, more often
+    than in ``job`` (a generation loop; ``job=None`` skips this), or five words in a row taken from
+    ``copied_from`` (the prompt's rules)."""
     words = _prose(text, values)
     if len(words) < min_words:
         return f"has {len(words)} words besides the values"
-    grams = _grams(words, 4) - _grams(_prose(job, values), 4)
-    if grams and max(grams.values()) >= 3:
-        return f"repeats {' '.join(grams.most_common(1)[0][0])!r}"
+    own = _prose(job, values) if job is not None else words
+    for n, times in ((4, 3), (6, 2)):  # beyond what the job itself repeats
+        grams = _grams(words, n) - _grams(own, n)
+        if grams and max(grams.values()) >= times:
+            return f"repeats {' '.join(grams.most_common(1)[0][0])!r}"
     copied = set(_grams(words, 5)) & {g for src in copied_from for g in _grams(_prose(src, []), 5)}
     if copied:
         return f"copies the prompt ({' '.join(sorted(copied)[0])!r})"
@@ -369,7 +372,7 @@ class _Texts:
         self.owners = _owners(self.user)
         self.n_steps = len(grounded["steps"])
         self.strict = strict
-        self.job = "\n".join(_job(grounded, self.derived))
+        self.job = ", then ".join(_job(grounded, self.derived))  # as the instruction prompt has it
         self.job_lower = self.job.lower()
 
     def common(self, texts: list[str], what: str, bad: SynthReason) -> SynthError | None:
@@ -411,8 +414,14 @@ class _Texts:
             return SynthError(SynthReason.BAD_TURNS, "the decomposition has an empty or overlong turn")
         if len({t.lower() for t in turns}) < len(turns):
             return SynthError(SynthReason.BAD_TURNS, "the decomposition repeats a turn")
-        why = degenerate(" \n ".join(turns), self.values, copied_from=COPY_SOURCES, job=self.job) or next(
-            (f"turn {i + 1} {w}" for i, t in enumerate(turns) if (w := degenerate(t, self.values, 1))), None
+        # loops are looked for in each turn (turns for repeated steps may well repeat each other)
+        why = degenerate(" \n ".join(turns), self.values, copied_from=COPY_SOURCES, job=None) or next(
+            (
+                f"turn {i + 1} {w}"
+                for i, t in enumerate(turns)
+                if (w := degenerate(t, self.values, 1, job=self.job))
+            ),
+            None,
         )
         if why:
             return SynthError(SynthReason.BAD_TURNS, f"user turns: {why}")
@@ -463,7 +472,8 @@ async def write_text(
         model, prompt, INSTRUCTION_SCHEMA, INSTRUCTION_TOKENS, f"{seed_key}/i", t.check_instruction, tries
     )
     instruction, added = t.complete_instruction(parsed["message"].strip())
-    prompt = turns_prompt(instruction, persona["description"], grounded, t.derived)
+    # the model's own words: a 'Details:' sentence in the request would only be copied into a turn
+    prompt = turns_prompt(parsed["message"].strip(), persona["description"], grounded, t.derived)
     budget = TURNS_BASE_TOKENS + TURN_TOKENS * t.n_steps
     turns_parsed, n2 = await _ask(
         model, prompt, turns_schema(t.n_steps), budget, f"{seed_key}/t", t.check_turns, tries
