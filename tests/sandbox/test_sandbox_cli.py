@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -31,3 +34,12 @@ def test_unsafe_flag_is_spelled_out_and_bad_usage_is_named(workspace):
     assert json.loads(res.stdout.splitlines()[-1])["sandboxed"] is False
     res = runner.invoke(app, ["run", "-w", str(workspace)])
     assert res.exit_code != 0 and "either a command" in str(res.exception)
+
+
+def test_the_unsafe_warning_is_printed_once_per_run(workspace) -> None:
+    """Through the installed entry point, as a user sees it: one warning line on stderr, not two."""
+    dataclaw = Path(sys.executable).parent / "dataclaw"
+    cmd = [str(dataclaw), "sandbox", "run", "-w", str(workspace), "--unsafe-no-sandbox", "--", "true"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("UNSAFE: running untrusted code WITHOUT the sandbox") == 1, proc.stderr

@@ -446,6 +446,12 @@ def _argv_fallback(stderr: str, exit_code: int | None) -> dict[str, Any] | None:
     return None
 
 
+def warn_unsafe() -> None:
+    """Say that untrusted code runs unsandboxed, once per execution: through logging, which the CLI sends
+    to stderr (and which Python prints to stderr by itself when nothing configured logging)."""
+    log.warning(UNSAFE_WARNING)
+
+
 def _run_unsafe(
     program: str | Sequence[str],
     ws: Path,
@@ -457,8 +463,7 @@ def _run_unsafe(
     cwd: str | None,
 ) -> Outcome:
     """Explicit opt-in: rlimits and timeout only, on the host, with a loud warning every time."""
-    log.warning(UNSAFE_WARNING)
-    print(f"WARNING: {UNSAFE_WARNING}", file=sys.stderr)
+    warn_unsafe()
     python = policy.python or Path(sys.executable)
     run_dir = inner_cwd(str(ws), ws, cwd)
     full_env = {

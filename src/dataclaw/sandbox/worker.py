@@ -118,8 +118,7 @@ class WarmWorker(Runtime):
 
     def _command(self) -> tuple[list[str], list[int], bwrap.MountPlan]:
         if self.policy.unsafe:
-            log.warning(runner.UNSAFE_WARNING)
-            print(f"WARNING: {runner.UNSAFE_WARNING}", file=sys.stderr)
+            runner.warn_unsafe()
             plan = bwrap.MountPlan(roots=["/"], writable=[str(self.workspace), tempfile.gettempdir()])
             self._roots, self._writable = plan.roots, plan.writable
             cfg = self._config(pidns=False, cwd=str(self.workspace))

@@ -80,7 +80,9 @@ def test_cli_refuses_without_bubblewrap(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.mark.slow
-def test_cli_unsafe_mode_runs_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_unsafe_mode_runs_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     real = bwrap.find_tool
     monkeypatch.setattr(bwrap, "find_tool", lambda name: None if name == "bwrap" else real(name))
     bwrap.sandbox_available.cache_clear()
@@ -92,7 +94,7 @@ def test_cli_unsafe_mode_runs_and_says_so(tmp_path: Path, monkeypatch: pytest.Mo
     finally:
         bwrap.sandbox_available.cache_clear()
     assert result.exit_code == 0, result.output
-    assert "UNSAFE" in result.output  # the sandbox warns on every unsandboxed run
+    assert "UNSAFE" in caplog.text  # the sandbox warns on every unsandboxed run
     report = json.loads(out_json.read_text())["reports"][0]
     assert report["passed"] and report["sandboxed"] is False
 
