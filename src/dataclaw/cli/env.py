@@ -52,7 +52,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON instead
         except Exception as exc:  # noqa: BLE001 - shown to the user as that archetype's status
             rows.append({"name": name, "tools": 0, "scenarios": 0, "description": f"failed to load: {exc}"})
             continue
-        doc = (pkg.env_cls.__doc__ or "").strip().split("\n")[0]
+        doc = " ".join((pkg.env_cls.__doc__ or "").split())  # the whole summary, not its first line
         rows.append({"name": pkg.name, "tools": n_tools, "scenarios": n_scenarios, "description": doc})
     if as_json:
         _echo_json(rows)
