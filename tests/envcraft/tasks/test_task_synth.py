@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -278,3 +279,19 @@ def test_personas_match_environments_by_embedding() -> None:
     assert {"release-manager", "site-reliability-engineer", "devops-engineer"} & {p.id for p, _ in top[:2]}
     sched = matcher.top(env_document(archetypes.get("temporal_scheduling").env_cls))
     assert sched[0][0].id != top[0][0].id
+
+
+def test_synth_cli_strict_text_rejects_what_the_default_completes(tmp_path, capsys) -> None:
+    from dataclaw.cli.app import _run
+
+    run = tmp_path / "run"
+    assert _run(["tasks", "sample", "--out", str(run), "-n", "3", "--seed", "0", "--env", ENV]) == 0
+    vague = Reply.json({"message": "Please sort out my calendar conflicts for this week, thank you."})
+    with OpenAIServer(default=vague) as server:
+        args = ["tasks", "synth", "--run", str(run), "--model", f"{server.base_url}::t", "--strict-text"]
+        assert _run(args) == 0
+    capsys.readouterr()
+    rejects = [json.loads(x) for x in (run / "rejects.jsonl").read_text().splitlines()]
+    text_rejects = {r["reason"] for r in rejects if r["stage"] == "tasks"}
+    assert text_rejects == {"missing_user_value"}
+    assert not (run / "tasks.jsonl").exists() or not (run / "tasks.jsonl").read_text().strip()
