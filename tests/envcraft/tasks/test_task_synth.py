@@ -295,3 +295,36 @@ def test_synth_cli_strict_text_rejects_what_the_default_completes(tmp_path, caps
     text_rejects = {r["reason"] for r in rejects if r["stage"] == "tasks"}
     assert text_rejects == {"missing_user_value"}
     assert not (run / "tasks.jsonl").exists() or not (run / "tasks.jsonl").read_text().strip()
+
+
+def test_missing_values_go_to_the_turn_that_covers_their_step() -> None:
+    rec = _record()
+    rec["steps"].append(
+        {
+            "tool": "get_event",
+            "params": {"event_id": "E-101", "note": "check the room"},
+            "sources": {"event_id": "tool", "note": "user"},
+            "derived_from": {"event_id": 0},
+            "output": {},
+        }
+    )
+    request = "Please move the platform team standup in room-berlin-spree, reschedule it to 2026-04-16T10:00."
+    turns = ["Please look at the events in room-berlin-spree.", "Reschedule the standup to 2026-04-16T10:00."]
+    with OpenAIServer() as server:
+        server.enqueue(Reply.json({"message": request}), Reply.json({"messages": turns}))
+        text = _write(server, rec)
+    # 3 steps over 2 turns: turn 1 covers step 0, turn 2 steps 1 and 2 (where the note belongs)
+    assert text["instruction"] == request + " Details: note check the room."
+    assert text["user_turns"] == [turns[0], turns[1] + " Details: note check the room."]
+    assert [(a["in"], a.get("turn"), a["step"]) for a in text["values_added"]] == [
+        ("instruction", None, 2),
+        ("user_turns", 1, 2),
+    ]
+    turns = [
+        "Please look at my calendar events.",
+        "Reschedule the standup to 2026-04-16T10:00, check the room.",
+    ]
+    with OpenAIServer() as server:
+        server.enqueue(Reply.json({"message": request}), Reply.json({"messages": turns}))
+        text = _write(server, rec)
+    assert text["user_turns"] == [turns[0] + " Details: calendar id room-berlin-spree.", turns[1]]
