@@ -164,8 +164,9 @@ def synth(
             run_stage(ground, chains, store, LocalExecutor(workers=workers), bar)
         chain_ids = {c["id"] for c in chains}
         grounded = [g for g in store.records("grounded") if g["chain_id"] in chain_ids]
-        with progress_bar("synth") as bar:
-            stage = SynthStage(model, cache=str(run / "model_cache.sqlite"), strict=strict_text)
+        with progress_bar("synth") as bar, _usage(store) as ledger:
+            cache = str(run / "model_cache.sqlite")
+            stage = SynthStage(model, cache=cache, strict=strict_text, ledger=ledger)
             run_stage(stage, grounded, store, LocalExecutor(workers=1), bar)
         grounded_ids = {g["id"] for g in grounded}
         tasks = [t for t in store.records("tasks") if t["metadata"]["grounded_id"] in grounded_ids]

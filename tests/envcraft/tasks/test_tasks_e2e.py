@@ -64,6 +64,8 @@ def test_synth_cli_replays_recorded_answers_and_resumes(recorded, capsys) -> Non
     by_id = {t["id"]: t for t in recorded["tasks"]}
     assert sorted(t["id"] for t in replayed) == sorted(by_id)  # same tasks, in completion order
     assert all(t["user_turns"] == by_id[t["id"]]["user_turns"] for t in replayed)
+    usage = json.loads((run2 / "manifest.json").read_text())["models"]["usage"]["total"]
+    assert usage["calls"] >= 2 * len(replayed)  # the model calls are on record (replayed answers)
     # resume: a rerun adds nothing and still prints the summary
     assert _run(args) == 0
     assert len((run2 / "tasks.jsonl").read_text().splitlines()) == len(replayed)

@@ -121,10 +121,13 @@ class SynthStage(Stage):
     name: ClassVar[str] = "tasks"
     resources: ClassVar[Resources] = Resources.ASYNC
 
-    def __init__(self, model: str, cache: str | None = None, *, strict: bool = False) -> None:
+    def __init__(
+        self, model: str, cache: str | None = None, *, strict: bool = False, ledger: Any = None
+    ) -> None:
         self.model_spec = model
         self.cache = cache
         self.strict = strict  # the model must state every user-specified value; the code adds none
+        self.ledger = ledger  # a UsageLedger for the run's model calls (this stage runs in-process)
         self._model: Any = None
         self._matcher: Any = None
 
@@ -133,7 +136,7 @@ class SynthStage(Stage):
         from dataclaw.models import get_model
 
         if self._model is None:
-            self._model = get_model(self.model_spec, cache=self.cache)
+            self._model = get_model(self.model_spec, cache=self.cache, ledger=self.ledger)
         if self._matcher is None:
             self._matcher = PersonaMatcher()
 
