@@ -196,3 +196,16 @@ def test_a_create_that_collides_with_an_existing_name_is_retried_under_a_new_one
     g = ground_chain(stream_env, ["create_stream"], seed=0)  # the scenario's reference stream id is taken
     created = g["steps"][0]["params"]["stream_id"]
     assert created not in g["initial_state"]["streams"] and created in g["final_state"]["streams"]
+
+
+def test_long_context_grounding_starts_from_the_history_records_and_per_entity_sets_the_copies() -> None:
+    chain = chain_record(ToolChain(("temporal_scheduling",), ("list_events", "resolve_conflict")))
+    plain = GroundStage(distractors_per_entity=0).process(chain)
+    long = GroundStage(long_context=True, distractors_per_entity=2).process(chain)
+    assert isinstance(plain, list) and isinstance(long, list), (plain, long)
+    assert len(long[0]["initial_state"]["events"]) > len(plain[0]["initial_state"]["events"]) + 50
+    assert long[0]["long_context"] is True and plain[0]["added_distractors"] == []
+    assert 0 < len(long[0]["added_distractors"]) <= 4
+    check = long[0]["verifier_check"]
+    assert check["gold"] == 1.0 and check["initial"] < 1.0
+    assert replay_task(_task(long[0]))["score"] == 1.0
