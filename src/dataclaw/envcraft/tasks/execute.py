@@ -290,10 +290,22 @@ def _setup_step(
     return None
 
 
-_TAIL_NUMBER = re.compile(r"^(.*?)(\d+)$")
-
-
+TAIL_NUMBER = re.compile(r"^(.*?)(\d+)$")
 _SEPARATORS = ("-", "_", ".", "")
+
+
+def next_free(template: str, start: int, taken: set[str]) -> str | None:
+    """The first id in ``template``'s format (its prefix, its zero-padded number width) numbered from
+    ``start`` that is not in ``taken``; None for a template without a numeric tail."""
+    m = TAIL_NUMBER.match(template)
+    if not m:
+        return None
+    prefix, digits = m.groups()
+    for number in range(start, start + 1000):
+        candidate = f"{prefix}{number:0{len(digits)}d}"
+        if candidate not in taken:
+            return candidate
+    return None
 
 
 def fresh_names(
@@ -312,12 +324,14 @@ def fresh_names(
     for name, value in params.items():
         if not isinstance(value, str) or len(value) < 2 or value not in message:
             continue
-        m = _TAIL_NUMBER.match(value)
-        for n in range(2, 1000):
-            new = f"{m.group(1)}{int(m.group(2)) + n - 1:0{len(m.group(2))}d}" if m else f"{value}{sep}{n}"
-            if new not in taken:
-                out[name] = new
-                break
+        m = TAIL_NUMBER.match(value)
+        new = (
+            next_free(value, int(m.group(2)) + 1, taken)
+            if m
+            else next((c for n in range(2, 1000) if (c := f"{value}{sep}{n}") not in taken), None)
+        )
+        if new is not None:
+            out[name] = new
     return out
 
 

@@ -17,17 +17,15 @@ and it is proven: the gold final state scores 1.0, the untouched S0 scores < 1.0
 from __future__ import annotations
 
 import random
-import re
 import tempfile
 from typing import Any
 
 from dataclaw.envcraft.runtime.state import jsoncopy
 from dataclaw.envcraft.tasks.composite import SEP
-from dataclaw.envcraft.tasks.execute import TOOL, USER, harvest
+from dataclaw.envcraft.tasks.execute import TAIL_NUMBER, TOOL, USER, harvest, next_free
 from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, classify
 from dataclaw.envcraft.tasks.verifier import VERIFIER_VERSION, derive_verifier, evaluate, pointer, resolve
 
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")
 _RESERVED = frozenset({"actions", "meta", "counters", "session_id", "scenario_id", "created_at"})
 
 
@@ -59,17 +57,12 @@ def needed_entities(state: dict[str, Any], steps: list[dict[str, Any]]) -> dict[
 def _fresh_id(template: str, taken: set[str], floor: int, rng: random.Random) -> str | None:
     """An unused id in the template's format (``T-1001`` → ``T-1047``), well above ``floor`` so the
     environment's own counters never hand it out; None for ids without a numeric tail."""
-    m = _NUMBERED.match(template)
+    m = TAIL_NUMBER.match(template)
     if not m:
         return None
     prefix, digits = m.groups()
-    same = [int(n.group(2)) for t in taken if (n := _NUMBERED.match(t)) and n.group(1) == prefix]
-    start = max([*same, floor, int(digits)]) + rng.randint(20, 80)
-    for number in range(start, start + 1000):
-        candidate = f"{prefix}{number:0{len(digits)}d}"
-        if candidate not in taken:
-            return candidate
-    return None
+    same = [int(n.group(2)) for t in taken if (n := TAIL_NUMBER.match(t)) and n.group(1) == prefix]
+    return next_free(template, max([*same, floor, int(digits)]) + rng.randint(20, 80), taken)
 
 
 def add_distractors(
