@@ -4,7 +4,6 @@ every tool is generic: tests/envcraft/test_fuzz.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -239,9 +238,8 @@ def test_regex_is_bounded_and_linear(hub: EventTriggering) -> None:
         ),
         "invalid_argument",
     )
-    assert (
-        "not a valid RE2" in msg and "rule" not in json.dumps(hub.get_session_state(sid)["rules"]).lower()[:0]
-    )
+    assert "not a valid RE2" in msg
+    assert sorted(hub.get_session_state(sid)["rules"]) == [f"R-{i}" for i in range(1, 8)]  # nothing created
 
 
 def test_rule_validation_guards(hub: EventTriggering) -> None:
