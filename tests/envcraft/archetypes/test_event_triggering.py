@@ -29,6 +29,17 @@ def _err(out: dict, category: str) -> str:
     return out["error"]["message"]
 
 
+def _inject(hub: EventTriggering, sid: str, source_id: str, trigger_type: str, payload: dict) -> dict:
+    """The raw result of one ``inject_event`` call."""
+    return hub.call(sid, "inject_event", source_id=source_id, trigger_type=trigger_type, payload=payload)
+
+
+def _run_reference(hub: EventTriggering, sid: str, scenario_id: str) -> None:
+    """Replay the scenario's reference solution; every step must succeed."""
+    for step in hub.scenario(scenario_id).reference_solution:
+        _ok(hub.call(sid, step["tool"], **step["params"]))
+
+
 def test_history_was_run_through_the_engine(hub: EventTriggering) -> None:
     state = hub.get_session_state(hub.create_session("cold_room_escalation"))
     events = {e["payload"].get("invoice_id") or e["event_id"]: e for e in state["event_log"]}
@@ -64,15 +75,7 @@ def test_injection_fires_aligned_rules_and_dispatches_in_order(hub: EventTrigger
         )
     )["rule"]
     assert rule["rule_id"] == "R-8" and rule["version"] == 1
-    out = _ok(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-3-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 9.4},
-        )
-    )
+    out = _ok(_inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": 9.4}))
     event = out["event"]
     assert event["event_id"] == "E-0017" and event["matched_rules"] == ["R-3", "R-8"]
     assert event["fired_rules"] == ["R-3", "R-8"]  # R-3 has no condition; rule order is kept
@@ -83,25 +86,9 @@ def test_injection_fires_aligned_rules_and_dispatches_in_order(hub: EventTrigger
     ]
     assert out["actions"][1]["params"]["message"] == "CR3 9.4 C {nope}"
     assert out["actions"][1]["unresolved_placeholders"] == ["nope"]
-    cool = _ok(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-3-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 8},
-        )
-    )["event"]
+    cool = _ok(_inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": 8}))["event"]
     assert cool["fired_rules"] == ["R-3"] and "value ('8') gt '8': false" in cool["evaluations"]["R-8"]
-    other = _ok(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-1-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 9.4},
-        )
-    )["event"]
+    other = _ok(_inject(hub, sid, "coldroom-1-probe", "reading", {**READING, "value": 9.4}))["event"]
     assert other["matched_rules"] == ["R-4"]  # source filters keep R-3 and R-8 out
     state = hub.get_session_state(sid)
     assert state["rules"]["R-8"]["fire_count"] == 1 and state["rules"]["R-8"]["last_fired_event"] == "E-0017"
@@ -119,52 +106,28 @@ def test_invalid_events_are_refused_and_change_nothing(hub: EventTriggering) -> 
     sid = hub.create_session("cold_room_escalation")
     before = hub.get_session_state(sid)
     _err(
-        hub.call(sid, "inject_event", source_id="freezer-9", trigger_type="reading", payload=READING),
+        _inject(hub, sid, "freezer-9", "reading", READING),
         "invalid_reference",
     )
     msg = _err(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="stripe-billing",
-            trigger_type="reading",
-            payload={**READING, "value": 1},
-        ),
+        _inject(hub, sid, "stripe-billing", "reading", {**READING, "value": 1}),
         "invalid_argument",
     )
     assert "payments source" in msg and "payment_failed" in msg
     _err(
-        hub.call(sid, "inject_event", source_id="coldroom-3-probe", trigger_type="reading", payload=READING),
+        _inject(hub, sid, "coldroom-3-probe", "reading", READING),
         "missing_field",
     )
     _err(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-3-probe",
-            trigger_type="reading",
-            payload={**READING, "value": "hot"},
-        ),
+        _inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": "hot"}),
         "invalid_argument",
     )
     _err(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-3-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 1, "note": "x" * 2001},
-        ),
+        _inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": 1, "note": "x" * 2001}),
         "invalid_argument",
     )
     _err(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-3-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 1, "nested": {"a": 1}},
-        ),
+        _inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": 1, "nested": {"a": 1}}),
         "invalid_argument",
     )
     after = hub.get_session_state(sid)
@@ -404,38 +367,14 @@ def test_update_disable_clear_stale_and_delete(hub: EventTriggering) -> None:
     assert "warnings" not in out and _ok(out)["rule"]["version"] == 2
     stale = hub.call(sid, "update_rule", rule_id="R-3", name="Cold room 3 debug feed", expected_version=1)
     assert stale["status"] == "ok" and stale["warnings"][0]["category"] == "stale_information"
-    ev = _ok(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-3-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 3.0},
-        )
-    )["event"]
+    ev = _ok(_inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": 3.0}))["event"]
     assert ev["matched_rules"] == [] and ev["action_ids"] == []  # disabled rules do not match
     _ok(hub.call(sid, "update_rule", rule_id="R-4", clear_condition=True))
-    ev = _ok(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-1-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 1.0},
-        )
-    )["event"]
+    ev = _ok(_inject(hub, sid, "coldroom-1-probe", "reading", {**READING, "value": 1.0}))["event"]
     assert ev["fired_rules"] == ["R-4"]
     assert _ok(hub.call(sid, "delete_rule", rule_id="R-4")) == {"deleted": "R-4"}
     _err(hub.call(sid, "get_rule", rule_id="R-4"), "invalid_reference")
-    ev = _ok(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="coldroom-1-probe",
-            trigger_type="reading",
-            payload={**READING, "value": 9.0},
-        )
-    )["event"]
+    ev = _ok(_inject(hub, sid, "coldroom-1-probe", "reading", {**READING, "value": 9.0}))["event"]
     assert ev["matched_rules"] == []
     assert _ok(hub.call(sid, "query_actions", rule_id="R-4"))["count"] == 2  # past actions stay traceable
     assert _ok(hub.call(sid, "list_rules", enabled=False))["count"] == 2  # R-3 and R-7
@@ -475,12 +414,8 @@ def test_register_source_and_fire_from_it(hub: EventTriggering) -> None:
         )
     )
     out = _ok(
-        hub.call(
-            sid,
-            "inject_event",
-            source_id="ops-calendar",
-            trigger_type="event_starting",
-            payload={"title": "Dispatch stand-up", "minutes_until": 5},
+        _inject(
+            hub, sid, "ops-calendar", "event_starting", {"title": "Dispatch stand-up", "minutes_until": 5}
         )
     )
     assert out["actions"][0]["params"]["message"] == "Dispatch stand-up in 5 min"
@@ -520,8 +455,7 @@ def test_evaluator_judges_behaviour_not_text(hub: EventTriggering) -> None:
 
 def test_card_scenario_traces_and_stray_events_are_penalised(hub: EventTriggering) -> None:
     sid = hub.create_session("card_payment_failures")
-    for step in hub.scenario("card_payment_failures").reference_solution:
-        _ok(hub.call(sid, step["tool"], **step["params"]))
+    _run_reference(hub, sid, "card_payment_failures")
     state = hub.get_session_state(sid)
     injected = state["event_log"][-1]
     assert injected["fired_rules"] == ["R-8"] and injected["matched_rules"] == ["R-6", "R-8"]
@@ -533,12 +467,12 @@ def test_card_scenario_traces_and_stray_events_are_penalised(hub: EventTriggerin
     assert ticket["params"]["title"] == "Card payment failed: INV-20455 (Kestrel Foods)"
     assert hub.evaluate_session(sid)["overall_score"] == 1.0
     _ok(
-        hub.call(
+        _inject(
+            hub,
             sid,
-            "inject_event",
-            source_id="grafana-prod",
-            trigger_type="alert_fired",
-            payload={"service": "wms-api", "severity": "critical", "message": "test"},
+            "grafana-prod",
+            "alert_fired",
+            {"service": "wms-api", "severity": "critical", "message": "test"},
         )
     )
     assert hub.evaluate_session(sid)["dimensions"]["collateral"]["score"] == 0.75
@@ -546,28 +480,27 @@ def test_card_scenario_traces_and_stray_events_are_penalised(hub: EventTriggerin
 
 def test_rule_without_source_filter_matches_every_source_of_its_type(hub: EventTriggering) -> None:
     sid = hub.create_session("hotfix_pull_requests")
-    for step in hub.scenario("hotfix_pull_requests").reference_solution:
-        _ok(hub.call(sid, step["tool"], **step["params"]))
+    _run_reference(hub, sid, "hotfix_pull_requests")
     assert hub.evaluate_session(sid)["overall_score"] == 1.0
     pr = {"title": "Slotting fix", "author": "lindqvist"}
     old = _ok(
-        hub.call(
+        _inject(
+            hub,
             sid,
-            "inject_event",
-            source_id="github-wms",
-            trigger_type="pull_request_opened",
-            payload={"repo": "harborfresh/wms", "labels": ["HOTFIX"], **pr},
+            "github-wms",
+            "pull_request_opened",
+            {"repo": "harborfresh/wms", "labels": ["HOTFIX"], **pr},
         )
     )
     assert old["event"]["fired_rules"] == ["R-8"]  # no source filter: the old repository counts too
     assert [a["type"] for a in old["actions"]] == ["page_oncall", "notify_channel"]
     push = _ok(
-        hub.call(
+        _inject(
+            hub,
             sid,
-            "inject_event",
-            source_id="github-wms",
-            trigger_type="push",
-            payload={"repo": "harborfresh/wms", "branch": "main", "author": "ek", "commits": 1},
+            "github-wms",
+            "push",
+            {"repo": "harborfresh/wms", "branch": "main", "author": "ek", "commits": 1},
         )
     )
     assert push["event"]["fired_rules"] == ["R-7"]  # re-enabled, not recreated
@@ -598,6 +531,5 @@ def test_long_context_adds_a_week_of_routine_events_through_the_engine(hub: Even
     # distractors fire rules too: R-3 posts every cold room 3 reading (30 in the extra week)
     assert long["rules"]["R-3"]["fire_count"] == short["rules"]["R-3"]["fire_count"] + 30
     assert sum(long["sources"][s]["event_count"] for s in long["sources"]) == 256
-    for step in hub.scenario("cold_room_escalation").reference_solution:
-        _ok(hub.call(sid, step["tool"], **step["params"]))
+    _run_reference(hub, sid, "cold_room_escalation")
     assert hub.evaluate_session(sid)["overall_score"] == 1.0
