@@ -44,6 +44,44 @@ def _worker(env: WorkflowOrchestration, sid: str, wid: str) -> dict | None:
     return env.get_session_state(sid)["workers"].get(wid)
 
 
+def _assign(env: WorkflowOrchestration, sid: str, pid: str, stage_id: str, worker_id: str) -> dict:
+    """The raw result of one ``assign_stage`` call."""
+    return env.call(sid, "assign_stage", pipeline_id=pid, stage_id=stage_id, worker_id=worker_id)
+
+
+SAGA_WORKERS = (
+    ("reserve", "inventory-svc"),
+    ("charge", "payments-svc"),
+    ("ship", "shipping-svc"),
+    ("confirm", "notify-svc"),
+)
+
+
+def _staff_saga(env: WorkflowOrchestration, sid: str, pid: str) -> None:
+    """Assign every saga stage of ``pid`` to its service worker."""
+    for stage, worker in SAGA_WORKERS:
+        _ok(_assign(env, sid, pid, stage, worker))
+
+
+def _approval(env: WorkflowOrchestration, sid: str, from_worker: str, body: str) -> dict:
+    """Send the CHG-4471 approval to the production deployer; the raw result."""
+    return env.call(
+        sid,
+        "send_message",
+        from_worker=from_worker,
+        to_worker="deployer-prod-eu",
+        topic="approval",
+        body=body,
+        payload={"change_ticket": "CHG-4471"},
+    )
+
+
+def _run_reference(env: WorkflowOrchestration, sid: str, scenario_id: str) -> None:
+    """Replay the scenario's reference solution; every step must succeed."""
+    for step in WorkflowOrchestration.scenario(scenario_id).reference_solution:
+        _ok(env.call(sid, step["tool"], **step["params"]))
+
+
 def _saga_stages(**ship: object) -> list[dict]:
     return [
         {"stage_id": "reserve", "action": "reserve_inventory"},
@@ -55,17 +93,9 @@ def _saga_stages(**ship: object) -> list[dict]:
 
 def _unblock_release(env: WorkflowOrchestration, sid: str) -> None:
     """The first half of the release reference solution: integration tests pass on x86-01."""
-    _ok(
-        env.call(
-            sid,
-            "assign_stage",
-            pipeline_id="P-101",
-            stage_id="integration-tests",
-            worker_id="ci-runner-x86-01",
-        )
-    )
+    _ok(_assign(env, sid, "P-101", "integration-tests", "ci-runner-x86-01"))
     _ok(env.call(sid, "retry_stage", pipeline_id="P-101", stage_id="integration-tests"))
-    _ok(env.call(sid, "assign_stage", pipeline_id="P-101", stage_id="publish", worker_id="ci-runner-x86-02"))
+    _ok(_assign(env, sid, "P-101", "publish", "ci-runner-x86-02"))
 
 
 # ---- world data -------------------------------------------------------------------------------------
@@ -200,9 +230,7 @@ def test_busy_worker_cannot_be_deregistered_until_its_stage_moves(env: WorkflowO
         env.call(sid, "deregister_worker", worker_id="legacy-runner-07"), "invalid_transition"
     )
     assert _worker(env, sid, "legacy-runner-07")["status"] == "busy"
-    out = _ok(
-        env.call(sid, "assign_stage", pipeline_id="P-101", stage_id="publish", worker_id="ci-runner-x86-02")
-    )
+    out = _ok(_assign(env, sid, "P-101", "publish", "ci-runner-x86-02"))
     assert out["previous_worker"] == "legacy-runner-07"
     assert _worker(env, sid, "legacy-runner-07")["status"] == "idle"
     assert _worker(env, sid, "ci-runner-x86-02")["assignment"] == {
@@ -214,28 +242,13 @@ def test_busy_worker_cannot_be_deregistered_until_its_stage_moves(env: WorkflowO
 
 def test_assignment_checks_capabilities_busy_state_and_stage_status(env: WorkflowOrchestration) -> None:
     sid = env.create_session(RELEASE)
-    msg = _err(
-        env.call(sid, "assign_stage", pipeline_id="P-101", stage_id="publish", worker_id="qa-bot-01"),
-        "invalid_argument",
-    )
+    msg = _err(_assign(env, sid, "P-101", "publish", "qa-bot-01"), "invalid_argument")
     assert "lacks capability build" in msg
-    msg = _err(
-        env.call(sid, "assign_stage", pipeline_id="P-101", stage_id="publish", worker_id="ci-runner-arm-01"),
-        "invalid_transition",
-    )
+    msg = _err(_assign(env, sid, "P-101", "publish", "ci-runner-arm-01"), "invalid_transition")
     assert "busy" in msg
-    _err(
-        env.call(sid, "assign_stage", pipeline_id="P-101", stage_id="compile", worker_id="ci-runner-x86-02"),
-        "invalid_transition",
-    )
-    _err(
-        env.call(sid, "assign_stage", pipeline_id="P-101", stage_id="nope", worker_id="ci-runner-x86-02"),
-        "invalid_reference",
-    )
-    _err(
-        env.call(sid, "assign_stage", pipeline_id="P-097", stage_id="publish", worker_id="ci-runner-x86-02"),
-        "invalid_transition",
-    )
+    _err(_assign(env, sid, "P-101", "compile", "ci-runner-x86-02"), "invalid_transition")
+    _err(_assign(env, sid, "P-101", "nope", "ci-runner-x86-02"), "invalid_reference")
+    _err(_assign(env, sid, "P-097", "publish", "ci-runner-x86-02"), "invalid_transition")
     assert _stages(env, sid, "P-101")["publish"]["worker"] == "legacy-runner-07"
 
 
@@ -306,15 +319,7 @@ def test_retry_policy_resets_to_pending_and_the_cap_is_enforced(env: WorkflowOrc
 def test_fault_attempts_count_per_worker(env: WorkflowOrchestration) -> None:
     """x86-02 fails the integration suite on its first attempt only; it succeeds on the next retry."""
     sid = env.create_session(RELEASE)
-    _ok(
-        env.call(
-            sid,
-            "assign_stage",
-            pipeline_id="P-101",
-            stage_id="integration-tests",
-            worker_id="ci-runner-x86-02",
-        )
-    )
+    _ok(_assign(env, sid, "P-101", "integration-tests", "ci-runner-x86-02"))
     first = _ok(env.call(sid, "retry_stage", pipeline_id="P-101", stage_id="integration-tests"))["execution"]
     assert first["outcome"] == "retry_scheduled" and "Postgres" in first["reason"]
     second = _ok(env.call(sid, "retry_stage", pipeline_id="P-101", stage_id="integration-tests"))["execution"]
@@ -341,19 +346,10 @@ def test_parallel_mode_runs_ready_stages_as_one_wave(env: WorkflowOrchestration)
         )
     )
     for stage, worker in (("reserve", "inventory-svc"), ("charge", "payments-svc")):
-        _err(
-            env.call(sid, "assign_stage", pipeline_id="P-103", stage_id=stage, worker_id=worker),
-            "invalid_transition",
-        )
+        _err(_assign(env, sid, "P-103", stage, worker), "invalid_transition")
     _ok(env.call(sid, "run_pipeline", pipeline_id="P-102"))  # aborts on the declined card
     _ok(env.call(sid, "rollback_pipeline", pipeline_id="P-102", reason="declined card"))  # frees the workers
-    for stage, worker in (
-        ("reserve", "inventory-svc"),
-        ("charge", "payments-svc"),
-        ("ship", "shipping-svc"),
-        ("confirm", "notify-svc"),
-    ):
-        _ok(env.call(sid, "assign_stage", pipeline_id="P-103", stage_id=stage, worker_id=worker))
+    _staff_saga(env, sid, "P-103")
     wave1 = _ok(env.call(sid, "run_pipeline", pipeline_id="P-103"))
     assert [e["stage_id"] for e in wave1["executed"]] == ["reserve", "charge"]
     assert len({e["at"] for e in wave1["executed"]}) == 1  # one step
@@ -381,13 +377,7 @@ def test_sequential_mode_runs_the_whole_chain_in_one_pass(env: WorkflowOrchestra
             parameters={"order_id": "ORD-8"},
         )
     )
-    for stage, worker in (
-        ("reserve", "inventory-svc"),
-        ("charge", "payments-svc"),
-        ("ship", "shipping-svc"),
-        ("confirm", "notify-svc"),
-    ):
-        _ok(env.call(sid, "assign_stage", pipeline_id="P-103", stage_id=stage, worker_id=worker))
+    _staff_saga(env, sid, "P-103")
     out = _ok(env.call(sid, "run_pipeline", pipeline_id="P-103"))
     assert [e["stage_id"] for e in out["executed"]] == ["reserve", "charge", "ship", "confirm"]
     assert out["pipeline_status"] == "completed"
@@ -401,17 +391,7 @@ def test_missing_input_fails_the_stage_by_its_policy(env: WorkflowOrchestration)
     sid = env.create_session(RELEASE)
     _unblock_release(env, sid)
     # a message from a non-release-manager does not count for change_ticket
-    _ok(
-        env.call(
-            sid,
-            "send_message",
-            from_worker="qa-bot-01",
-            to_worker="deployer-prod-eu",
-            topic="approval",
-            body="looks fine",
-            payload={"change_ticket": "CHG-4471"},
-        )
-    )
+    _ok(_approval(env, sid, "qa-bot-01", "looks fine"))
     out = _ok(env.call(sid, "run_pipeline", pipeline_id="P-101"))
     last = out["executed"][-1]
     assert last["stage_id"] == "deploy-prod-eu" and last["outcome"] == "failed"
@@ -421,17 +401,7 @@ def test_missing_input_fails_the_stage_by_its_policy(env: WorkflowOrchestration)
 def test_approval_message_feeds_the_recipient_stage(env: WorkflowOrchestration) -> None:
     sid = env.create_session(RELEASE)
     _unblock_release(env, sid)
-    msg = _ok(
-        env.call(
-            sid,
-            "send_message",
-            from_worker="rm-aisha",
-            to_worker="deployer-prod-eu",
-            topic="approval",
-            body="CHG-4471 approved",
-            payload={"change_ticket": "CHG-4471"},
-        )
-    )["message"]
+    msg = _ok(_approval(env, sid, "rm-aisha", "CHG-4471 approved"))["message"]
     assert msg["message_id"] == "M-0001" and msg["from_role"] == "release_manager"
     inbox = _ok(env.call(sid, "list_workers", role="deployer"))["workers"]
     assert [m["message_id"] for w in inbox if w["worker_id"] == "deployer-prod-eu" for m in w["inbox"]] == [
@@ -484,17 +454,7 @@ def test_send_message_guards(env: WorkflowOrchestration) -> None:
 def test_rollback_compensates_in_reverse_topological_order(env: WorkflowOrchestration) -> None:
     sid = env.create_session(RELEASE)
     _unblock_release(env, sid)
-    _ok(
-        env.call(
-            sid,
-            "send_message",
-            from_worker="rm-aisha",
-            to_worker="deployer-prod-eu",
-            topic="approval",
-            body="ok",
-            payload={"change_ticket": "CHG-4471"},
-        )
-    )
+    _ok(_approval(env, sid, "rm-aisha", "ok"))
     _ok(env.call(sid, "run_pipeline", pipeline_id="P-101"))
     rb = _ok(env.call(sid, "rollback_pipeline", pipeline_id="P-101", reason="p99 latency regression"))[
         "rollback"
@@ -537,8 +497,7 @@ def test_rollback_cancels_pending_stages_and_frees_workers(env: WorkflowOrchestr
 
 def test_evaluator_penalises_wrong_rollback_and_fleet_changes(env: WorkflowOrchestration) -> None:
     sid = env.create_session(RELEASE)
-    for step in WorkflowOrchestration.scenario(RELEASE).reference_solution:
-        _ok(env.call(sid, step["tool"], **step["params"]))
+    _run_reference(env, sid, RELEASE)
     assert env.evaluate_session(sid)["overall_score"] == 1.0
     _ok(env.call(sid, "rollback_pipeline", pipeline_id="P-101", reason="undo the release"))
     dims = env.evaluate_session(sid)["dimensions"]
@@ -566,6 +525,5 @@ def test_overview_and_long_context_distractors(env: WorkflowOrchestration) -> No
     assert {w for w, r in state["workers"].items() if r["status"] == "busy"} == {
         w for w, r in env.get_session_state(sid)["workers"].items() if r["status"] == "busy"
     }
-    for step in WorkflowOrchestration.scenario(RELEASE).reference_solution:
-        _ok(env.call(long_sid, step["tool"], **step["params"]))
+    _run_reference(env, long_sid, RELEASE)
     assert env.evaluate_session(long_sid)["overall_score"] == 1.0
