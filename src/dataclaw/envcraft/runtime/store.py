@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from dataclaw.envcraft.runtime.errors import EnvError, ErrorCategory, echo, infrastructure_error
+from dataclaw.envcraft.runtime.state import jsoncopy
 
 SNAPSHOT = "session.json"
 JOURNAL = "journal.jsonl"
@@ -264,7 +265,7 @@ class SessionStore:
     def read(self, session_id: str) -> dict[str, Any]:
         """A private copy of the current state (locks for the duration of the copy)."""
         with self.transaction(session_id) as txn:
-            return orjson.loads(orjson.dumps(txn.state))
+            return jsoncopy(txn.state)
 
     def _load(self, session_id: str, directory: Path) -> _Cached:
         try:
