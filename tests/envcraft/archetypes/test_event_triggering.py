@@ -105,23 +105,11 @@ def test_injection_fires_aligned_rules_and_dispatches_in_order(hub: EventTrigger
 def test_invalid_events_are_refused_and_change_nothing(hub: EventTriggering) -> None:
     sid = hub.create_session("cold_room_escalation")
     before = hub.get_session_state(sid)
-    _err(
-        _inject(hub, sid, "freezer-9", "reading", READING),
-        "invalid_reference",
-    )
-    msg = _err(
-        _inject(hub, sid, "stripe-billing", "reading", {**READING, "value": 1}),
-        "invalid_argument",
-    )
+    _err(_inject(hub, sid, "freezer-9", "reading", READING), "invalid_reference")
+    msg = _err(_inject(hub, sid, "stripe-billing", "reading", {**READING, "value": 1}), "invalid_argument")
     assert "payments source" in msg and "payment_failed" in msg
-    _err(
-        _inject(hub, sid, "coldroom-3-probe", "reading", READING),
-        "missing_field",
-    )
-    _err(
-        _inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": "hot"}),
-        "invalid_argument",
-    )
+    _err(_inject(hub, sid, "coldroom-3-probe", "reading", READING), "missing_field")
+    _err(_inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": "hot"}), "invalid_argument")
     _err(
         _inject(hub, sid, "coldroom-3-probe", "reading", {**READING, "value": 1, "note": "x" * 2001}),
         "invalid_argument",
