@@ -59,6 +59,13 @@ def session_not_found(session_id: str) -> EnvError:
     )
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is out (a write may be partial)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def encode_entry(entry: dict[str, Any]) -> bytes:
     payload = orjson.dumps(entry)
     return b"%08x " % zlib.crc32(payload) + payload + b"\n"
@@ -330,10 +337,7 @@ class SessionStore:
             cached.torn = False
         seq = cached.seq + 1
         line = encode_entry({**entry, "seq": seq})
-        view = memoryview(line)
-        while view:
-            written = os.write(cached.journal_fd, view)
-            view = view[written:]
+        _write_all(cached.journal_fd, line)
         if self.durable:
             os.fsync(cached.journal_fd)
         cached.seq = seq
@@ -364,9 +368,7 @@ class SessionStore:
         tmp = directory / f".{name}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, data)
             if self.durable:
                 os.fsync(fd)
         finally:
