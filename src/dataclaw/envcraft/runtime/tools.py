@@ -137,15 +137,8 @@ def check_value(value: Any, schema: dict[str, Any]) -> str | None:
     kind = schema.get("type")
     if "enum" in schema and value not in schema["enum"]:
         return "must be one of " + ", ".join(repr(v) for v in schema["enum"])
-    ok = {
-        "string": lambda v: isinstance(v, str) and _is_utf8(v),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63,
-        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v == v,
-        "boolean": lambda v: isinstance(v, bool),
-        "array": lambda v: isinstance(v, list),
-        "object": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
-    }
-    if kind in ok and not ok[kind](value):
+    fits = _TYPE_CHECKS.get(kind)
+    if fits is not None and not fits(value):
         return f"must be {_type_words(schema)}"
     if kind == "array" and "items" in schema:
         for i, item in enumerate(value):
@@ -161,6 +154,17 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+# JSON schema type -> whether a Python value is of it (built once: validation runs on every tool call)
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str) and _is_utf8(v),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63,
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v == v,
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+}
 
 
 def _type_words(schema: dict[str, Any]) -> str:
