@@ -171,12 +171,11 @@ def _type_words(schema: dict[str, Any]) -> str:
     kind = schema.get("type", "a value")
     if kind == "array":
         return f"a list of {_type_words(schema.get('items', {}))}s"
-    article = "an" if kind in ("integer", "array", "object") else "a"
     if kind == "integer":
         return "an integer (64-bit)"
     if kind == "string":
         return "a string (valid UTF-8 text)"
-    return f"{article} {kind}"
+    return f"{'an' if kind == 'object' else 'a'} {kind}"
 
 
 def _schema_for(hint: Any) -> tuple[dict[str, Any], bool]:
