@@ -269,9 +269,9 @@ def inject_event(session: dict, source_id: str, trigger_type: str, payload: dict
             field="trigger_type",
         )
     validate_payload(payload, trigger_type, tspec)
+    first = len(session["action_log"])  # this event's actions are appended after it
     event = process_event(session, source_id, trigger_type, payload, now(session), "injected")
-    actions = [a for a in session["action_log"] if a["event_id"] == event["event_id"]]
-    return {"event": event, "actions": actions}
+    return {"event": event, "actions": session["action_log"][first:]}
 
 
 @tool("read", returns=["events", "count"])
