@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +33,9 @@ class ModelUsage(BaseModel):
     """False when the model has no price (local or unknown): its cost is counted as 0."""
     latency_s: float = 0.0
     """Summed wall time of calls that reached the model."""
+
+
+_SUMMED = ("calls", "cache_hits", "failed", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")
 
 
 class UsageLedger:
@@ -80,24 +84,11 @@ class UsageLedger:
             return {k: v.model_copy() for k, v in self._by_model.items()}
 
     def totals(self) -> ModelUsage:
-        total = ModelUsage()
-        for m in self.models().values():
-            total.calls += m.calls
-            total.cache_hits += m.cache_hits
-            total.failed += m.failed
-            total.prompt_tokens += m.prompt_tokens
-            total.completion_tokens += m.completion_tokens
-            total.cost_usd += m.cost_usd
-            total.latency_s += m.latency_s
-            total.priced = total.priced and m.priced
-        return total
+        return _sum(self.models().values())
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready ``{"by_model": {...}, "total": {...}}`` for the run manifest."""
-        return {
-            "by_model": {k: v.model_dump() for k, v in self.models().items()},
-            "total": self.totals().model_dump(),
-        }
+        return _summary(self.models())
 
     def save(self, store: RunStore) -> dict[str, Any]:
         """Record this invocation's summary in ``manifest.json`` and the run's total over every
@@ -115,18 +106,28 @@ class UsageLedger:
 
 def merge_summaries(summaries: Any) -> dict[str, Any]:
     """The sum of ledger summaries (``{"by_model", "total"}``), e.g. over a run's invocations."""
-    by_model: dict[str, ModelUsage] = {}
+    by_model: dict[str, list[ModelUsage]] = {}
     for summary in summaries:
         for name, raw in (summary.get("by_model") or {}).items():
-            m, add = by_model.setdefault(name, ModelUsage()), ModelUsage(**raw)
-            for key in ("calls", "cache_hits", "failed", "prompt_tokens", "completion_tokens"):
-                setattr(m, key, getattr(m, key) + getattr(add, key))
-            m.cost_usd += add.cost_usd
-            m.latency_s += add.latency_s
-            m.priced = m.priced and add.priced
-    ledger = UsageLedger()
-    ledger._by_model = by_model
-    return ledger.summary()
+            by_model.setdefault(name, []).append(ModelUsage(**raw))
+    return _summary({name: _sum(parts) for name, parts in by_model.items()})
+
+
+def _sum(usages: Iterable[ModelUsage]) -> ModelUsage:
+    """Field-wise total; priced only when every part is."""
+    total = ModelUsage()
+    for m in usages:
+        for key in _SUMMED:
+            setattr(total, key, getattr(total, key) + getattr(m, key))
+        total.priced = total.priced and m.priced
+    return total
+
+
+def _summary(by_model: dict[str, ModelUsage]) -> dict[str, Any]:
+    return {
+        "by_model": {k: v.model_dump() for k, v in by_model.items()},
+        "total": _sum(by_model.values()).model_dump(),
+    }
 
 
 def render_summary(summary: dict[str, Any]) -> str:
