@@ -10,6 +10,7 @@ commands hidden, agent-safe errors.
 from __future__ import annotations
 
 import io
+import json
 import re
 import tempfile
 import threading
@@ -258,6 +259,13 @@ def _cli(pkg: EnvPackage, argv: list[str], environ: dict[str, str]) -> tuple[int
     return code, out.getvalue()
 
 
+def _cli_value(value: Any) -> str:
+    """One parameter value as the runtime CLI parses it back (JSON objects, lower-case booleans)."""
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def check_cli(pkg: EnvPackage, root: Path) -> str:
     """Hidden commands absent from help but working; no --session-id for the agent; missing binding."""
     import contextlib
@@ -281,22 +289,13 @@ def check_cli(pkg: EnvPackage, root: Path) -> str:
         {},
     )
     _expect(code == 0 and '"bindings"' in out, f"prepare-rollout failed: {out[:200]}")
-    bindings = __import__("json").loads(out)["data"]["bindings"]
+    bindings = json.loads(out)["data"]["bindings"]
     step = sc.reference_solution[0]
     argv = [cli.cli_name(step["tool"])]
     for k, v in step.get("params", {}).items():
-        if isinstance(v, list):
-            for item in v:
-                argv += ["--" + cli.cli_name(k), str(item)]
-        else:
-            argv += [
-                "--" + cli.cli_name(k),
-                __import__("json").dumps(v)
-                if isinstance(v, dict)
-                else str(v).lower()
-                if isinstance(v, bool)
-                else str(v),
-            ]
+        values = [str(item) for item in v] if isinstance(v, list) else [_cli_value(v)]
+        for value in values:  # a list: the option once per item
+            argv += ["--" + cli.cli_name(k), value]
     code, out = _cli(pkg, argv, bindings)
     _expect(
         code == 0 and '"status": "ok"' in out, f"agent command {argv[0]} failed through the CLI: {out[:200]}"
@@ -332,7 +331,7 @@ def check_errors(pkg: EnvPackage, root: Path) -> str:
                 bool(err.get("category")) and bool(err.get("message")),
                 f"error without category/message: {err}",
             )
-            found = leaks(__import__("json").dumps(err), *secrets)
+            found = leaks(json.dumps(err), *secrets)
             _expect(not found, f"error leaks internals {found[:3]}: {err['message'][:120]}")
     categories = {o["error"]["category"] for o in outs if o["status"] == "error"}
     _expect(
