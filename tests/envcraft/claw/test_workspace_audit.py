@@ -17,6 +17,7 @@ from dataclaw.envcraft.tasks.workspace import (
     write_task,
 )
 from dataclaw.envcraft.tasks.workspace_audit import ClawAuditReason, audit_task, prompt_paths
+from dataclaw.sandbox import SandboxPolicy
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "claw_tasks"
@@ -42,6 +43,13 @@ def test_shipped_examples_pass_every_check_and_their_solutions_score_full(tid: s
     names = {c.name for c in report.checks}
     assert {"path_consistency", "objective_consistency", "data_consistency", "answer_uniqueness"} <= names
     assert {"information_separation", "untouched_floor", "code_only_verifier", "solution"} <= names
+
+
+def test_unsafe_mode_gives_the_verifier_the_host_workspace() -> None:
+    """Without the sandbox there is no /workspace mount: argv[1] and the traced paths are the host folder."""
+    report = audit_task(_task("logistics_manager_review", EXAMPLES), policy=SandboxPolicy(unsafe=True))
+    assert report.passed, [c.to_dict() for c in report.failures]
+    assert report.solved_score == 1.0
 
 
 def test_a_verifier_that_pays_for_an_untouched_workspace_is_rejected() -> None:

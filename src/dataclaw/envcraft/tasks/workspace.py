@@ -31,7 +31,6 @@ from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox import Limits, Outcome, SandboxPolicy, Status, run
 
 SCORE_FILE = "workplace_score.json"
-WORKSPACE_MOUNT = "/workspace"
 _TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _TRACE_MARK = "@@dataclaw-trace@@"
 REQUIRED_YAML_KEYS = ("id", "prompt", "asset")
@@ -267,17 +266,16 @@ def _split_trace(stderr: str) -> tuple[str, list[str]]:
     idx = stderr.rfind(_TRACE_MARK)
     if idx == -1:
         return stderr, []
-    head, _, rest = stderr[:idx], None, stderr[idx + len(_TRACE_MARK) :]
     try:
-        paths = json.loads(rest.splitlines()[0])
+        paths = json.loads(stderr[idx + len(_TRACE_MARK) :].splitlines()[0])
     except (ValueError, IndexError):
         return stderr, []
-    return head.rstrip("\n"), [p for p in paths if isinstance(p, str)]
+    return stderr[:idx].rstrip("\n"), [p for p in paths if isinstance(p, str)]
 
 
-def _relative(paths: list[str]) -> list[str]:
+def _relative(paths: list[str], mount: str) -> list[str]:
     out: list[str] = []
-    prefix = WORKSPACE_MOUNT + "/"
+    prefix = mount + "/"
     for p in paths:
         if p.startswith(prefix):
             rel = p[len(prefix) :]
@@ -317,17 +315,14 @@ def run_verifier(
     score_path = workspace / SCORE_FILE
     if score_path.is_symlink() or score_path.exists():
         score_path.unlink()
-    limits = verifier_limits()
+    policy = policy or SandboxPolicy()
+    # where the verifier sees the workspace: the sandbox mount, or the host folder in unsafe mode
+    mount = str(workspace.resolve()) if policy.unsafe else policy.workspace_mount
     outcome = run(
-        _traced(task.verifier),
-        workspace,
-        limits,
-        timeout=timeout,
-        policy=policy or SandboxPolicy(),
-        args=[WORKSPACE_MOUNT],
+        _traced(task.verifier), workspace, verifier_limits(), timeout=timeout, policy=policy, args=[mount]
     )
     outcome.stderr, paths = _split_trace(outcome.stderr)
-    inspected = _relative(paths)
+    inspected = _relative(paths, mount)
     if outcome.status is not Status.OK:
         return VerifierRun(outcome, None, None, f"verifier {outcome.status}: {outcome.message}", inspected)
     if score_path.is_symlink() or not score_path.is_file():
