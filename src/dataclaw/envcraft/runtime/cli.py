@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TextIO
 import orjson
 
 from dataclaw.envcraft.runtime.environment import Environment
-from dataclaw.envcraft.runtime.errors import EnvError, ErrorCategory, infrastructure_error
+from dataclaw.envcraft.runtime.errors import LOGGER_NAME, EnvError, ErrorCategory, infrastructure_error
 from dataclaw.envcraft.runtime.tools import ToolSpec
 
 HIDDEN_COMMANDS = ("prepare-rollout", "reset-rollout", "evaluate-rollout", "export-state")
@@ -140,7 +140,7 @@ def _attach_server_log(state_root: str) -> None:
     """Infrastructure details go to ``<state_root>/server.log``, never to the agent."""
     import logging
 
-    logger = logging.getLogger("dataclaw.envcraft.runtime")
+    logger = logging.getLogger(LOGGER_NAME)
     if logger.handlers or not os.path.isdir(state_root):
         return
     try:
