@@ -170,8 +170,10 @@ class Environment:
         self, scenario_id: str, session_id: str | None = None, *, long_context: bool = False
     ) -> str:
         """Create a session from a scenario and bind it; returns the session id."""
-        scenario = self.scenario(scenario_id)
-        sid = session_id if session_id is not None else f"{scenario_id[:80]}-{os.urandom(6).hex()}"
+        return self._create(self.scenario(scenario_id), session_id, long_context)
+
+    def _create(self, scenario: Scenario, session_id: str | None, long_context: bool) -> str:
+        sid = session_id if session_id is not None else f"{scenario.scenario_id[:80]}-{os.urandom(6).hex()}"
         self.store.create(sid, self.initial_state(scenario, sid, long_context=long_context))
         self.session_id = sid
         return sid
@@ -222,9 +224,7 @@ class Environment:
         else:
             sc = Scenario.from_dict(scenario, "scenario argument")
         if self.session_id is None or not self.store.exists(self.session_id):
-            sid = self.session_id or f"{sc.scenario_id[:80]}-{os.urandom(6).hex()}"
-            self.store.create(sid, self.initial_state(sc, sid, long_context=long_context))
-            self.session_id = sid
+            self._create(sc, self.session_id, long_context)
             return
         with self.store.transaction(self.session_id) as txn:
             txn.replace(self.initial_state(sc, self.session_id, long_context=long_context))
