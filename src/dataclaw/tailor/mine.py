@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field, model_validator
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import child_id
 from dataclaw.core.registry import Registry
+from dataclaw.media.video import sample_indices
 from dataclaw.tailor.anchors.base import Anchor
 
 
@@ -168,12 +169,7 @@ def anchors_between(
 
 def spread(start: int, end: int, k: int) -> list[int]:
     """``k`` distinct frame indices spread uniformly over ``start..end`` (inclusive), segment centres."""
-    n = end - start + 1
-    if n <= 0 or k <= 0:
-        return []
-    if k >= n:
-        return list(range(start, end + 1))
-    return [start + min(n - 1, int((j + 0.5) * n / k)) for j in range(k)]
+    return [start + i for i in sample_indices(end - start + 1, k)]
 
 
 def _video_ok(stream: StreamView) -> bool:

@@ -31,6 +31,7 @@ import yaml
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import child_id, stable_hash
 from dataclaw.media.errors import MediaError
+from dataclaw.media.video import sample_indices
 from dataclaw.models import ModelOutputError, ModelRequestError
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 from dataclaw.tailor.intents.base import Intent, TemplateError, lookup, render
@@ -58,14 +59,6 @@ class SynthIssue(StrEnum):
 
 # ------------------------------------------------------------------------------------------------
 # the request context
-
-
-def _spread(items: list[Any], k: int) -> list[Any]:
-    if k <= 0:
-        return []
-    if len(items) <= k:
-        return items
-    return [items[min(len(items) - 1, int((j + 0.5) * len(items) / k))] for j in range(k)]
 
 
 def _anchor_text(a: dict[str, Any]) -> str:
@@ -189,7 +182,8 @@ def plan_frames(
             page = (cand.get("payload") or {}).get("slide")
             if isinstance(page, int) and page >= 1:
                 picked.append((page - 1, f"slide {page}"))
-    picked = _spread(list(dict.fromkeys(picked)), intent.frames.max_frames)
+    picked = list(dict.fromkeys(picked))
+    picked = [picked[i] for i in sample_indices(len(picked), intent.frames.max_frames)]
     return [{"index": i, "t": round(i / fps, 3) if fps else None, "role": role} for i, role in picked]
 
 

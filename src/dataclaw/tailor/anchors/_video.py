@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dataclaw.media.video import sample_indices
+
 if TYPE_CHECKING:
     from dataclaw.tailor.streams.base import Camera, Stream
     from dataclaw.tailor.streams.source import StreamSource
@@ -59,12 +61,6 @@ def ocr_targets_apply(stream: Stream) -> bool:
     return _screens(stream) is not None or main_video(stream, frozenset({"gui"})) is not None
 
 
-def _spread(n: int, k: int) -> list[int]:
-    if k >= n:
-        return list(range(n))
-    return sorted({min(n - 1, int((j + 0.5) * n / k)) for j in range(k)})
-
-
 def ocr_targets(
     stream: Stream, source: StreamSource, max_images: int, every_s: float
 ) -> Iterator[tuple[float, np.ndarray, dict[str, Any]]]:
@@ -77,7 +73,7 @@ def ocr_targets(
     screens = _screens(stream)
     if screens is not None:
         name, cam = screens
-        for i in _spread(cam.frame_count, max_images):
+        for i in sample_indices(cam.frame_count, max_images):
             where = {"camera": name, "image": Path(cam.images[cam.frame_start + i]).name, "frame": i}
             yield _image_time(stream, source, name, i), source.frame(i, name), where
         return
@@ -90,7 +86,7 @@ def ocr_targets(
     if not times:
         step = max(every_s, 1e-3)
         times = [round(k * step, 3) for k in range(int(duration / step) + 1)]
-    times = [times[i] for i in _spread(len(times), max_images)]
+    times = [times[i] for i in sample_indices(len(times), max_images)]
     indices = [source.index_at_time(t, video.camera) for t in times]
     for t, idx, frame in zip(times, indices, source.frames(indices, video.camera), strict=True):
         yield t, frame, {"camera": video.camera, "frame": idx}
