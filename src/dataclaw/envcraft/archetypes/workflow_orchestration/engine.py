@@ -193,6 +193,13 @@ def blocker(session: dict[str, Any], pipeline: dict[str, Any], stage: dict[str, 
     return None
 
 
+def run_blocker(session: dict[str, Any], pipeline: dict[str, Any], stage: dict[str, Any]) -> str | None:
+    """Why run_pipeline does not start a pending stage now: an awaited explicit retry, or its blocker."""
+    if stage["awaiting_retry"]:
+        return "awaiting explicit retry (retry_stage)"
+    return blocker(session, pipeline, stage)
+
+
 def missing_capabilities(session: dict[str, Any], worker_id: str, action: str) -> list[str]:
     caps = set(session["workers"][worker_id]["capabilities"])
     return [c for c in session["action_catalog"][action]["requires"] if c not in caps]

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from dataclaw.envcraft.archetypes.workflow_orchestration.engine import (
+    OPEN_PIPELINE,
     blocker,
     execute,
     require_open,
     rollback,
+    run_blocker,
 )
 from dataclaw.envcraft.archetypes.workflow_orchestration.pipelines import pipeline_of, stage_in
 from dataclaw.envcraft.runtime import EnvError, ErrorCategory, invalid_argument, invalid_transition, tool
@@ -71,16 +73,14 @@ def run_pipeline(session: dict, pipeline_id: str) -> dict:
     if p["mode"] == "parallel":
         wave = []
         for s in pending:
-            why = "awaiting explicit retry (retry_stage)" if s["awaiting_retry"] else blocker(session, p, s)
+            why = run_blocker(session, p, s)
             (blocked.append({"stage_id": s["stage_id"], "reason": why}) if why else wave.append(s))
-        if p["status"] == "defined" and wave:
-            p["status"] = "running"
         executed = [execute(session, p, s, "run_pipeline") for s in wave]  # all start together
     else:
         for s in pending:
-            if p["status"] not in ("defined", "running"):
+            if p["status"] not in OPEN_PIPELINE:
                 break  # an abort halted the run
-            why = "awaiting explicit retry (retry_stage)" if s["awaiting_retry"] else blocker(session, p, s)
+            why = run_blocker(session, p, s)
             if why:
                 blocked.append({"stage_id": s["stage_id"], "reason": why})
                 continue

@@ -7,9 +7,10 @@ import math
 from typing import Any, Literal
 
 from dataclaw.envcraft.archetypes.workflow_orchestration.engine import (
-    blocker,
     missing_capabilities,
+    release,
     require_open,
+    run_blocker,
     stage_of,
     topological_order,
     validate_stages,
@@ -138,8 +139,7 @@ def assign_stage(session: dict, pipeline_id: str, stage_id: str, worker_id: str)
             current="busy",
         )
     previous = stage["worker"]
-    if previous in session["workers"]:
-        session["workers"][previous].update(status="idle", assignment=None)
+    release(session, previous)
     stage["worker"] = worker_id
     worker.update(status="busy", assignment={"pipeline_id": pipeline_id, "stage_id": stage_id})
     return {"stage": stage, "previous_worker": previous}
@@ -181,6 +181,5 @@ def collect_results(
         if s["status"] == "completed":
             outputs.update(s["result"] or {})
         if s["status"] == "pending":
-            why = "awaiting explicit retry (retry_stage)" if s["awaiting_retry"] else blocker(session, p, s)
-            readiness[s["stage_id"]] = why or "ready"
+            readiness[s["stage_id"]] = run_blocker(session, p, s) or "ready"
     return {"pipeline": p, "outputs": outputs, "pending_stages": readiness}
