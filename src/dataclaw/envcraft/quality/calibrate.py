@@ -12,12 +12,14 @@ re-audited; a task whose verifier is still invalid afterwards is discarded.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from dataclaw.envcraft.quality.runs import tool_task_problems
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollouts
 
 
@@ -224,26 +226,14 @@ async def repair_verifier(
 
 async def audit_verifier(task: Any) -> str | None:
     """The default re-audit: claw tasks through the C.6 code audit (defect or floor failures), tool tasks
-    through verifier well-formedness, gold replay at 1.0 and a failing initial state."""
-    import asyncio
-
+    through the code audit of ``dataclaw tasks audit`` (:func:`tool_task_problems`: a well-formed
+    verifier, gold replay at 1.0, a failing initial state). None when the verifier is valid."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 
     if isinstance(task, WorkspaceTask):
         from dataclaw.envcraft.tasks.workspace_audit import audit_task
 
         report = await asyncio.to_thread(audit_task, task)
-        bad = report.failures
-        return "; ".join(f"{c.name}: {c.message}" for c in bad) if bad else None
-    from dataclaw.envcraft.tasks.stages import replay_task
-    from dataclaw.envcraft.tasks.verifier import check_verifier, evaluate
-
-    problems = check_verifier(task["verifier"])
-    if problems:
-        return problems[0]
-    gold = await asyncio.to_thread(replay_task, task)
-    if not gold["passed"]:
-        return f"the gold chain scores {gold['score']:.2f} under the new verifier"
-    if evaluate(task["verifier"], task["initial_state"])["passed"]:
-        return "the initial state already passes the new verifier"
-    return None
+        return "; ".join(f"{c.name}: {c.message}" for c in report.failures) or None
+    failed = [c for c in await asyncio.to_thread(tool_task_problems, task) if not c["passed"]]
+    return failed[0]["message"] if failed else None
