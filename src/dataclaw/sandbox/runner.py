@@ -479,8 +479,8 @@ def _run_unsafe(
         if isinstance(program, str):
             main = Path(tmp) / "main.py"
             main.write_text(program, encoding="utf-8")
-            cfg = launcher_config(["/"], [str(ws), tempfile.gettempdir()], status.w, args, "oneshot")
-            cfg = marshal.dumps({**marshal.loads(bytes.fromhex(cfg)), "main": str(main)}).hex()
+            writable = [str(ws), tempfile.gettempdir()]
+            cfg = launcher_config(["/"], writable, status.w, args, "oneshot", main=str(main))
             target = launcher_argv(python, cfg, sandboxed=False)
         else:
             target = list(program)
