@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dataclaw.envcraft.quality.runs import task_id
+
 DIMENSIONS = ("task_solvability", "validation_integrity", "data_consistency")
 
 RUBRIC_SCHEMA: dict[str, Any] = {
@@ -150,10 +152,6 @@ def rubric_prompt(material: dict[str, str]) -> str:
     return f"You are a data-quality inspector for agent RL tasks.\n\n{RUBRIC}\n\n{sections}"
 
 
-def task_id_of(task: Any) -> str:
-    return task.task_id if hasattr(task, "task_id") else str(task["id"])
-
-
 async def inspect_task(model: Any, task: Any, **params: Any) -> RubricVerdict:
     """Ask ``model`` for the rubric scores of ``task`` (deterministic decoding by default)."""
     params.setdefault("temperature", 0)
@@ -167,7 +165,7 @@ async def inspect_task(model: Any, task: Any, **params: Any) -> RubricVerdict:
     if bool(parsed["is_qualified"]) != qualified:
         notes.append(f"model said is_qualified={parsed['is_qualified']}, the Eq. 5 gate says {qualified}")
     return RubricVerdict(
-        task_id=task_id_of(task),
+        task_id=task_id(task),
         scores=scores,
         analyses=analyses,
         model_says_qualified=bool(parsed["is_qualified"]),
