@@ -101,7 +101,7 @@ def history_entities(base_time: str, count: int = 60) -> dict[str, dict[str, Any
             for k, (st, via) in enumerate(_HISTORY_PATHS[outcome])
         ]
         eid = f"LN-{i + 1:04d}"
-        out[eid] = {
+        raw = {
             "entity_id": eid,
             "machine_id": "consumer_loan",
             "label": f"{('Auto', 'Personal')[i % 2]} loan – {name}",
@@ -115,10 +115,7 @@ def history_entities(base_time: str, count: int = 60) -> dict[str, dict[str, Any
                 "applicant_consent": True,
             },
             "current_state": history[-1]["state"],
-            "completed": True,
             "history": history,
-            "notifications": [],
-            "created_at": history[0]["at"],
-            "updated_at": history[-1]["at"],
         }
+        out[eid] = _entity(raw, DEFAULT_STATE["machines"])  # the same record (and checks) as world entities
     return out
