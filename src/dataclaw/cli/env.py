@@ -21,15 +21,19 @@ app = typer.Typer(
 _DEFAULT_ROOT = Path(".envcraft_state")
 
 
-def _package(name: str) -> Any:
+def env_package(name: str) -> Any:
     """An archetype by name, else anything the loader accepts (import name or package folder)."""
+    from importlib.util import find_spec
+
     from dataclaw.envcraft import archetypes
     from dataclaw.envcraft.runtime import load_env_package
 
     if name in archetypes.names():
         return archetypes.get(name)
-    if Path(name).is_dir() or "." in name:
-        return load_env_package(Path(name) if Path(name).is_dir() else name)
+    if Path(name).is_dir():
+        return load_env_package(Path(name))
+    if "." in name or find_spec(name) is not None:
+        return load_env_package(name)
     raise ConfigError(
         f"unknown environment {name!r}; known archetypes: {', '.join(archetypes.names()) or 'none'}"
     )
@@ -66,7 +70,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON instead
 @app.command()
 def show(name: str = typer.Argument(..., help="Archetype name, import name or package folder.")) -> None:
     """Describe an environment: bindings, scenarios, evaluator dimensions and tools."""
-    pkg = _package(name)
+    pkg = env_package(name)
     env_cls = pkg.env_cls
     prefix = env_cls.prefix()
     _echo_json({
@@ -88,7 +92,7 @@ def tools(
     fmt: str = typer.Option("unified", "--format", help="unified (EnvCraft C.3) or openai."),
 ) -> None:
     """Print the tool schemas of an environment as JSON."""
-    env_cls = _package(name).env_cls
+    env_cls = env_package(name).env_cls
     if fmt not in ("unified", "openai"):
         raise ConfigError(f"--format must be 'unified' or 'openai', not {fmt!r}")
     _echo_json(env_cls.tools.unified_schemas() if fmt == "unified" else env_cls.tools.openai_schemas())
@@ -134,7 +138,7 @@ def call(
     evaluate: bool = typer.Option(False, "--evaluate", help="Also print the session's evaluation."),
 ) -> None:
     """Call one tool in a persistent poke session (created from a scenario on first use)."""
-    env_cls = _package(name).env_cls
+    env_cls = env_package(name).env_cls
     scenarios = env_cls.scenarios()
     scenario_id = scenario or next(iter(scenarios))
     env = env_cls(state_root / env_cls.name)
@@ -158,7 +162,7 @@ def contract(name: str = typer.Argument(..., help="Archetype name, import name o
     """Run the runtime contract test-suite against an environment package."""
     from dataclaw.envcraft.runtime.contract import run_contract
 
-    report = run_contract(_package(name))
+    report = run_contract(env_package(name))
     for check in report.checks:
         typer.echo(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
     typer.echo(report.summary().splitlines()[0])
@@ -217,7 +221,7 @@ def graph(
     from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
     from dataclaw.envcraft.graph.propose import describe, propose_tool_edges
 
-    tg = load_tool_graph(name) if name.endswith(".json") else build_tool_graph(_package(name))
+    tg = load_tool_graph(name) if name.endswith(".json") else build_tool_graph(env_package(name))
     if model is not None:
         from dataclaw.models import get_model
 

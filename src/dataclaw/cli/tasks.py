@@ -19,14 +19,13 @@ console = Console()
 
 
 def _graphs(envs: list[str], graph_files: list[Path]) -> list:  # type: ignore[type-arg]
+    from dataclaw.cli.env import env_package
     from dataclaw.envcraft import archetypes
     from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
-    from dataclaw.envcraft.runtime import load_env_package
 
     out = [load_tool_graph(p) for p in graph_files]
     for name in envs or ([] if graph_files else archetypes.names()):
-        pkg = archetypes.get(name) if name in archetypes.names() else load_env_package(name)
-        out.append(build_tool_graph(pkg))
+        out.append(build_tool_graph(env_package(name)))
     return out
 
 
