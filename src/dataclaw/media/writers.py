@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from dataclaw.core.errors import ConfigError, require
+from dataclaw.core.registry import Registry
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.media.image import encode_image
 
@@ -58,29 +59,19 @@ class VideoCodec:
     description: str = ""
 
 
-_CODECS: dict[str, VideoCodec] = {}
-
-
-def register_codec(codec: VideoCodec) -> VideoCodec:
-    """Register a codec profile under its name; a duplicate name is an error."""
-    if codec.name in _CODECS and _CODECS[codec.name] != codec:
-        raise ConfigError(f"video codec profile '{codec.name}' is already registered")
-    _CODECS[codec.name] = codec
-    return codec
+CODECS: Registry[VideoCodec] = Registry("video codec profile")
+register_codec = CODECS.add
+"""Register a codec profile under its name; a duplicate name is an error."""
 
 
 def codec_names() -> list[str]:
     """Names of the registered codec profiles."""
-    return sorted(_CODECS)
+    return CODECS.names()
 
 
 def get_codec(name: str | VideoCodec) -> VideoCodec:
     """The codec profile ``name`` (a profile passes through)."""
-    if isinstance(name, VideoCodec):
-        return name
-    if name not in _CODECS:
-        raise ConfigError(f"unknown video codec profile '{name}': expected one of {', '.join(codec_names())}")
-    return _CODECS[name]
+    return name if isinstance(name, VideoCodec) else CODECS.get(name)
 
 
 H264_RGB_LOSSLESS = register_codec(

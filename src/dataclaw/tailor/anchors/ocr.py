@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from dataclaw.core.errors import ConfigError, DataclawError, require
+from dataclaw.core.errors import DataclawError, require
+from dataclaw.core.registry import Registry
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
 
 if TYPE_CHECKING:
@@ -64,27 +65,18 @@ class OcrBackend(ABC):
         return [self.read(image) for image in images]
 
 
-_BACKENDS: dict[str, type[OcrBackend]] = {}
-
-
-def register_backend(cls: type[OcrBackend]) -> type[OcrBackend]:
-    """Class decorator: register an OCR backend under ``cls.name``; duplicates are refused."""
-    if cls.name in _BACKENDS and _BACKENDS[cls.name] is not cls:
-        raise ConfigError(f"OCR backend '{cls.name}' is already registered")
-    _BACKENDS[cls.name] = cls
-    return cls
+BACKENDS: Registry[type[OcrBackend]] = Registry("OCR backend")
+register_backend = BACKENDS.add
+"""Class decorator: register an OCR backend under ``cls.name``; duplicates are refused."""
 
 
 def backend_names() -> list[str]:
-    return sorted(_BACKENDS)
+    return BACKENDS.names()
 
 
 def backend_class(name: str) -> type[OcrBackend]:
     """The backend class registered as ``name``; unknown names list the known ones."""
-    cls = _BACKENDS.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown OCR backend '{name}': expected one of {', '.join(backend_names())}")
-    return cls
+    return BACKENDS.get(name)
 
 
 def get_backend(name: str, **config: Any) -> OcrBackend:
