@@ -153,12 +153,18 @@ def _system_links() -> tuple[str, ...]:
 
 
 @functools.cache
+def src_root() -> str:
+    """The folder holding the ``dataclaw`` package (mounted read-only, first on a sandboxed sys.path)."""
+    return str(Path(dataclaw.__file__).resolve().parent.parent)
+
+
+@functools.cache
 def python_paths(python: Path) -> tuple[str, ...]:
     """Host dirs Python needs: venv, base prefix, the real binary's dir and dataclaw's source root."""
     paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(python))}
     if python != Path(sys.executable):
         paths.add(str(python.parent.parent))
-    paths.add(str(Path(dataclaw.__file__).resolve().parent.parent))
+    paths.add(src_root())
     keep = [p for p in paths if not any(under(p, d) for d in SYSTEM_DIRS)]
     return tuple(sorted(p for p in keep if not any(q != p and under(p, q) for q in keep)))
 

@@ -220,13 +220,6 @@ def _same_interpreter(python: Path) -> bool:
     return os.path.realpath(python) == os.path.realpath(sys.executable)
 
 
-@functools.cache
-def _src_root() -> str:
-    import dataclaw
-
-    return str(Path(dataclaw.__file__).resolve().parent.parent)
-
-
 def launcher_files(python: Path) -> dict[str, bytes]:
     """Files the launcher needs inside the sandbox: the precompiled launcher, if the interpreter matches."""
     return {INNER_FILE: _inner_code()} if _same_interpreter(python) else {}
@@ -243,7 +236,7 @@ def launcher_config(
 ) -> str:
     """The launcher's settings, marshalled and hex-encoded into one argv string (no json import inside)."""
     cfg = {"mode": mode, "main": MAIN_FILE, "status_fd": status_w, "args": list(args), "roots": roots}
-    cfg |= {"writable": writable, "sys_path": [_src_root()], **extra}
+    cfg |= {"writable": writable, "sys_path": [bwrap.src_root()], **extra}
     return marshal.dumps(cfg).hex()
 
 
