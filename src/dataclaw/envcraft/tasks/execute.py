@@ -335,6 +335,23 @@ def fresh_names(
     return out
 
 
+def run_calls(
+    env_cls: Any,
+    scenario_id: str,
+    initial: dict[str, Any],
+    calls: list[dict[str, Any]],
+    session_id: str = "replay",
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``calls`` (``{tool, params}``) run in a fresh session restored to ``initial``: each call's result
+    envelope and the final state (the replay both the S0 builder and task replay use)."""
+    with tempfile.TemporaryDirectory(prefix="dataclaw-replay-") as root:
+        env = env_cls(root)
+        sid = env.create_session(scenario_id, session_id=session_id)
+        env.restore_env_state(initial)
+        results = [env.call(sid, c["tool"], **c.get("params", {})) for c in calls]
+        return results, env.get_session_state(sid)
+
+
 @functools.cache
 def _tool_graph(env_cls: Any) -> Any:
     from dataclaw.envcraft.graph.tool_graph import build_tool_graph

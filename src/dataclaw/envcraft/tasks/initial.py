@@ -17,12 +17,11 @@ and it is proven: the gold final state scores 1.0, the untouched S0 scores < 1.0
 from __future__ import annotations
 
 import random
-import tempfile
 from typing import Any
 
 from dataclaw.envcraft.runtime.state import jsoncopy
 from dataclaw.envcraft.tasks.composite import SEP
-from dataclaw.envcraft.tasks.execute import TAIL_NUMBER, TOOL, USER, harvest, next_free
+from dataclaw.envcraft.tasks.execute import TAIL_NUMBER, TOOL, USER, harvest, next_free, run_calls
 from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, classify
 from dataclaw.envcraft.tasks.verifier import VERIFIER_VERSION, derive_verifier, evaluate, pointer, resolve
 
@@ -109,17 +108,10 @@ def replay_gold(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     """The gold calls run from ``initial``: (steps with their new outputs, final state), or None when a
     call fails or a tool-derived value is no longer in the output it was taken from."""
-    with tempfile.TemporaryDirectory(prefix="dataclaw-s0-") as root:
-        env = env_cls(root)
-        sid = env.create_session(scenario_id, session_id="ground")
-        env.restore_env_state(initial)
-        out = []
-        for st in steps:
-            result = env.call(sid, st["tool"], **st["params"])
-            if result["status"] != "ok":
-                return None
-            out.append({**st, "output": result["data"]})
-        final = env.get_session_state(sid)
+    results, final = run_calls(env_cls, scenario_id, initial, steps, session_id="ground")
+    if any(r["status"] != "ok" for r in results):
+        return None
+    out = [{**st, "output": r["data"]} for st, r in zip(steps, results, strict=True)]
     for st in out:
         for param, j in st.get("derived_from", {}).items():
             seen = [v for vs in harvest(out[j]["output"]).by_key.values() for v in vs]

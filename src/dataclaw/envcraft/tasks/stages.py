@@ -17,13 +17,12 @@ then :func:`dataclaw.envcraft.tasks.verifier.evaluate` on the session state.
 
 from __future__ import annotations
 
-import tempfile
 from typing import Any, ClassVar
 
 from dataclaw.core.ids import child_id, root_id, stable_hash
 from dataclaw.envcraft.graph.sampling import ToolChain
 from dataclaw.envcraft.tasks.composite import env_group
-from dataclaw.envcraft.tasks.execute import GroundingError, GroundReason, ground_chain
+from dataclaw.envcraft.tasks.execute import GroundingError, GroundReason, ground_chain, run_calls
 from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier, distractors
 from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, pick_persona
 from dataclaw.envcraft.tasks.verifier import evaluate
@@ -186,14 +185,8 @@ def task_record(item: Record, persona: dict[str, Any], text: dict[str, Any], mod
 def replay_task(task: Record, calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run ``calls`` (default: the gold chain) from the task's initial state in a fresh session and
     score the end state with the task's verifier: ``{"score", "passed", "errors"}``."""
-    env_cls = record_env(task)
-    with tempfile.TemporaryDirectory(prefix="dataclaw-replay-") as root:
-        env = env_cls(root)
-        sid = env.create_session(task["scenario_id"], session_id="replay")
-        env.restore_env_state(task["initial_state"])
-        errors = 0
-        for call in task["gold_chain"] if calls is None else calls:
-            errors += env.call(sid, call["tool"], **call.get("params", {}))["status"] != "ok"
-        result = evaluate(task["verifier"], env.get_session_state(sid))
-    result["errors"] = errors
+    calls = task["gold_chain"] if calls is None else calls
+    results, final = run_calls(record_env(task), task["scenario_id"], task["initial_state"], calls)
+    result = evaluate(task["verifier"], final)
+    result["errors"] = sum(r["status"] != "ok" for r in results)
     return result
