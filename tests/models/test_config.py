@@ -122,6 +122,14 @@ def test_get_model_builds_a_chat_model():
     assert (model.backend.server, model.backend.concurrency) == ("llamacpp", 2)
 
 
+def test_option_values_in_the_spec_keep_their_escapes():
+    from dataclaw.models import get_model
+
+    model = get_model("http://127.0.0.1:9/v1::m?api_key=a%26b%3Dc&drop_images=1", cache=False)
+    assert (model.backend.api_key, model.drop_images) == ("a&b=c", True)
+    assert model.model_id == "http://127.0.0.1:9/v1::m"
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),

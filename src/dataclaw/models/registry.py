@@ -105,6 +105,10 @@ def refuse_unknown_options(options: dict[str, Any], spec: str, known: list[str])
 def build_backend(spec: str, **options: Any) -> Backend:
     """The backend for ``spec`` without cache or accounting (for wrapping, e.g. recording)."""
     scheme, rest, query = parse_spec(spec)
+    return _backend(spec, scheme, rest, {**query, **options})
+
+
+def _backend(spec: str, scheme: str, rest: str, options: dict[str, Any]) -> Backend:
     if scheme not in BACKENDS:
         load_builtin_backends(scheme)
     if scheme not in BACKENDS:
@@ -112,18 +116,7 @@ def build_backend(spec: str, **options: Any) -> Backend:
         raise UnknownModelError(
             f"unknown model string {spec!r}: scheme {scheme!r} is not one of {', '.join(sorted(BACKENDS))}"
         )
-    return BACKENDS[scheme](scheme, rest, {**query, **options})
-
-
-def _split_model_options(spec: str, options: dict[str, Any], drop_images: bool) -> tuple[str, bool]:
-    """Take the model-level ``drop_images`` option out of the spec's query string."""
-    base, _, query = spec.rpartition("?") if "?" in spec else (spec, "", "")
-    pairs = dict(parse_qsl(query, keep_blank_values=True)) if query else {}
-    if "drop_images" in pairs:
-        drop_images = take_option(pairs, "drop_images", bool, drop_images, spec)
-    drop_images = take_option(options, "drop_images", bool, drop_images, spec)
-    rebuilt = base + ("?" + "&".join(f"{k}={v}" for k, v in pairs.items()) if pairs else "")
-    return rebuilt, drop_images
+    return BACKENDS[scheme](scheme, rest, options)
 
 
 def _open_cache(
@@ -158,8 +151,11 @@ def get_model(
     text-only model silently drop images instead of refusing. ``record_to``: also write every answer the
     model gives to a replay file (``replay:<file>`` answers it later). Other options go to the backend.
     """
-    spec, drop_images = _split_model_options(spec, options, drop_images)
-    backend = build_backend(spec, **options)
+    scheme, rest, query = parse_spec(spec)
+    options = {**query, **options}
+    # drop_images is the model's option, not the backend's
+    drop_images = take_option(options, "drop_images", bool, drop_images, spec)
+    backend = _backend(spec, scheme, rest, options)
     if record_to is not None:
         from dataclaw.models.replay import RecordingBackend
 
