@@ -30,9 +30,15 @@ from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.pipeline import Resources, Stage, StageStats, run_stage
 from dataclaw.pipeline.executors import LocalExecutor
 from dataclaw.pipeline.stage import Record, Result
-from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, extractor_names, get_extractor
+from dataclaw.tailor.anchors.base import (
+    EXTRACTORS,
+    Anchor,
+    AnchorExtractor,
+    extractor_names,
+    get_extractor,
+)
 from dataclaw.tailor.anchors.ocr import OcrError
-from dataclaw.tailor.mine import Miner, StreamView, get_miner, miner_names
+from dataclaw.tailor.mine import MINERS, Miner, StreamView, get_miner, miner_names
 from dataclaw.tailor.streams.base import IngestIssue as _IngestIssue
 from dataclaw.tailor.streams.base import Stream, open_source, reject, stream_id
 
@@ -89,16 +95,10 @@ class IngestConfig:
     workers: int = field(default=2, metadata={"help": "processes for anchor extraction and mining"})
 
     def __post_init__(self) -> None:
-        known = set(extractor_names())
         for name in [*(self.extractors or []), *self.extractor_config]:
-            if name not in known:
-                raise ConfigError(
-                    f"unknown anchor extractor '{name}': expected one of {', '.join(sorted(known))}"
-                )
-        mknown = set(miner_names())
+            EXTRACTORS.get(name)  # an unknown name is a ConfigError listing the known ones
         for name in [*(self.miners or []), *self.miner_config]:
-            if name not in mknown:
-                raise ConfigError(f"unknown miner '{name}': expected one of {', '.join(sorted(mknown))}")
+            MINERS.get(name)
         if self.workers < 1:
             raise ConfigError(f"workers must be >= 1, got {self.workers}")
 
