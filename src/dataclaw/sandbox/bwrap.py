@@ -101,8 +101,7 @@ def seccomp_args(plan: MountPlan) -> list[str]:
     prog = no_userns_filter()
     if prog is None:
         return []
-    fd = os.open(f"/proc/self/fd/{_memfd(prog)}", os.O_RDONLY | os.O_CLOEXEC)
-    plan.fds.append(fd)
+    fd = plan.static_fd(prog)
     plan.pass_fds.append(fd)
     return ["--seccomp", str(fd)]
 
@@ -214,8 +213,7 @@ class MountPlan:
         (cheaper than a temp file, and it fits the pipe buffer); the rest through a temp file.
         """
         if static:
-            fd = os.open(f"/proc/self/fd/{_memfd(data)}", os.O_RDONLY | os.O_CLOEXEC)
-            self.fds.append(fd)
+            fd = self.static_fd(data)
         elif len(data) <= PIPE_DATA_MAX:
             r, w = os.pipe()
             os.write(w, data)
@@ -231,6 +229,12 @@ class MountPlan:
             fd = fh.fileno()
         self.pass_fds.append(fd)
         self.args += ["--perms", "0444", "--file", str(fd), dest]
+
+    def static_fd(self, data: bytes) -> int:
+        """A fresh read-only fd (own file offset) on the cached memfd of ``data``, closed with the plan."""
+        fd = os.open(f"/proc/self/fd/{_memfd(data)}", os.O_RDONLY | os.O_CLOEXEC)
+        self.fds.append(fd)
+        return fd
 
     def close(self) -> None:
         for fh in self.files:
