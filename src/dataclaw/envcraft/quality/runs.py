@@ -12,7 +12,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -223,12 +223,8 @@ async def rollout_tasks(
         require_sandbox(policy)
     out = store.stage("rollouts")
     have = {r["id"]: r for r in out.read()}
-    todo = [
-        (t, j)
-        for t in tasks
-        for j in range(samples)
-        if rollout_id(task_id(t), model.model_id, j, seeds(j)) not in have
-    ]
+    ids = [(t, j, rollout_id(task_id(t), model.model_id, j, seeds(j))) for t in tasks for j in range(samples)]
+    todo = [(t, j) for t, j, rid in ids if rid not in have]
     sem = asyncio.Semaphore(max(1, concurrency))
     finished = 0
 
@@ -248,14 +244,12 @@ async def rollout_tasks(
     if progress:
         progress(0, len(todo))
     await asyncio.gather(*(one(t, j) for t, j in todo))
-    wanted = {rollout_id(task_id(t), model.model_id, j, seeds(j)) for t in tasks for j in range(samples)}
+    wanted = {rid for _, _, rid in ids}
     return [r for rid, r in have.items() if rid in wanted]
 
 
 def _task_limits(task: Any, config: RolloutConfig) -> RolloutConfig:
     """A claw task's yaml runtime may lower the turn and time budget."""
-    from dataclasses import replace
-
     turns, timeout = getattr(task, "max_turns", None), getattr(task, "timeout_s", None)
     return replace(
         config,
@@ -309,8 +303,6 @@ async def calibrate_tasks(
     tasks are copied to ``calibrated_tasks.jsonl``. Verifier defects go to repair (≤ 2 attempts) when a
     ``repair_model`` is given: repaired tasks land in ``repaired_tasks.jsonl`` (calibrate those in a new
     run)."""
-    from dataclasses import replace
-
     from dataclaw.envcraft.quality.calibrate import CalibrationVerdict, audit_verifier, judge, repair_verifier
 
     rc = replace(rollout, temperature=config.temperature, top_p=config.top_p)
