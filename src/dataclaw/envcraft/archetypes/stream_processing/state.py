@@ -30,15 +30,13 @@ def _read(name: str) -> Any:
     return json.loads((DATA / name).read_text(encoding="utf-8"))
 
 
+def _world_stream(raw: dict[str, Any]) -> dict[str, Any]:
+    """A stream record from world data (its schema checked like an agent's), still empty."""
+    return {**raw, "schema": validate_schema(raw["schema"]), "length": 0, "origin": "world"}
+
+
 def _default_state() -> dict[str, Any]:
-    streams = {}
-    for raw in _read("streams.json")["streams"]:
-        streams[raw["stream_id"]] = {
-            **raw,
-            "schema": validate_schema(raw["schema"]),
-            "length": 0,
-            "origin": "world",
-        }
+    streams = {raw["stream_id"]: _world_stream(raw) for raw in _read("streams.json")["streams"]}
     subs_spec = _read("subscriptions.json")
     state: dict[str, Any] = {
         "workspace_account": None,
@@ -86,12 +84,7 @@ def long_context_positions() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Long-context distractors: the ``fleet.positions`` stream and 144 AIS pings (8 vessels × 18),
     as (stream, publications) from ``data/long_context.json``."""
     spec = _read("long_context.json")
-    stream = {
-        **spec["stream"],
-        "schema": validate_schema(spec["stream"]["schema"]),
-        "length": 0,
-        "origin": "world",
-    }
+    stream = _world_stream(spec["stream"])
     start = parse_time(spec["start"])
     pubs = []
     for k in range(spec["pings"]):
