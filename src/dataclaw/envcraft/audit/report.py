@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,7 @@ from rich.table import Table
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.audit import AuditReport, DynamicOptions, audit_package
 from dataclaw.sandbox import SandboxUnavailable, sandbox_available
-from dataclaw.sandbox.runner import UNSAFE_WARNING
-
-log = logging.getLogger(__name__)
+from dataclaw.sandbox.runner import warn_unsafe
 
 
 def resolve_targets(targets: list[str], all_archetypes: bool = False) -> list[Path]:
@@ -41,7 +38,7 @@ def resolve_targets(targets: list[str], all_archetypes: bool = False) -> list[Pa
 def check_sandbox(unsafe: bool) -> None:
     """Refuse (with the sandbox's own refusal) when bubblewrap cannot run, unless ``unsafe`` opts out."""
     if unsafe:
-        log.warning(UNSAFE_WARNING)
+        warn_unsafe()
         return
     avail = sandbox_available()
     if not avail:
