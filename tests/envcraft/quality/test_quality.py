@@ -247,3 +247,17 @@ def test_code_audit_of_tool_tasks_replays_the_gold_chain(tmp_path: Path) -> None
         rejects = {r["record_id"]: r["reason"] for r in store.rejects("code_audit")}
     assert rows[good["id"]]["passed"]
     assert rejects == {"task:wrong": "gold_fails", "task:free": "untouched_above_floor"}
+
+
+def test_code_audit_reports_a_broken_task_folder_entry_as_a_layout_reject(tmp_path: Path) -> None:
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
+
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "lonely.yaml").write_text("id: lonely\nprompt: tasks/prompts/lonely.md\nasset: x\n")
+    with RunStore(tmp_path / "run") as store:
+        rows = audit_by_code(load_task_source(tmp_path), store)
+        rejects = {r["record_id"]: r["reason"] for r in store.rejects("code_audit")}
+    assert [(r["id"], r["passed"], r["layout"]) for r in rows] == [("lonely", False, "missing_file")]
+    assert "env_builder.py" in rows[0]["checks"][0]["message"]
+    assert rejects == {"lonely": "missing_file"}

@@ -120,12 +120,11 @@ def audit_by_code(
     done = {r["id"]: r for r in out.read()}
     rows = []
     for err in loaded.broken:
-        rec = {"id": err.task_id, "passed": False, "defect": False, "layout": str(err.reason), "checks": []}
-        rec["checks"] = [
-            {"name": "layout", "passed": False, "reason": str(err.reason), "message": err.message}
-        ]
-        rows.append(rec)
-        store.reject(Reject(id=err.task_id, stage="code_audit", reason=str(err.reason), message=err.message))
+        reason = str(err.reason)
+        check = {"name": "layout", "passed": False, "reason": reason, "message": err.message}
+        row = {"id": err.task_id, "passed": False, "defect": False, "layout": reason, "checks": [check]}
+        rows.append(row)
+        store.reject(Reject(id=err.task_id, stage="code_audit", reason=reason, message=err.message))
     for task in (t for t in loaded.tasks if isinstance(t, dict)):
         checks = tool_task_problems(task)
         rec = {
