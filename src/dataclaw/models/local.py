@@ -24,8 +24,9 @@ from typing import Any
 from dataclaw.core.errors import ConfigError, require
 from dataclaw.core.ids import stable_hash
 from dataclaw.models.errors import ModelOutputError, ModelRequestError, UnknownModelError
+from dataclaw.models.images import drop_images
 from dataclaw.models.registry import refuse_unknown_options, register_backend, take_option
-from dataclaw.models.types import Backend, ChatRequest, Generation, Message, Usage
+from dataclaw.models.types import Backend, ChatRequest, Generation, Usage
 
 
 @dataclass(frozen=True)
@@ -120,17 +121,6 @@ def load_llama(path: Path, n_ctx: int, n_threads: int | None = None) -> _Loaded:
         return _LOADED[key]
 
 
-def _text_messages(messages: list[Message]) -> list[Message]:
-    """llama.cpp chat templates want string contents: join text parts (images were refused or dropped)."""
-    out = []
-    for m in messages:
-        c = m.get("content")
-        if isinstance(c, list):
-            m = {**m, "content": "\n".join(p.get("text", "") for p in c if isinstance(p, dict))}
-        out.append(m)
-    return out
-
-
 def tool_call_schema(tools: list[dict[str, Any]], tool_choice: Any) -> dict[str, Any]:
     """A JSON schema whose instances are exactly one call of one of ``tools`` (``{"name", "arguments"}``):
     constrained decoding then gives a small model reliable function calling."""
@@ -195,11 +185,11 @@ class LlamaCppBackend(Backend):
         kwargs: dict[str, Any] = {"temperature": 0.0, "max_tokens": self.max_tokens, **request.params}
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        # chat templates want string contents: text parts joined (images were refused or dropped)
+        messages = drop_images(request.messages)
         with loaded.lock:
             try:
-                resp = loaded.llama.create_chat_completion(
-                    messages=_text_messages(request.messages), **kwargs
-                )
+                resp = loaded.llama.create_chat_completion(messages=messages, **kwargs)
             except ValueError as exc:  # prompt longer than the context, grammar the schema cannot become
                 raise ModelRequestError(f"model {self.model_id}: {exc}", model=self.model_id) from None
         choice = resp["choices"][0]
