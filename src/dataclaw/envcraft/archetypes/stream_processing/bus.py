@@ -90,9 +90,9 @@ def validate_filter(schema: dict[str, str], flt: dict[str, Any]) -> dict[str, An
 
 def _equal(a: Any, b: Any) -> bool:
     """Exact equality without Python's bool/int coercion (True does not match 1)."""
-    if isinstance(a, bool) or isinstance(b, bool):
+    if isinstance(a, bool | str) or isinstance(b, bool | str):
         return type(a) is type(b) and a == b
-    return type(a) is type(b) and a == b if isinstance(a, str) or isinstance(b, str) else a == b
+    return a == b
 
 
 def matches(flt: dict[str, Any], payload: dict[str, Any]) -> bool:
