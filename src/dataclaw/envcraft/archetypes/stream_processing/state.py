@@ -68,11 +68,11 @@ def _default_state() -> dict[str, Any]:
     for raw in subs_spec["subscriptions"]:
         sub = state["subscriptions"][raw["subscription_id"]]
         through = raw.get("acked_through")
-        acked = [e for e in sub["pending"] if through and e <= through] + raw.get("acked", [])
+        acked = {e for e in sub["pending"] if through and e <= through} | set(raw.get("acked", []))
         for eid, count in raw.get("deliveries", {}).items():
             assert eid in sub["pending"], (sub["subscription_id"], eid)
             sub["deliveries"][eid] = max(count, sub["deliveries"].get(eid, 0))
-        acknowledge(sub, [e for e in sub["pending"] if e in set(acked)])
+        acknowledge(sub, [e for e in sub["pending"] if e in acked])
     return state
 
 
