@@ -74,10 +74,10 @@ class _Compiled:
             total += (c[-1] if c else 0.0) + 0.1
             self.start_cum.append(total)
 
-    def walk(self, rng: random.Random, lo: int, hi: int, start: int | None = None) -> list[int] | None:
+    def walk(self, rng: random.Random, lo: int, hi: int) -> list[int] | None:
         """One walk of ``lo``..``hi`` nodes ending on an end node (a write tool), or None."""
         target = rng.randint(lo, hi)
-        cur = start if start is not None else bisect_right(self.start_cum, rng.random() * self.start_cum[-1])
+        cur = bisect_right(self.start_cum, rng.random() * self.start_cum[-1])
         out = [cur]
         while len(out) < hi and not (len(out) >= target and self.is_end[cur]):
             cum = self.cum[cur]

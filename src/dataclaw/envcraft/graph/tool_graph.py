@@ -93,7 +93,7 @@ class ToolGraph:
             for p in d.get("params", d.get("required_args", [])) or []:
                 kind = id_kind(p)
                 if kind:
-                    out.add(kind.replace("-", "_"))
+                    out.add(kind)
         return out
 
     def produced_kinds(self) -> set[str]:
@@ -238,6 +238,6 @@ def load_tool_graph(path: str | Path, env: str | None = None) -> ToolGraph:
             raise ConfigError(f"tool graph {path}: edge {i} has no positive 'weight'")
     g = nx.node_link_graph(data, directed=True, multigraph=False, edges=key)
     meta = dict(data.get("graph") or {})
-    name = env or meta.pop("env", None) or path.name.removesuffix(".json").removesuffix("_tool_graph")
-    meta.pop("env", None)
+    stored = meta.pop("env", None)
+    name = env or stored or path.name.removesuffix(".json").removesuffix("_tool_graph")
     return ToolGraph(str(name), nx.DiGraph(g), source="file", meta=meta)
