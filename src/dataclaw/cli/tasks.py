@@ -4,6 +4,7 @@ writes verifiable tasks; both resume a run directory and print a summary per sta
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -178,11 +179,8 @@ def synth(
 
 
 def _reasons(store: object, stage: str, ids: set[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for r in store.rejects(stage):  # type: ignore[attr-defined]
-        if r["record_id"] in ids:
-            out[r["reason"]] = out.get(r["reason"], 0) + 1
-    return out
+    """Reject reasons of ``stage`` counted over the records in ``ids``."""
+    return Counter(r["reason"] for r in store.rejects(stage) if r["record_id"] in ids)  # type: ignore[attr-defined]
 
 
 # ---- quality and rollouts: audit | calibrate | rollout --------------------------------------------------
@@ -241,12 +239,13 @@ def audit(
 
     loaded = load_task_source(tasks)
     run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
-    failed = 0
     with RunStore(run) as store:
         with progress_bar("audit") as bar:
             rows = audit_by_code(
                 loaded, store, floor=floor, policy=SandboxPolicy(unsafe=unsafe), progress=bar
             )
+        passed = sum(r["passed"] for r in rows)
+        failed = len(rows) - passed
         if rows:
             table = Table(title=f"code audit (floor {floor:g})", show_lines=True)
             for col in ("task", "verdict", "untouched", "solution", "failed checks"):
@@ -263,7 +262,6 @@ def audit(
                     why or "-",
                 )
             console.print(table)
-            failed += sum(not r["passed"] for r in rows)
         if model:
             from dataclaw.models import get_model
 
@@ -277,7 +275,6 @@ def audit(
             )
             failed += len(loaded.tasks) - kept
         store.update_manifest(audit={"source": str(tasks), "floor": floor, "model": model})
-    passed = len(rows) - sum(not r["passed"] for r in rows)
     _summary([("code_audit", len(rows), passed, _reasons(store, "code_audit", {r["id"] for r in rows}))])
     console.print(f"records in {run}")
     if strict and failed:
@@ -379,14 +376,11 @@ def calibrate(
                     progress=bar,
                 )
             )
-        summary = rollout_summary([r for r in store.records("rollouts")])
+        summary = rollout_summary(list(store.records("rollouts")))
         store.update_manifest(calibrate={"model": model, "k": k, "threshold": threshold})
     _rollout_table("calibration rollouts", summary)
     kept = sum(r["verdict"] == "keep" for r in rows)
-    reasons: dict[str, int] = {}
-    for r in rows:
-        if r["verdict"] != "keep":
-            reasons[r["verdict"]] = reasons.get(r["verdict"], 0) + 1
+    reasons = Counter(r["verdict"] for r in rows if r["verdict"] != "keep")
     repaired = sum(1 for r in rows if (r.get("repair") or {}).get("ok"))
     if repaired:
         reasons["repaired (see repaired_tasks.jsonl)"] = repaired
@@ -429,17 +423,12 @@ def claw_synth(
         rows = (
             audit_by_code(loaded, store, floor=floor, policy=SandboxPolicy(unsafe=unsafe)) if loaded else []
         )
-        rows = [r for r in rows if r["id"] in set(ids)]
+        wanted = set(ids)
+        rows = [r for r in rows if r["id"] in wanted]
         store.update_manifest(claw_synth={"chains": str(chains), "model": model})
-        gen_reasons = _reasons(
-            store, "claw_generate", {r["record_id"] for r in store.rejects("claw_generate")}
-        )
+        gen_reasons = Counter(r["reason"] for r in store.rejects("claw_generate"))
     passed = sum(r["passed"] for r in rows)
-    audit_reasons: dict[str, int] = {}
-    for r in rows:
-        for c in r["checks"]:
-            if not c["passed"]:
-                audit_reasons[str(c["reason"])] = audit_reasons.get(str(c["reason"]), 0) + 1
+    audit_reasons = Counter(str(c["reason"]) for r in rows for c in r["checks"] if not c["passed"])
     _summary(
         [("claw_generate", len(recs), len(ids), gen_reasons), ("code_audit", len(ids), passed, audit_reasons)]
     )
