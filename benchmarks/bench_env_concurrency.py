@@ -81,28 +81,19 @@ def _marker(root: str, sid: str, owner: str, n: int, start: Any) -> None:
             raise SystemExit("mark failed")
 
 
+def _add_one(state: dict[str, Any]) -> None:
+    state["counter"]["value"] += 1
+
+
 def _published_incrementer(root: str, n: int, start: Any) -> None:
-    pub = PublishedDesign.__new__(PublishedDesign)
-    pub.dir = Path(root) / "pub"
-    pub.path, pub.lock = pub.dir / "session.json", pub.dir / ".lock"
+    pub = PublishedDesign(Path(root), "pub")
     start.wait()
     for _ in range(n):
-        pub.acquire(timeout_s=600)
-        try:
-            state = json.loads(pub.path.read_text())
-            state["counter"]["value"] += 1
-            tmp = pub.dir / "session.json.tmp"
-            tmp.write_text(json.dumps(state, indent=2))
-            os.replace(tmp, pub.path)
-        finally:
-            Path(pub.lock).unlink()
+        pub.update(_add_one, timeout_s=600)
 
 
 def _hold_published_lock(root: str, ready: Any) -> None:
-    pub = PublishedDesign.__new__(PublishedDesign)
-    pub.dir = Path(root) / "pub"
-    pub.path, pub.lock = pub.dir / "session.json", pub.dir / ".lock"
-    pub.acquire()
+    PublishedDesign(Path(root), "pub").acquire()
     ready.set()
     time.sleep(60)
 
@@ -126,11 +117,8 @@ def kill_while_locked(ctx: Any, target: Any, args: tuple[Any, ...]) -> None:
 def wedge_after_kill(ctx: Any, tmp: str, root: str, sid: str) -> dict[str, Any]:
     """Kill a process while it holds the session lock; can the next caller proceed?"""
     kill_while_locked(ctx, _hold_published_lock, (tmp,))
-    pub = PublishedDesign.__new__(PublishedDesign)
-    pub.dir = Path(tmp) / "pub"
-    pub.path, pub.lock = pub.dir / "session.json", pub.dir / ".lock"
     try:
-        pub.acquire(timeout_s=1.0)
+        PublishedDesign(Path(tmp), "pub").acquire(timeout_s=1.0)
         published_wedged = False
     except TimeoutError:
         published_wedged = True

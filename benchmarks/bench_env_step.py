@@ -142,11 +142,13 @@ def bench_ours(state: dict[str, Any], root: Path, n: int, durable: bool = False)
 class PublishedDesign:
     """The storage layer the EnvCraft paper asks every package to generate (C.1 item 5)."""
 
-    def __init__(self, root: Path, sid: str, state: dict[str, Any]) -> None:
+    def __init__(self, root: Path, sid: str, state: dict[str, Any] | None = None) -> None:
+        """Open session ``sid`` under ``root``; with ``state``, create it first."""
         self.dir = root / sid
-        self.dir.mkdir(parents=True)
         self.path, self.lock = self.dir / "session.json", self.dir / ".lock"
-        self.path.write_text(json.dumps(state, indent=2))
+        if state is not None:
+            self.dir.mkdir(parents=True)
+            self.path.write_text(json.dumps(state, indent=2))
 
     def acquire(self, timeout_s: float = 10.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -159,25 +161,34 @@ class PublishedDesign:
                     raise TimeoutError("lock timeout") from None
                 time.sleep(0.05)
 
-    def step(self, order_id: str, status: str) -> None:
-        self.acquire()
+    def update(self, change: Callable[[dict[str, Any]], None], timeout_s: float = 10.0) -> None:
+        """One write: lock, read + parse the whole session, ``change`` it, rewrite it, unlock."""
+        self.acquire(timeout_s)
         try:
             state = json.loads(self.path.read_text())
-            set_order_status(state, order_id=order_id, status=status)
-            state["actions"].append(
-                {
-                    "index": state["meta"]["action_index"],
-                    "tool": "set_order_status",
-                    "params": {"order_id": order_id, "status": status},
-                    "at": now(state),
-                }
-            )
-            state["meta"]["action_index"] += 1
+            change(state)
             tmp = self.dir / "session.json.tmp"
             tmp.write_text(json.dumps(state, indent=2))
             os.replace(tmp, self.path)
         finally:
             os.unlink(self.lock)
+
+    def step(self, order_id: str, status: str) -> None:
+        self.update(lambda state: _logged_step(state, order_id, status))
+
+
+def _logged_step(state: dict[str, Any], order_id: str, status: str) -> None:
+    """The tool call plus its action-log entry, as the published design and the in-memory floor do it."""
+    set_order_status(state, order_id=order_id, status=status)
+    state["actions"].append(
+        {
+            "index": state["meta"]["action_index"],
+            "tool": "set_order_status",
+            "params": {"order_id": order_id, "status": status},
+            "at": now(state),
+        }
+    )
+    state["meta"]["action_index"] += 1
 
 
 def _with_meta(state: dict[str, Any]) -> dict[str, Any]:
@@ -194,20 +205,7 @@ def bench_memory(state: dict[str, Any], n: int) -> dict[str, Any]:
     live = _with_meta(orjson.loads(orjson.dumps(state)))
     ids = list(state["orders"])
 
-    def step(i: int) -> None:
-        order_id, status = ids[i % len(ids)], STATUSES[i % 4]
-        set_order_status(live, order_id=order_id, status=status)
-        live["actions"].append(
-            {
-                "index": live["meta"]["action_index"],
-                "tool": "set_order_status",
-                "params": {"order_id": order_id, "status": status},
-                "at": now(live),
-            }
-        )
-        live["meta"]["action_index"] += 1
-
-    return _stats(_time_steps(step, n))
+    return _stats(_time_steps(lambda i: _logged_step(live, ids[i % len(ids)], STATUSES[i % 4]), n))
 
 
 def _wall(argv: list[str], env: dict[str, str], runs: int) -> float:
