@@ -80,6 +80,11 @@ def deduplicate(
     return items
 
 
+def _head(agg: dict[str, Any]) -> dict[str, Any]:
+    """An aggregate without its items, with their count (what tools show before paging the items)."""
+    return {k: v for k, v in agg.items() if k != "items"} | {"item_count": len(agg["items"])}
+
+
 def aggregate_of(session: dict[str, Any], aggregate_id: str) -> dict[str, Any]:
     if aggregate_id not in session["aggregates"]:
         raise invalid_reference("aggregate", aggregate_id, list(session["aggregates"]))
@@ -156,7 +161,7 @@ def aggregate(
         "superseded_by": None,
     }
     session["aggregates"][agg_id] = entry
-    return {"aggregate": {k: v for k, v in entry.items() if k != "items"} | {"item_count": len(items)}}
+    return {"aggregate": _head(entry)}
 
 
 @tool("read", returns=["aggregate", "items"])
@@ -171,5 +176,4 @@ def get_aggregate(session: dict, aggregate_id: str, offset: int = 0, limit: int 
     agg = aggregate_of(session, aggregate_id)
     if offset < 0 or not 1 <= limit <= 100:
         raise invalid_argument("offset/limit", "offset must be >= 0 and limit between 1 and 100")
-    head = {k: v for k, v in agg.items() if k != "items"} | {"item_count": len(agg["items"])}
-    return {"aggregate": head, "items": agg["items"][offset : offset + limit]}
+    return {"aggregate": _head(agg), "items": agg["items"][offset : offset + limit]}
