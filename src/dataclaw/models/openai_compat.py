@@ -59,7 +59,7 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-class _ClientPool:
+def _new_client(base_url: str, api_key: str, timeout: float) -> openai.AsyncOpenAI:
     """The SDK client on aiohttp's transport (``openai.DefaultAioHttpClient``), bound to one event loop.
 
     httpx's pool does work proportional to its size on every request (it polls each idle connection):
@@ -67,27 +67,22 @@ class _ClientPool:
     what lets one event loop keep 32 requests in flight against a 200 ms server at ≥ 90% of ideal.
     Concurrency is bounded by the backend's semaphore, not by the pool.
     """
-
-    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
-        self.client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=0,
-            http_client=openai.DefaultAioHttpClient(timeout=timeout),
-        )
-
-    async def aclose(self) -> None:
-        await self.client.close()
+    return openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=0,
+        http_client=openai.DefaultAioHttpClient(timeout=timeout),
+    )
 
 
-async def _closed_with_loop(pool: _ClientPool) -> AsyncIterator[None]:
+async def _closed_with_loop(client: openai.AsyncOpenAI) -> AsyncIterator[None]:
     """Lives as long as its event loop: ``asyncio.run`` finalises async generators before it closes the
-    loop, and this one then closes the pool's connections in that loop (aiohttp must be closed there)."""
+    loop, and this one then closes the client's connections in that loop (aiohttp must be closed there)."""
     try:
         yield
     finally:
-        await pool.aclose()
+        await client.close()
 
 
 def _refused(exc: BaseException) -> bool:
@@ -138,25 +133,25 @@ class OpenAICompatBackend(Backend):
         self.backoff_max = backoff_max
         self.concurrency = concurrency
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pool: _ClientPool | None = None
+        self._client: openai.AsyncOpenAI | None = None
         self._sem: asyncio.Semaphore | None = None
         self._closer: AsyncIterator[None] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickles without its loop-bound clients; the copy makes its own on first use."""
-        return {**self.__dict__, "_loop": None, "_pool": None, "_sem": None, "_closer": None}
+        return {**self.__dict__, "_loop": None, "_client": None, "_sem": None, "_closer": None}
 
-    async def _bind(self) -> tuple[_ClientPool, asyncio.Semaphore]:
+    async def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         """Client and semaphore of the running event loop (both are loop-bound, so ``asyncio.run`` twice
         in one process works; each loop's client is closed when that loop shuts down)."""
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._pool is None or self._sem is None:
-            self._pool = _ClientPool(self.base_url, self.api_key, self.timeout)
+        if self._loop is not loop or self._client is None or self._sem is None:
+            self._client = _new_client(self.base_url, self.api_key, self.timeout)
             self._sem = asyncio.Semaphore(self.concurrency)
             self._loop = loop
-            self._closer = _closed_with_loop(self._pool)
+            self._closer = _closed_with_loop(self._client)
             await anext(self._closer)
-        return self._pool, self._sem
+        return self._client, self._sem
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body fields beyond ``model`` and ``messages``."""
@@ -170,13 +165,12 @@ class OpenAICompatBackend(Backend):
         return extra
 
     async def generate(self, request: ChatRequest) -> Generation:
-        pool, sem = await self._bind()
+        client, sem = await self._bind()
         body = {"model": self.model_name, "messages": request.messages, **self.body(request)}
         attempt = 0
         while True:
             try:
                 async with sem:
-                    client = pool.client
                     # the SDK's low-level post: the same auth and error classes as
                     # chat.completions.create, without re-walking our (already JSON-ready) body or
                     # building typed models we would turn back into dicts
@@ -264,7 +258,7 @@ class OpenAICompatBackend(Backend):
     async def aclose(self) -> None:
         if self._closer is not None and self._loop is asyncio.get_running_loop():
             await self._closer.aclose()  # type: ignore[attr-defined]
-        self._pool = self._closer = None
+        self._client = self._closer = None
 
 
 _HTTP_OPTIONS = [
