@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -326,7 +327,8 @@ def mine_items(store: RunStore) -> list[Record]:
     ]
 
 
-def _stats(stats: StageStats) -> dict[str, Any]:
+def stats_dict(stats: StageStats) -> dict[str, Any]:
+    """What a stage run did, for the manifest's ``last_run`` (the stage name is its key there)."""
     return {k: v for k, v in asdict(stats).items() if k != "stage"}
 
 
@@ -351,14 +353,14 @@ def ingest(
     stages: dict[str, dict[str, Any]] = {}
     with RunStore(run_dir) as store:
         store.update_manifest(command="tailor ingest", inputs=[str(p) for p in inputs], config=asdict(config))
-        with _bar(progress, "streams") as update:
+        with progress_for(progress, "streams") as update:
             read_inputs(inputs, store, update)
-        with _bar(progress, "anchors") as update:
+        with progress_for(progress, "anchors") as update:
             stats = run_stage(anchor_stage, list(store.records(STREAMS)), store, executor, update)
-        stages[ANCHORS] = _stats(stats)
-        with _bar(progress, "candidates") as update:
+        stages[ANCHORS] = stats_dict(stats)
+        with progress_for(progress, "candidates") as update:
             stats = run_stage(mine_stage, mine_items(store), store, executor, update)
-        stages[CANDIDATES] = _stats(stats)
+        stages[CANDIDATES] = stats_dict(stats)
         store.update_manifest(last_run=stages)
         return summarize(store, stages)
 
@@ -378,13 +380,6 @@ def summarize(store: RunStore, stages: dict[str, dict[str, Any]] | None = None) 
     )
 
 
-class _NullBar:
-    def __enter__(self) -> Callable[[int, int], None] | None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _bar(progress: Callable[[str], Any] | None, label: str) -> Any:
-    return progress(label) if progress is not None else _NullBar()
+def progress_for(progress: Callable[[str], Any] | None, label: str) -> Any:
+    """``progress(label)``, or a context that yields no ``update`` when there is no progress display."""
+    return progress(label) if progress is not None else nullcontext(None)

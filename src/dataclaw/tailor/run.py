@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,17 @@ from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import stable_hash
 from dataclaw.core.store import RunStore
 from dataclaw.models import UsageLedger
-from dataclaw.pipeline import StageStats, run_stage
+from dataclaw.pipeline import run_stage
 from dataclaw.pipeline.executors import LocalExecutor
-from dataclaw.tailor.ingest import ANCHORS, CANDIDATES, STREAMS, IngestConfig, ingest
+from dataclaw.tailor.ingest import (
+    ANCHORS,
+    CANDIDATES,
+    STREAMS,
+    IngestConfig,
+    ingest,
+    progress_for,
+    stats_dict,
+)
 from dataclaw.tailor.intents.base import Intent
 from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.route import RouteConfig, RouteMode, Router
@@ -62,16 +70,6 @@ class TailorRunConfig:
             )
         if self.concurrency < 1 or self.workers < 1:
             raise ConfigError("concurrency and workers must be >= 1")
-
-
-def _bar(progress: Progress | None, label: str) -> Any:
-    from contextlib import nullcontext
-
-    return progress(label) if progress is not None else nullcontext(None)
-
-
-def _stats(stats: StageStats) -> dict[str, Any]:
-    return {k: v for k, v in asdict(stats).items() if k != "stage"}
 
 
 def resolve_choices(
@@ -163,12 +161,14 @@ def tailor_run(
             send_images=config.send_images,
         )  # fmt: skip
         executor = LocalExecutor(workers=1, concurrency=config.concurrency)
-        with _bar(progress, "responses") as update:
-            stages[RESPONSES] = _stats(run_stage(synth, items, store, executor, update))
+        with progress_for(progress, "responses") as update:
+            stages[RESPONSES] = stats_dict(run_stage(synth, items, store, executor, update))
         wanted = {i["id"] for i in items}
         responses = [r for r in store.records(RESPONSES) if r["id"] in wanted]
-        with _bar(progress, "validated") as update:
-            stages[VALIDATED] = _stats(run_stage(ValidateStage(catalog), responses, store, executor, update))
+        with progress_for(progress, "validated") as update:
+            stages[VALIDATED] = stats_dict(
+                run_stage(ValidateStage(catalog), responses, store, executor, update)
+            )
         streams = {s["id"]: s for s in store.records(STREAMS)}
         cands = {c["id"]: c for c in candidates}
         mats = [
@@ -178,7 +178,7 @@ def tailor_run(
         ]
         ledger.save(store)
     stats = materialize(mats, run_dir, executor=LocalExecutor(workers=config.workers))
-    stages["materialize"] = _stats(stats)
+    stages["materialize"] = stats_dict(stats)
     has_samples = (Path(run_dir) / "samples.jsonl").is_file()
     exported = export(run_dir, config.export).to_dict() if config.export and has_samples else None
     with RunStore(run_dir) as store:
