@@ -141,17 +141,11 @@ class ChainSampler:
         cur = bisect_right(e.start_cum, rng.random() * e.start_cum[-1])
         path = [cur]
         while len(path) < want:
-            weights = _weights(e.cum[cur])
-            options = [(s, w) for s, w in zip(e.succ[cur], weights, strict=True) if s not in path]
+            succ = zip(e.succ[cur], _weights(e.cum[cur]), strict=True)
+            options = [(s, w) for s, w in succ if s not in path]
             if not options:
                 break
-            x, acc = rng.random() * sum(w for _, w in options), 0.0
-            cur = options[-1][0]
-            for s, w in options:
-                acc += w
-                if x < acc:
-                    cur = s
-                    break
+            cur = rng.choices([s for s, _ in options], [w for _, w in options])[0]
             path.append(cur)
         if len(path) < min_envs:
             return None
