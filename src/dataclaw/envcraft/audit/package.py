@@ -122,15 +122,12 @@ def _resolve_imports(tree: ast.Module, module_name: str, is_package: bool) -> di
     return out
 
 
-def _guess_import_name(root: Path) -> str:
-    """The package's own dotted name: what its files import themselves as (``a.b.<folder>``)."""
-    folder = root.name
-    for path in sorted(root.glob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
+def _guess_import_name(folder: str, modules: list[Module]) -> str:
+    """The package's own dotted name: what its top-level files import themselves as (``a.b.<folder>``)."""
+    for mod in modules:
+        if "/" in mod.rel:
             continue
-        for node in ast.walk(tree):
+        for node in mod.nodes:
             if isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 parts = node.module.split(".")
                 if folder in parts:
@@ -227,7 +224,6 @@ def read_package(path: str | Path) -> PackageSource:
         raise ConfigError(f"environment package {str(path)!r} is not a directory")
     if not (root / "__init__.py").is_file():
         raise ConfigError(f"{str(path)!r} is not an environment package (no __init__.py)")
-    import_name = _guess_import_name(root)
     modules = []
     for file in sorted(root.rglob("*.py")):
         rel_parts = file.relative_to(root).parts
@@ -235,17 +231,19 @@ def read_package(path: str | Path) -> PackageSource:
             continue
         rel = "/".join(rel_parts)
         source = file.read_text(encoding="utf-8", errors="replace")
-        dotted = ".".join([import_name, *rel[: -len(".py")].split("/")])
-        is_pkg = rel.endswith("__init__.py")
-        if is_pkg:
-            dotted = dotted.rsplit(".", 1)[0]
         mod = Module(rel, file, source, None)
         try:
             mod.tree = ast.parse(source, filename=rel)
         except SyntaxError as exc:
             mod.syntax_error = exc
+        modules.append(mod)
+    import_name = _guess_import_name(root.name, modules)  # from the parsed files: each is parsed once
+    for mod in modules:
+        dotted = ".".join([import_name, *mod.rel[: -len(".py")].split("/")])
+        is_pkg = mod.rel.endswith("__init__.py")
+        if is_pkg:
+            dotted = dotted.rsplit(".", 1)[0]
         if mod.tree is not None:
             mod.imports = _resolve_imports(mod.tree, dotted, is_pkg)
         mod.roles = _roles(mod)
-        modules.append(mod)
     return PackageSource(root, modules, import_name)
