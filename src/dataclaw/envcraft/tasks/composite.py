@@ -42,22 +42,8 @@ class EnvGroup:
     @classmethod
     def scenarios(cls) -> dict[str, Scenario]:
         """Every combination of member scenarios (capped), with the members' reference solutions
-        concatenated under prefixed tool names."""
-        per_env = [[(env, sc) for _, sc in sorted(c.scenarios().items())] for env, c in cls.members.items()]
-        out: dict[str, Scenario] = {}
-        for combo in itertools.islice(itertools.product(*per_env), MAX_SCENARIOS):
-            sid = "+".join(f"{env}:{sc.scenario_id}" for env, sc in combo)
-            steps = [
-                {**st, "tool": f"{env}{SEP}{st['tool']}"} for env, sc in combo for st in sc.reference_solution
-            ]
-            out[sid] = Scenario(
-                scenario_id=sid,
-                title=" + ".join(sc.title for _, sc in combo),
-                task_prompt="\n".join(sc.task_prompt for _, sc in combo),
-                base_time=combo[0][1].base_time,
-                reference_solution=steps,
-            )
-        return out
+        concatenated under prefixed tool names (built once per group class)."""
+        return _group_scenarios(cls)
 
     @classmethod
     def split_scenario(cls, scenario_id: str) -> dict[str, str]:
@@ -102,6 +88,25 @@ class EnvGroup:
                 },
             }
         return self.envs[env].call(session_id, local, **params)
+
+
+@functools.cache
+def _group_scenarios(cls: type[EnvGroup]) -> dict[str, Scenario]:
+    per_env = [[(env, sc) for _, sc in sorted(c.scenarios().items())] for env, c in cls.members.items()]
+    out: dict[str, Scenario] = {}
+    for combo in itertools.islice(itertools.product(*per_env), MAX_SCENARIOS):
+        sid = "+".join(f"{env}:{sc.scenario_id}" for env, sc in combo)
+        steps = [
+            {**st, "tool": f"{env}{SEP}{st['tool']}"} for env, sc in combo for st in sc.reference_solution
+        ]
+        out[sid] = Scenario(
+            scenario_id=sid,
+            title=" + ".join(sc.title for _, sc in combo),
+            task_prompt="\n".join(sc.task_prompt for _, sc in combo),
+            base_time=combo[0][1].base_time,
+            reference_solution=steps,
+        )
+    return out
 
 
 def _prefixed(env: str, tools: ToolSet) -> list[Any]:
