@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from dataclaw.envcraft.tasks.workspace import REQUIRED_YAML_KEYS, WorkspaceTask
+from dataclaw.core.errors import Reject
+from dataclaw.core.ids import slug, stable_hash
+from dataclaw.envcraft.tasks.workspace import REQUIRED_YAML_KEYS, WorkspaceTask, write_task
 
 # No maxLength: grammar-constrained backends (llama.cpp) unroll a length bound into one rule per
 # character, and bounds in the thousands make grammars they cannot compile.
@@ -149,8 +152,6 @@ async def generate_workspace_task(
 def chain_skeleton(rec: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """(task id, domain, skeleton) of a chain record: a ClawForge chain line (``env_name``,
     ``gold_actions``, ``chain``) or a ``dataclaw tasks sample`` chain (``id``, ``envs``, ``steps``)."""
-    from dataclaw.core.ids import slug, stable_hash
-
     if "env_name" in rec:
         domain = str(rec["env_name"])
         steps = rec.get("gold_actions") or [c.get("op") for c in rec.get("chain", [])]
@@ -169,11 +170,6 @@ async def synth_claw_tasks(
 ) -> list[str]:
     """Generate one task per chain into ``out_root`` (four-file layout); a chain whose task exists is
     skipped (resume), a failed generation is a reject of stage ``claw_generate``. Returns the task ids."""
-    from pathlib import Path
-
-    from dataclaw.core.errors import Reject
-    from dataclaw.envcraft.tasks.workspace import write_task
-
     root = Path(out_root)
     ids: list[str] = []
     for i, rec in enumerate(chains):
@@ -194,6 +190,4 @@ async def synth_claw_tasks(
 
 
 def chain_skeleton_id(rec: dict[str, Any]) -> str:
-    from dataclaw.core.ids import stable_hash
-
     return f"chain-{stable_hash(rec, 12)}"
