@@ -66,6 +66,11 @@ def visible_context(session: dict[str, Any], conversation_id: str) -> dict[str, 
     }
 
 
+def _public(conv: dict[str, Any]) -> dict[str, Any]:
+    """A conversation record as the agent sees it: without the customer's hidden patience bound."""
+    return {k: v for k, v in conv.items() if k != "patience"}
+
+
 def _message(session: dict[str, Any], conversation_id: str, role: str, text: str, turn: int) -> None:
     session["histories"][conversation_id].append(
         {"turn": turn, "role": role, "text": text, "at": now(session)}
@@ -133,8 +138,7 @@ def start_session(session: dict, customer_id: str, channel: Channel) -> dict:
         "language": "en",
     }
     _message(session, cid, "customer", persona["opening"], 0)
-    public = {k: v for k, v in conv.items() if k != "patience"}
-    return {"conversation": public, "message": persona["opening"]}
+    return {"conversation": _public(conv), "message": persona["opening"]}
 
 
 @tool("write", fields=["conversations", "histories", "contexts"], returns=["reply", "context_delta"])
@@ -194,7 +198,7 @@ def list_conversations(
         status: only conversations in this status.
     """
     rows = [
-        {k: v for k, v in c.items() if k != "patience"}
+        _public(c)
         for c in session["conversations"].values()
         if (customer_id is None or c["customer_id"] == customer_id)
         and (status is None or c["status"] == status)
@@ -226,8 +230,7 @@ def get_context(session: dict, conversation_id: str) -> dict:
         conversation_id: the conversation.
     """
     conv = conversation(session, conversation_id)
-    public = {k: v for k, v in conv.items() if k != "patience"}
-    return {"conversation": public, "context": visible_context(session, conversation_id)}
+    return {"conversation": _public(conv), "context": visible_context(session, conversation_id)}
 
 
 def _check_value(session: dict[str, Any], key: str, value: str) -> str:
@@ -333,7 +336,7 @@ def close_session(
         )
     conv.update(status=outcome, outcome=outcome, closed_at=now(session), note=note.strip())
     _message(session, conversation_id, "system", f"Conversation closed ({outcome}).", conv["turn_count"])
-    return {"conversation": {k: v for k, v in conv.items() if k != "patience"}}
+    return {"conversation": _public(conv)}
 
 
 @tool("write", fields=["conversations", "histories"], returns=["conversation"])
@@ -356,4 +359,4 @@ def escalate_session(
     conv.update(status="escalated", closed_at=now(session))
     conv["escalation"] = {"by": "agent", "team": team, "reason": reason.strip(), "at": now(session)}
     _message(session, conversation_id, "system", f"Escalated to {team}.", conv["turn_count"])
-    return {"conversation": {k: v for k, v in conv.items() if k != "patience"}}
+    return {"conversation": _public(conv)}
