@@ -1,1 +1,1 @@
-"""Shared plumbing: ids, errors, the JSONL record store, config."""
+"""Shared plumbing: ids, errors, the JSONL record store, registries of named components, progress bars."""
