@@ -158,13 +158,13 @@ def test_a_recorded_agent_replays_to_the_same_reward(cross_task: dict, tmp_path)
     assert [(s.tool, s.arguments) for s in again.steps] == [(s.tool, s.arguments) for s in first.steps]
 
 
-def test_an_env_group_routes_calls_and_rejects_unknown_tools() -> None:
+def test_an_env_group_routes_calls_and_rejects_unknown_tools(tmp_path) -> None:
     a, b = "temporal_scheduling", "transactional_workspace"
     group = env_group(((a, archetypes.get(a).env_cls), (b, archetypes.get(b).env_cls)))
     assert group is env_group(((a, archetypes.get(a).env_cls), (b, archetypes.get(b).env_cls)))
     assert f"{b}.login" in group.tools and group.tools.get(f"{b}.login").state_fields_affected
     scenario = sorted(group.scenarios())[0]
-    env = group(__import__("tempfile").mkdtemp())
+    env = group(tmp_path)
     sid = env.create_session(scenario)
     assert set(env.get_session_state(sid)) == {a, b}
     bad = env.call(sid, "nowhere.tool")

@@ -1,5 +1,6 @@
-"""End to end: ``dataclaw tasks sample`` (single- and cross-environment chains) → ground → model text recorded once from a scripted server →
-``dataclaw tasks synth`` replaying the recording; every task's verifier is proven on fresh sessions."""
+"""End to end: ``dataclaw tasks sample`` (single- and cross-environment chains) → ground → model text
+recorded once from a scripted server → ``dataclaw tasks synth`` replaying the recording; every task's
+verifier is proven on fresh sessions."""
 
 from __future__ import annotations
 

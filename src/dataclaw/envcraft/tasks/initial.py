@@ -23,18 +23,21 @@ from dataclaw.envcraft.runtime.state import jsoncopy
 from dataclaw.envcraft.tasks.composite import SEP
 from dataclaw.envcraft.tasks.execute import TAIL_NUMBER, TOOL, USER, harvest, next_free, run_calls
 from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, classify
-from dataclaw.envcraft.tasks.verifier import VERIFIER_VERSION, derive_verifier, evaluate, pointer, resolve
+from dataclaw.envcraft.tasks.verifier import (
+    VERIFIER_VERSION,
+    derive_verifier,
+    entity_collection,
+    evaluate,
+    pointer,
+    resolve,
+)
 
 _RESERVED = frozenset({"actions", "meta", "counters", "session_id", "scenario_id", "created_at"})
 
 
 def collections(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Top-level dicts of records keyed by id (``tickets: {"T-1001": {...}}``): where entities live."""
-    return {
-        k: v
-        for k, v in state.items()
-        if k not in _RESERVED and isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values())
-    }
+    return {k: v for k, v in state.items() if k not in _RESERVED and v and entity_collection(v)}
 
 
 def needed_entities(state: dict[str, Any], steps: list[dict[str, Any]]) -> dict[tuple[str, str], str]:

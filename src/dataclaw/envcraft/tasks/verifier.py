@@ -187,7 +187,7 @@ def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], known: fro
     out.append({"path": pointer(path), "op": "eq", "value": b, "why": "changed"})
 
 
-def _records(value: Any) -> bool:
+def entity_collection(value: Any) -> bool:
     """A collection of entities keyed by id (``{"T-1": {...}}``); an empty dict counts."""
     return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
 
@@ -209,7 +209,8 @@ def derive_verifier(
     for f in sorted(set(fields) - SKIP_FIELDS):
         a, b = initial.get(f), final.get(f)
         _diff(a, b, [f], out, known)
-        if a != b and _records(a) and _records(b):  # no entity made or removed beyond the gold run's
+        # no entity made or removed beyond the gold run's
+        if a != b and entity_collection(a) and entity_collection(b):
             out.append({"path": pointer([f]), "op": "count_eq", "value": len(b), "why": "entity count"})
     # keep the strongest evidence first: entity-level changes, then logs
     order = {"changed": 0, "set": 0, "created": 1, "removed": 1, "entity count": 2, "appended": 2}
