@@ -28,7 +28,7 @@ from dataclaw.core.ids import child_id
 from dataclaw.core.registry import Registry
 
 if TYPE_CHECKING:
-    from dataclaw.tailor.streams.base import Stream, StreamSource
+    from dataclaw.tailor.streams import Stream, StreamSource
 
 
 class Anchor(BaseModel):

@@ -18,10 +18,11 @@ import numpy as np
 
 from dataclaw.core.errors import ConfigError, require
 from dataclaw.media.errors import MediaError, MediaIssue
+from dataclaw.tailor.anchors._video import main_video
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
 
 if TYPE_CHECKING:
-    from dataclaw.tailor.streams.base import Stream, StreamSource
+    from dataclaw.tailor.streams import Stream, StreamSource
 
 
 @dataclass(frozen=True)
@@ -220,13 +221,9 @@ class MotionEnergy(AnchorExtractor):
         self.params = MotionParams(sample_fps=sample_fps, size=(width, height), window_s=window_s)
 
     def applies_to(self, stream: Stream) -> bool:
-        from dataclaw.tailor.anchors._video import main_video
-
         return main_video(stream) is not None
 
     def extract(self, stream: Stream, source: StreamSource) -> list[Anchor]:
-        from dataclaw.tailor.anchors._video import main_video
-
         video = main_video(stream)
         if video is None:
             return []

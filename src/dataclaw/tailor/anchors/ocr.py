@@ -24,10 +24,11 @@ import numpy as np
 
 from dataclaw.core.errors import DataclawError, require
 from dataclaw.core.registry import Registry
+from dataclaw.tailor.anchors._video import ocr_targets, ocr_targets_apply
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
 
 if TYPE_CHECKING:
-    from dataclaw.tailor.streams.base import Stream, StreamSource
+    from dataclaw.tailor.streams import Stream, StreamSource
 
 
 class OcrError(DataclawError):
@@ -283,13 +284,9 @@ class OcrText(AnchorExtractor):
         return self._engine
 
     def applies_to(self, stream: Stream) -> bool:
-        from dataclaw.tailor.anchors._video import ocr_targets_apply
-
         return ocr_targets_apply(stream)
 
     def extract(self, stream: Stream, source: StreamSource) -> list[Anchor]:
-        from dataclaw.tailor.anchors._video import ocr_targets
-
         targets = list(ocr_targets(stream, source, self.max_images, self.every_s))
         lines = self.engine.read_many([image for _, image, _ in targets])
         anchors: list[Anchor] = []

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dataclaw.core.errors import ConfigError, require
 from dataclaw.media.errors import MediaError, MediaIssue
+from dataclaw.tailor.anchors._video import main_video
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
 
 if TYPE_CHECKING:
-    from dataclaw.tailor.streams.base import Stream, StreamSource
+    from dataclaw.tailor.streams import Stream, StreamSource
 
 
 @dataclass(frozen=True)
@@ -245,13 +246,9 @@ class ShotBoundaries(AnchorExtractor):
         self.params = ShotParams(threshold=threshold, min_scene_len=min_scene_len, luma_only=luma_only)
 
     def applies_to(self, stream: Stream) -> bool:
-        from dataclaw.tailor.anchors._video import main_video
-
         return main_video(stream) is not None
 
     def extract(self, stream: Stream, source: StreamSource) -> list[Anchor]:
-        from dataclaw.tailor.anchors._video import main_video
-
         video = main_video(stream)
         if video is None:
             return []
