@@ -35,7 +35,6 @@ class GroundReason(StrEnum):
     NO_SCENARIO = "no_scenario"
     UNFILLABLE_PARAM = "unfillable_param"
     STEP_ERROR = "step_error"
-    NO_STATE_CHANGE = "no_state_change"
 
 
 class GroundingError(Exception):
