@@ -32,6 +32,11 @@ def mood(valence: float) -> str:
     return "negative" if valence <= -0.3 else "positive" if valence >= 0.3 else "neutral"
 
 
+def trend(change: float) -> str:
+    """The direction of a valence change (changes within 1e-9 are no change)."""
+    return "improving" if change > 1e-9 else "deteriorating" if change < -1e-9 else "stable"
+
+
 def _clamp(x: float, lo: float, hi: float) -> float:
     return round(min(hi, max(lo, x)), 4)
 
@@ -110,8 +115,7 @@ def apply_delta(context: dict[str, Any], delta: dict[str, Any], turn: int) -> No
     before = context["valence"]
     context["confidence"] = _clamp(context["confidence"] + delta["confidence"], 0.0, 1.0)
     context["valence"] = _clamp(before + delta["valence"], -1.0, 1.0)
-    change = context["valence"] - before
-    context["trend"] = "improving" if change > 1e-9 else "deteriorating" if change < -1e-9 else "stable"
+    context["trend"] = trend(context["valence"] - before)
     context["revealed"] += delta["revealed"]
     context["outstanding"] = [n for n in context["outstanding"] if n not in delta["resolved"]]
     context["confirmed"] += delta["resolved"]

@@ -7,7 +7,13 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any, Literal
 
-from dataclaw.envcraft.archetypes.human_agent_interaction.analysis import analyze, apply_delta, mood, reply
+from dataclaw.envcraft.archetypes.human_agent_interaction.analysis import (
+    analyze,
+    apply_delta,
+    mood,
+    reply,
+    trend,
+)
 from dataclaw.envcraft.runtime import (
     EnvError,
     ErrorCategory,
@@ -284,7 +290,6 @@ def summarize_session(session: dict, conversation_id: str) -> dict:
     points = ctx["trajectory"]
     first, last = points[0], points[-1]
     drops = [p["turn"] for prev, p in pairwise(points) if p["valence"] < prev["valence"]]
-    change = last["valence"] - first["valence"]
     items = session["personas"][conv["customer_id"]]["items"]
     summary = {
         "conversation_id": conversation_id,
@@ -302,7 +307,7 @@ def summarize_session(session: dict, conversation_id: str) -> dict:
             "end": last["valence"],
             "series": [p["valence"] for p in points],
         },
-        "overall_trend": "improving" if change > 1e-9 else "deteriorating" if change < -1e-9 else "stable",
+        "overall_trend": trend(last["valence"] - first["valence"]),
         "deteriorating_turns": drops,
         "concerns_raised": [items[n]["description"] for n in ctx["revealed"]],
         "concerns_resolved": [items[n]["description"] for n in ctx["confirmed"]],
