@@ -166,7 +166,7 @@ class _Index:
         self.tools = {n for n in mod.tree.body if is_tool_def(n, mod) is not None}
         self.dimensions = {n for n in mod.tree.body if is_dimension_def(n)}
         self.pathish_names = _pathish_names(mod)
-        self.import_time = _import_time_functions(mod, pkg)
+        self.import_time = _import_time_functions(mod, pkg, self.parent)
 
     def enclosing(self, node: ast.AST) -> list[FuncNode]:
         """Functions around ``node``, innermost first."""
@@ -240,7 +240,7 @@ def _pathish_names(mod: Module) -> set[str]:
     return names
 
 
-def _import_time_functions(mod: Module, pkg: PackageSource) -> set[ast.AST]:
+def _import_time_functions(mod: Module, pkg: PackageSource, parent: dict[ast.AST, ast.AST]) -> set[ast.AST]:
     """Module-level functions used only by import-time code (registries filled by ``_register(...)`` or a
     decorator at module level), plus the functions nested in them. Mutating globals there is setup."""
     assert mod.tree is not None
@@ -248,7 +248,6 @@ def _import_time_functions(mod: Module, pkg: PackageSource) -> set[ast.AST]:
     imported_elsewhere = {v for m in pkg.code_modules() if m is not mod for v in m.imports.values()}
     top = {n.name: n for n in mod.tree.body if isinstance(n, ast.FunctionDef)}
     at_module, in_function = set(), set()
-    parent = _index_parents(mod)
     for node in mod.nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in top:
             prev, inside, shadowed = node, False, False
