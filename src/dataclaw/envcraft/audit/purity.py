@@ -233,7 +233,7 @@ def _pathish_names(mod: Module) -> set[str]:
     assigns = [n for n in mod.nodes if isinstance(n, ast.Assign | ast.AnnAssign)]
     for _ in range(3):  # chains like DATA = ROOT / "data"
         for node in assigns:
-            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            if node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if _pathish(node.value, mod, names):
                     names |= {t.id for t in targets if isinstance(t, ast.Name)}
