@@ -48,7 +48,6 @@ class Harness(ABC):
     """One task, instantiated for one rollout."""
 
     kind: ClassVar[str]
-    binary_reward: ClassVar[bool]
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -84,7 +83,6 @@ class ToolTaskHarness(Harness):
     """A tool task record (``id, env, env_module, scenario_id, user_turns, initial_state, verifier``)."""
 
     kind = "tool"
-    binary_reward = True
 
     def __init__(self, task: dict[str, Any], *, state_root: Path | None = None) -> None:
         super().__init__(task["id"])
@@ -166,7 +164,6 @@ class ClawTaskHarness(Harness):
     """A claw workspace task: sandboxed builder, claw tools, ``verify_workplace.py`` reward in [0, 1]."""
 
     kind = "claw"
-    binary_reward = False
 
     def __init__(
         self, task: Any, *, policy: SandboxPolicy | None = None, scratch: Path | None = None
