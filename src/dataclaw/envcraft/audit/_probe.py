@@ -126,7 +126,6 @@ def run_tests_mode(src, import_name, tests_dir):
 def main():
     mode, rel_src, import_name, *rest = sys.argv[1:]
     src = Path.cwd() / rel_src
-    os.chdir(Path.cwd())
     if mode == "contract":
         return run_contract_mode(src, import_name, rest)
     return run_tests_mode(src, import_name, rest[0])
