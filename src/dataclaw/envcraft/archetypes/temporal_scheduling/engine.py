@@ -154,9 +154,9 @@ def free_gaps(
     cursor, end = window
     gaps: list[tuple[str, str]] = []
     for b_start, b_end in sorted(busy):
-        if b_end <= cursor or b_start >= end:
-            if b_start >= end:
-                break
+        if b_start >= end:
+            break
+        if b_end <= cursor:
             continue
         if b_start > cursor:
             gaps.append((cursor, b_start))
