@@ -108,11 +108,6 @@ def _fields(template: str, ctx: dict[str, Any], where: str) -> str:
     return _FIELD.sub(sub, template)
 
 
-def template_fields(template: str) -> list[str]:
-    """The dotted names a template uses."""
-    return _FIELD.findall(template)
-
-
 # ------------------------------------------------------------------------------------------------
 # the intent record
 

@@ -32,10 +32,6 @@ class IntentChoice(BaseModel):
     scores: dict[str, float] = Field(default_factory=dict, description="similarity of each ranked intent")
     model: str | None = None
 
-    def for_intent(self, intent_id: str) -> dict[str, Any]:
-        """What a sample of ``intent_id`` records about this choice."""
-        return {**self.model_dump(), "intent": intent_id}
-
 
 def _describe(intent: Intent) -> str:
     return f"{intent.title}. {intent.description}"
