@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.sandbox import SandboxPolicy
+from dataclaw.sandbox.cli import UNSAFE_OPTION
 
 app = typer.Typer(no_args_is_help=True, help="EnvCraft tasks: tool chains → verifiable RL tasks.")
 console = Console()
@@ -185,10 +187,14 @@ def _reasons(store: object, stage: str, ids: set[str]) -> dict[str, int]:
 
 # ---- quality and rollouts: audit | calibrate | rollout --------------------------------------------------
 
-from dataclaw.sandbox import SandboxPolicy  # noqa: E402 - light (dataclasses), kept beside its users
-from dataclaw.sandbox.cli import UNSAFE_OPTION  # noqa: E402
-
 _TASKS_HELP = "tasks.jsonl, a run directory holding one, or a folder of claw tasks (tasks/<id>.yaml …)."
+
+
+def _run_model(spec: str, run: Path, ledger: Any) -> Any:
+    """A model whose answers are cached in the run directory and whose usage goes to the run's ledger."""
+    from dataclaw.models import get_model
+
+    return get_model(spec, cache=run / "model_cache.sqlite", ledger=ledger)
 
 
 def _rollout_config(max_turns: int, timeout: float, max_tokens: int, strict: bool) -> object:
@@ -263,10 +269,8 @@ def audit(
                 )
             console.print(table)
         if model:
-            from dataclaw.models import get_model
-
             with _usage(store) as ledger:
-                chat = get_model(model, cache=run / "model_cache.sqlite", ledger=ledger)
+                chat = _run_model(model, run, ledger)
                 with progress_bar("rubric") as bar:
                     verdicts = asyncio.run(rubric_tasks(chat, loaded.tasks, store, progress=bar))
             kept = sum(v["qualified"] for v in verdicts)
@@ -301,14 +305,13 @@ def rollout(
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality.runs import load_task_source, rollout_summary, rollout_tasks
-    from dataclaw.models import get_model
 
     if samples < 1:
         raise ConfigError(f"-n must be at least 1, got {samples}")
     config = _rollout_config(max_turns, timeout, max_tokens, strict_calls)
     loaded = load_task_source(tasks, limit)
     with RunStore(out) as store, _usage(store) as ledger:
-        chat = get_model(model, cache=out / "model_cache.sqlite", ledger=ledger)
+        chat = _run_model(model, out, ledger)
         with progress_bar("rollouts") as bar:
             recs = asyncio.run(
                 rollout_tasks(
@@ -350,7 +353,6 @@ def calibrate(
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality import CalibrationConfig
     from dataclaw.envcraft.quality.runs import calibrate_tasks, load_task_source, rollout_summary
-    from dataclaw.models import get_model
 
     try:
         cal_config = CalibrationConfig(k=k, success_threshold=threshold, concurrency=concurrency)
@@ -359,10 +361,8 @@ def calibrate(
     config = _rollout_config(max_turns, timeout, 1024, False)
     loaded = load_task_source(tasks, limit)
     with RunStore(out) as store, _usage(store) as ledger:
-        chat = get_model(model, cache=out / "model_cache.sqlite", ledger=ledger)
-        fixer = (
-            get_model(repair_model, cache=out / "model_cache.sqlite", ledger=ledger) if repair_model else None
-        )
+        chat = _run_model(model, out, ledger)
+        fixer = _run_model(repair_model, out, ledger) if repair_model else None
         with progress_bar("calibration rollouts") as bar:
             rows = asyncio.run(
                 calibrate_tasks(
@@ -406,7 +406,6 @@ def claw_synth(
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
     from dataclaw.envcraft.tasks.claw_generate import synth_claw_tasks
-    from dataclaw.models import get_model
 
     if not chains.is_file():
         raise ConfigError(f"{chains} is not a file (expected a chains JSONL)")
@@ -416,7 +415,7 @@ def claw_synth(
         raise ConfigError(f"{chains}: not JSONL ({exc})") from None
     root = out / "claw_tasks"
     with RunStore(out) as store, _usage(store) as ledger:
-        chat = get_model(model, cache=out / "model_cache.sqlite", ledger=ledger)
+        chat = _run_model(model, out, ledger)
         with progress_bar("generate") as bar:
             ids = asyncio.run(synth_claw_tasks(chat, recs, root, store, bar))
         loaded = load_task_source(root) if ids else None
