@@ -390,10 +390,9 @@ def _consistency_checks(
     task: WorkspaceTask, report: AuditReport, inputs: dict[str, bytes], vr: VerifierRun, changed: list[str]
 ) -> None:
     input_dirs = {str(Path(p).parent.as_posix()) for p in inputs} | {""}
+    constants = _string_constants(task.verifier)
     statics = [
-        _norm(s)
-        for s in _string_constants(task.verifier)
-        if _PATH_TOKEN.fullmatch(s.removeprefix("./")) and not s.startswith("/")
+        _norm(s) for s in constants if _PATH_TOKEN.fullmatch(s.removeprefix("./")) and not s.startswith("/")
     ]
     inspected = [_norm(p) for p in vr.inspected]
     exists = set(inputs) | input_dirs
@@ -429,9 +428,7 @@ def _consistency_checks(
     report.add("objective_consistency", problem)
     text = "\n".join(b.decode("utf-8", "replace") for b in inputs.values())
     missing = sorted(
-        s
-        for s in set(_string_constants(task.verifier))
-        if _ID_LIKE.match(s) and s not in text and s not in task.prompt
+        s for s in set(constants) if _ID_LIKE.match(s) and s not in text and s not in task.prompt
     )
     report.add(
         "data_consistency",
