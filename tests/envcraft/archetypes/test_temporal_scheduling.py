@@ -359,66 +359,21 @@ def test_availability_scans_working_hours_with_cursor(env: TemporalSchedulingEnv
 
 def test_create_calendar_validates_and_is_usable(env: TemporalSchedulingEnv) -> None:
     sid = env.create_session("austin_tokyo_week")
-    _err(
-        env.call(
-            sid,
-            "create_calendar",
-            calendar_id="lab-x",
-            name="X",
-            timezone="Mars/Olympus",
-            work_start="09:00",
-            work_end="18:00",
-        ),
-        "invalid_argument",
-    )
-    _err(
-        env.call(
-            sid,
-            "create_calendar",
-            calendar_id="lab-x",
-            name="X",
-            timezone="Asia/Tokyo",
-            work_start="18:00",
-            work_end="09:00",
-        ),
-        "invalid_argument",
-    )
-    _err(
-        env.call(
-            sid,
-            "create_calendar",
-            calendar_id="lab-x",
-            name="X",
-            timezone="Asia/Tokyo",
-            work_start="9am",
-            work_end="18:00",
-        ),
-        "invalid_argument",
-    )
-    _err(
-        env.call(
-            sid,
-            "create_calendar",
-            calendar_id=HAVEL,
-            name="X",
-            timezone="Asia/Tokyo",
-            work_start="09:00",
-            work_end="18:00",
-        ),
-        "invalid_argument",
-    )
-    cal = _ok(
-        env.call(
-            sid,
-            "create_calendar",
-            calendar_id="lab-x",
-            name="X",
-            timezone="Asia/Tokyo",
-            work_start="09:00",
-            work_end="18:00",
-            work_days=["sat", "mon"],
-        )
-    )["calendar"]
+    lab = {
+        "calendar_id": "lab-x",
+        "name": "X",
+        "timezone": "Asia/Tokyo",
+        "work_start": "09:00",
+        "work_end": "18:00",
+    }
+    for bad in (
+        {"timezone": "Mars/Olympus"},
+        {"work_start": "18:00", "work_end": "09:00"},
+        {"work_start": "9am"},
+        {"calendar_id": HAVEL},
+    ):
+        _err(env.call(sid, "create_calendar", **(lab | bad)), "invalid_argument")
+    cal = _ok(env.call(sid, "create_calendar", **lab, work_days=["sat", "mon"]))["calendar"]
     assert cal["work_days"] == ["mon", "sat"]
     _ok(
         env.call(
