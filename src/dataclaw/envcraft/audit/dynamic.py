@@ -46,6 +46,10 @@ class DynamicOptions:
     run_tests: bool = True
     unsafe: bool = False
 
+    def limits(self, wall_s: float) -> Limits:
+        """Sandbox limits of one run: ``wall_s`` of wall clock and twice that in CPU seconds."""
+        return Limits(cpu_s=2 * wall_s, memory_mb=self.memory_mb, wall_s=wall_s)
+
 
 def dynamic_audit(
     path: str | Path, import_name: str, options: DynamicOptions | None = None
@@ -58,12 +62,11 @@ def dynamic_audit(
         ws = Path(tmp)
         dst = ws.joinpath("src", *import_name.split("."))
         shutil.copytree(src, dst, ignore=_COPY_IGNORE, symlinks=True)
-        limits = Limits(cpu_s=2 * opts.timeout_s, memory_mb=opts.memory_mb, wall_s=opts.timeout_s)
         names = list(CHECKS)
         nonce = secrets.token_hex(8)
         args = ["contract", "src", import_name, *names]
         env = {"DATACLAW_AUDIT_NONCE": nonce}
-        outcome = run(PROBE_SOURCE, ws, limits, env=env, policy=policy, args=args)
+        outcome = run(PROBE_SOURCE, ws, opts.limits(opts.timeout_s), env=env, policy=policy, args=args)
         checks = _collect(outcome, [INSTANTIATE, *names], f"@@audit-{nonce} ")
         tests_dir = next((d for d in ("tests", "test") if (dst / d).is_dir()), None)
         if tests_dir is None:
@@ -130,7 +133,7 @@ def _package_tests(
 ) -> DynamicCheck:
     """The package's own tests under pytest in the sandbox, summarised from pytest's JUnit XML."""
     rel = "/".join(import_name.split(".")) + "/" + tests_dir
-    limits = Limits(cpu_s=2 * opts.tests_timeout_s, memory_mb=opts.memory_mb, wall_s=opts.tests_timeout_s)
+    limits = opts.limits(opts.tests_timeout_s)
     t0 = time.monotonic()
     outcome = run(PROBE_SOURCE, ws, limits, policy=policy, args=["tests", "src", import_name, rel])
     seconds = round(time.monotonic() - t0, 3)
