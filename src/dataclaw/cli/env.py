@@ -16,7 +16,7 @@ from dataclaw.sandbox.cli import UNSAFE_OPTION
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
-    help="EnvCraft environments: list, show, tools, call, contract, audit.",
+    help="EnvCraft environments: list, show, tools, call, contract, audit, graph.",
 )
 _DEFAULT_ROOT = Path(".envcraft_state")
 

@@ -1,5 +1,6 @@
 """``dataclaw tailor``: Tailor (DataClaw0) commands. ``ingest`` reads raw inputs into streams, anchors and
-candidates; ``inspect`` summarises a run directory. Synthesis commands join this group later."""
+candidates; ``inspect`` summarises a run directory; ``run`` goes from inputs to exported samples;
+``export`` writes a run's samples for training; ``intents`` lists the intent catalogue."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """``dataclaw tasks``: EnvCraft task synthesis. ``sample`` writes tool chains, ``synth`` grounds them and
-writes verifiable tasks; both resume a run directory and print a summary per stage."""
+writes verifiable tasks; ``audit``, ``calibrate`` and ``rollout`` check and run tasks; ``claw-synth`` writes
+claw workspace tasks. Each writes into a run directory and prints a summary."""
 
 from __future__ import annotations
 
