@@ -303,59 +303,15 @@ def test_get_pending_is_ordered_and_read_only(bus: StreamProcessing) -> None:
 
 def test_subscribe_validates_filter_and_sees_only_future_events(bus: StreamProcessing) -> None:
     sid = bus.create_session(BACKLOG)
-    _err(
-        bus.call(
-            sid,
-            "subscribe",
-            stream_id="reefer.telemetry",
-            subscriber="customs-broker",
-            delivery_mode="poll",
-            filter={"colour": "red"},
-        ),
-        "invalid_argument",
-    )
+    poll = {"stream_id": "reefer.telemetry", "subscriber": "customs-broker", "delivery_mode": "poll"}
+    _err(bus.call(sid, "subscribe", **poll, filter={"colour": "red"}), "invalid_argument")
     assert "never match" in _err(
-        bus.call(
-            sid,
-            "subscribe",
-            stream_id="reefer.telemetry",
-            subscriber="customs-broker",
-            delivery_mode="poll",
-            filter={"alarm": "yes"},
-        ),
-        "invalid_argument",
+        bus.call(sid, "subscribe", **poll, filter={"alarm": "yes"}), "invalid_argument"
     )
-    _err(
-        bus.call(sid, "subscribe", stream_id="reefer.telemetry", subscriber="nobody", delivery_mode="poll"),
-        "invalid_reference",
-    )
-    _err(
-        bus.call(
-            sid, "subscribe", stream_id="reefer.telemetry", subscriber="customs-broker", delivery_mode="batch"
-        ),
-        "missing_field",
-    )
-    _err(
-        bus.call(
-            sid,
-            "subscribe",
-            stream_id="reefer.telemetry",
-            subscriber="customs-broker",
-            delivery_mode="poll",
-            batch_size=5,
-        ),
-        "invalid_argument",
-    )
-    sub = _ok(
-        bus.call(
-            sid,
-            "subscribe",
-            stream_id="reefer.telemetry",
-            subscriber="customs-broker",
-            delivery_mode="poll",
-            filter={"depot": "HAM"},
-        )
-    )["subscription"]
+    _err(bus.call(sid, "subscribe", **(poll | {"subscriber": "nobody"})), "invalid_reference")
+    _err(bus.call(sid, "subscribe", **(poll | {"delivery_mode": "batch"})), "missing_field")
+    _err(bus.call(sid, "subscribe", **poll, batch_size=5), "invalid_argument")
+    sub = _ok(bus.call(sid, "subscribe", **poll, filter={"depot": "HAM"}))["subscription"]
     assert sub["subscription_id"] == "SUB-7" and sub["pending"] == []  # no backfill of the history
     _ok(bus.call(sid, "publish_event", stream_id="reefer.telemetry", payload=READING))
     _ok(bus.call(sid, "publish_event", stream_id="reefer.telemetry", payload={**READING, "depot": "BRV"}))
