@@ -231,6 +231,11 @@ def _norm(p: str) -> str:
     return p.removeprefix("./").strip("/")
 
 
+def _differing(a: dict[str, bytes], b: dict[str, bytes]) -> list[str]:
+    """Paths added, removed or changed between two workspace snapshots."""
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
 # ---- dynamic checks ----------------------------------------------------------------------------------
 
 
@@ -369,7 +374,7 @@ def _dynamic_checks(
     )
     after = snapshot(ws)
     after.pop(SCORE_FILE, None)
-    changed = sorted(k for k in set(inputs) | set(after) if inputs.get(k) != after.get(k))
+    changed = _differing(inputs, after)
     _consistency_checks(task, report, inputs, untouched, changed)
     solved = _solution_check(task, report, tmp, policy)
     _uniqueness_check(task, report, tmp, inputs, untouched, policy)
@@ -483,8 +488,7 @@ def _uniqueness_check(
             "answer_uniqueness", (ClawAuditReason.NON_DETERMINISTIC, "the builder failed on a second run")
         )
         return
-    again = snapshot(ws)
-    differ = sorted(k for k in set(inputs) | set(again) if inputs.get(k) != again.get(k))
+    differ = _differing(inputs, snapshot(ws))
     if differ:
         report.add(
             "answer_uniqueness",
