@@ -206,10 +206,7 @@ class VideoReader:
 
     def _check_decodes(self) -> None:
         """Decode the first frame so that a broken bitstream or codec fails at open, not mid-run."""
-        try:
-            self.frame_at(0)
-        except MediaError as exc:
-            raise MediaError(exc.reason, str(exc)) from exc
+        self.frame_at(0)
 
     # -- metadata ----------------------------------------------------------------------------------------
 

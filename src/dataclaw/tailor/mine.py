@@ -227,7 +227,7 @@ class FaultWindows(Miner):
             a = min(n - 2, round(frac * (n - 1)))
             obs = stream.frange(max(0, a - max(1, round(self.observation_s * fps)) + 1), a)
             fut = stream.frange(a + 1, min(n - 1, a + max(1, round(self.future_s * fps))))
-            if a < 0 or obs.length < self.observation_frames or fut.length < self.future_frames:
+            if obs.length < self.observation_frames or fut.length < self.future_frames:
                 continue
             used = anchors_between(anchors, obs.t_start, fut.t_end, self.evidence_kinds)
             evidence = _describe(used)

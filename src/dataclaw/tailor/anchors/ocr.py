@@ -235,8 +235,7 @@ def ocr_image(image: np.ndarray | str | Path, backend: str | OcrBackend = "tesse
         from dataclaw.media.image import load_image
 
         image = load_image(image)
-    arr = image
-    return engine.read(arr)
+    return engine.read(image)
 
 
 def ocr_anchors(

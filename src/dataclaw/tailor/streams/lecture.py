@@ -87,7 +87,6 @@ def merge_cues(
 
 def read_alignment(path: Path) -> list[tuple[float, int]]:
     """``(seconds, 0-based slide)`` change points from an alignment table; rows with slide < 1 are skipped."""
-    rows: list[tuple[Any, Any]] = []
     if path.suffix.lower() == ".xlsx":
         openpyxl = require("openpyxl", "lecture alignment (.xlsx)", "media")
         sheet = openpyxl.load_workbook(path, read_only=True, data_only=True).worksheets[0]

@@ -200,7 +200,6 @@ def _steps_stream(
     """A trajectory stream from ``steps`` = [{image: Path, code: str, ...}] (one screenshot per step)."""
     uid = stream_id(task_id, [reader.name, source.name, task_id])
     events: list[dict[str, Any]] = []
-    size: tuple[int, int] | None = None
     for i, step in enumerate(steps):
         image: Path = step["image"]
         if not image.is_file():
