@@ -57,6 +57,11 @@ class Module:
     def is_test(self) -> bool:
         return Role.TEST in self.roles
 
+    @property
+    def local_name(self) -> str:
+        """The file's dotted path inside the package (``sub/x.py`` → ``sub.x``)."""
+        return self.rel[: -len(".py")].replace("/", ".")
+
     def qualname(self, node: ast.expr) -> str | None:
         """The fully qualified dotted name an expression refers to (``_time.time`` → ``time.time``)."""
         parts: list[str] = []
@@ -82,6 +87,10 @@ class PackageSource:
 
     def module(self, rel: str) -> Module | None:
         return next((m for m in self.modules if m.rel == rel), None)
+
+    def qualified(self, mod: Module) -> str:
+        """The fully qualified dotted name of ``mod`` (``<import_name>.sub.x``)."""
+        return f"{self.import_name}.{mod.local_name}"
 
     def code_modules(self) -> list[Module]:
         """Parsed package modules that are not tests."""
@@ -239,7 +248,7 @@ def read_package(path: str | Path) -> PackageSource:
         modules.append(mod)
     import_name = _guess_import_name(root.name, modules)  # from the parsed files: each is parsed once
     for mod in modules:
-        dotted = ".".join([import_name, *mod.rel[: -len(".py")].split("/")])
+        dotted = f"{import_name}.{mod.local_name}"
         is_pkg = mod.rel.endswith("__init__.py")
         if is_pkg:
             dotted = dotted.rsplit(".", 1)[0]

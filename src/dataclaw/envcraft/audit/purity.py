@@ -244,7 +244,7 @@ def _import_time_functions(mod: Module, pkg: PackageSource, parent: dict[ast.AST
     """Module-level functions used only by import-time code (registries filled by ``_register(...)`` or a
     decorator at module level), plus the functions nested in them. Mutating globals there is setup."""
     assert mod.tree is not None
-    here = f"{pkg.import_name}.{mod.rel[: -len('.py')].replace('/', '.')}"
+    here = pkg.qualified(mod)
     imported_elsewhere = {v for m in pkg.code_modules() if m is not mod for v in m.imports.values()}
     top = {n.name: n for n in mod.tree.body if isinstance(n, ast.FunctionDef)}
     at_module, in_function = set(), set()

@@ -257,7 +257,7 @@ def _aliases(pkg: PackageSource) -> set[str]:
     out = set()
     for mod in pkg.code_modules():
         assert mod.tree is not None
-        module_name = mod.rel[: -len(".py")].replace("/", ".")
+        module_name = mod.local_name
         for name, stmt in module_assigns(mod.tree).items():
             value = getattr(stmt, "value", None)
             if isinstance(value, ast.Subscript | ast.BinOp) or (
@@ -337,7 +337,7 @@ def _tool_problems(
     params = [*args.args, *args.kwonlyargs]
     if not params or params[0].arg != "session":
         yield "the first parameter must be `session: dict`"
-    here = mod.rel[: -len(".py")].replace("/", ".")
+    here = mod.local_name
     _, documented, _ = parse_docstring(ast.get_docstring(fn))
     if not ast.get_docstring(fn):
         yield "no docstring: its first paragraph is the tool description the agent sees"
@@ -380,7 +380,7 @@ def _referenced_names(pkg: PackageSource) -> set[str]:
     out = set()
     for mod in pkg.code_modules():
         assert mod.tree is not None
-        here = f"{pkg.import_name}.{mod.rel[: -len('.py')].replace('/', '.')}"
+        here = pkg.qualified(mod)
         for node in mod.nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 q = mod.qualname(node) or node.id
@@ -396,7 +396,7 @@ def _undecorated(pkg: PackageSource) -> Iterator[Finding]:
     used = _referenced_names(pkg)
     for mod in pkg.with_role(Role.DOMAIN_MODULE):
         assert mod.tree is not None
-        here = f"{pkg.import_name}.{mod.rel[: -len('.py')].replace('/', '.')}"
+        here = pkg.qualified(mod)
         for fn in mod.tree.body:
             if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_") or is_tool_def(fn, mod):
                 continue
