@@ -15,9 +15,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dataclaw.core.errors import ConfigError
+
 DEFAULT_MODEL = "local:smollm2-135m"
 
-# (name, function(out_dir, model) -> summary lines). Appended to by each engine's part below.
+# (name, function(out_dir, model) -> summary rows). Appended to by each engine's part below.
 Part = Callable[[Path, str], dict[str, Any]]
 PARTS: list[tuple[str, Part]] = []
 
@@ -73,7 +75,6 @@ TASK_SCHEMA: dict[str, Any] = {
 
 def _model_part(out: Path, model: str) -> dict[str, Any]:
     """Describe the LeRobot G1 task (examples/lerobot_g1/tasks.jsonl) as schema-valid JSON → answer.json."""
-    from dataclaw.core.errors import ConfigError
     from dataclaw.models import get_model
     from dataclaw.models.structured import ask_json
 
@@ -103,7 +104,6 @@ PARTS.append(("model", _model_part))
 # --- part "ingest": Tailor reads the bundled examples into streams, anchors and candidates --------------
 def _ingest_part(out: Path, model: str) -> dict[str, Any]:
     """``dataclaw tailor ingest`` on every example a stream reader recognises (no model involved)."""
-    from dataclaw.core.errors import ConfigError
     from dataclaw.tailor.ingest import IngestConfig, discover_inputs, ingest
 
     inputs = discover_inputs(EXAMPLES)
@@ -128,7 +128,6 @@ def _tailor_part(out: Path, model: str) -> dict[str, Any]:
     """``dataclaw tailor run``: a robot episode and a video → fault-recovery, subtask and video-gen samples
     (ingest → synthesis → validation → materialisation → JSONL export). The embedded model is weak, so
     many answers are rejected by validation; the reasons are listed."""
-    from dataclaw.core.errors import ConfigError
     from dataclaw.tailor.ingest import IngestConfig
     from dataclaw.tailor.route import RouteConfig
     from dataclaw.tailor.run import TailorRunConfig, tailor_run
