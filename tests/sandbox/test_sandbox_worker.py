@@ -37,7 +37,7 @@ def test_call_returns_the_json_value(workspace, limits, policy):
         out = worker.call("os.path:join", "a", "b")
         assert out.ok and out.result == "a/b"
         out = worker.call("dataclaw.core.ids:canonical_json", {"b": 1, "a": 2})
-        assert out.ok, out.stderr
+        assert out.ok and out.result == '{"a":2,"b":1}', out.stderr
         bad = worker.call("os:getcwd_that_does_not_exist")
         assert bad.status is Status.ERROR and bad.message == "the program raised AttributeError"
         big = worker.call("json:loads", "[" + ",".join(["1234567890"] * 50_000) + "]")  # > a pipe buffer
