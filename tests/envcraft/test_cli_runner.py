@@ -86,6 +86,7 @@ def test_agent_workflow_through_the_cli(bindings: dict[str, str]) -> None:
     code, out = run(["export-state"], bindings)
     assert json.loads(out)["data"]["tickets"]["T-1001"]["status"] == "resolved"
     code, out = run(["reset-rollout"], bindings)
+    assert code == 0 and json.loads(out)["data"]["reset"] is True
     code, out = run(["export-state"], bindings)
     assert json.loads(out)["data"]["actions"] == []
 
