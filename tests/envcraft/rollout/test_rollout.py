@@ -23,6 +23,7 @@ from dataclaw.envcraft.rollout import (
 from dataclaw.envcraft.rollout.claw_tools import ClawToolError
 from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 from dataclaw.models import get_model
+from dataclaw.sandbox import SandboxPolicy
 from envcraft.rollout.rollout_helpers import as_json, example_claw_task, scripted_agent, solution_calls
 from support.openai_server import OpenAIServer, Reply
 
@@ -217,6 +218,15 @@ def test_bash_runs_sandboxed_with_only_the_workspace_writable(tmp_path: Path) ->
     r = tools.call("bash", {"command": f"echo x > {tmp_path}/escape.txt"})
     assert not r.ok
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_file_tools_follow_the_sandbox_mount_that_bash_sees(tmp_path: Path) -> None:
+    tools = ClawTools(tmp_path, policy=SandboxPolicy(workspace_mount="/task"))
+    assert tools.call("bash", {"command": "pwd"}).content.endswith("/task")
+    assert tools.call("write", {"path": "/task/a.txt", "content": "x"}).ok
+    assert (tmp_path / "a.txt").read_text() == "x"
+    r = tools.call("read", {"path": "/workspace/a.txt"})
+    assert r.error_kind == "invalid_path" and "outside /task" in r.content
 
 
 @pytest.mark.parametrize("bad", ["", "   "])

@@ -1,9 +1,10 @@
 """The built-in claw tools (EnvCraft §3 Claw-specific extension): bash, read, write, edit, ls, grep, finish.
 
 All of them act on one task workspace. ``bash`` runs through :func:`dataclaw.sandbox.run` (no network,
-read-only system, the workspace as the only writable path, mounted at ``/workspace``); the file tools run
-on the host but only on paths that resolve inside the workspace — ``..`` escapes, absolute paths other
-than ``/workspace/...`` and symlinks that lead out are refused with an agent-safe error.
+read-only system, the workspace as the only writable path, mounted at the policy's ``workspace_mount``,
+``/workspace`` by default); the file tools run on the host but only on paths that resolve inside the
+workspace — ``..`` escapes, absolute paths outside the mount and symlinks that lead out are refused
+with an agent-safe error.
 
 One-shot sandbox runs per bash call were measured against a warm worker forking ``bash``: ~46 ms vs
 ~56 ms per call on the dev box (the worker has to spawn bash anyway), so bash uses one-shot runs.
@@ -23,7 +24,6 @@ from typing import Any
 
 from dataclaw.sandbox import Limits, SandboxPolicy, Status, run
 
-MOUNT = "/workspace"
 MAX_READ_BYTES = 64_000
 MAX_OUTPUT_CHARS = 16_000
 MAX_GREP_HITS = 200
@@ -193,13 +193,13 @@ class ClawTools:
         """Host path of a workspace path; refuses anything that leads outside the workspace."""
         if not isinstance(path, str) or not path or "\x00" in path:
             raise ClawToolError(ClawErrorKind.INVALID_PATH, "path must be a non-empty string")
-        p = path
-        if p == MOUNT or p.startswith(MOUNT + "/"):
-            p = p[len(MOUNT) :].lstrip("/") or "."
+        p, mount = path, self.policy.workspace_mount  # where bash sees the workspace
+        if p == mount or p.startswith(mount + "/"):
+            p = p[len(mount) :].lstrip("/") or "."
         if p.startswith(("/", "~")):
             raise ClawToolError(
                 ClawErrorKind.INVALID_PATH,
-                "absolute paths outside /workspace are not allowed; use a workspace-relative path",
+                f"absolute paths outside {mount} are not allowed; use a workspace-relative path",
             )
         real = os.path.realpath(os.path.join(self.root, p))
         if real != self.root and not real.startswith(self.root + os.sep):
