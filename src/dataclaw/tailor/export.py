@@ -22,7 +22,7 @@ import os
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,15 +70,7 @@ class ExportSummary:
     """Files written, relative to ``out_dir`` (media not listed)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "out_dir": self.out_dir,
-            "samples": self.samples,
-            "media_files": self.media_files,
-            "rejected": self.rejected,
-            "reasons": dict(self.reasons),
-            "files": list(self.files),
-        }
+        return asdict(self)
 
 
 @dataclass

@@ -405,8 +405,8 @@ class KeyframesMaterializer(Materializer):
             frames = list(candidate.frames)
         else:
             raise SpecError(MaterializeIssue.BAD_OUTPUT, "keyframes need an output field or candidate frames")
-        still = StillMaterializer(frames=frames if isinstance(frames, list) else [frames], key=self.key)
-        still.role, still.camera = self.role, self.camera
+        frames = frames if isinstance(frames, list) else [frames]
+        still = StillMaterializer(frames=frames, key=self.key, role=self.role, camera=self.camera)
         return still.plan(output, candidate, source)
 
 

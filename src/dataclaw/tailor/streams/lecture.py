@@ -159,8 +159,15 @@ class LectureReader(StreamReader):
                 meta.update(alignment=str(table), slide_times=[[t, s] for t, s in changes])
                 break
         duration = max([e.get("t_end", e["t"]) for e in events], default=0.0)
-        camera = Camera(name="slides", kind="pdf", path=str(pdf), frame_end=pages, time_end=duration)
-        camera.width, camera.height = width, height
+        camera = Camera(
+            name="slides",
+            kind="pdf",
+            path=str(pdf),
+            frame_end=pages,
+            time_end=duration,
+            width=width,
+            height=height,
+        )
         return Stream(
             id=uid,
             reader=self.name,
