@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
@@ -55,7 +56,9 @@ def _root(
     )
 
 
+@functools.cache
 def _register() -> None:
+    """Attach COMMANDS and GROUPS to the root app, once per process (tests call :func:`_run` many times)."""
     for name, module in COMMANDS.items():
         app.command(name)(getattr(importlib.import_module(module), name))
     for name, (module, help_) in GROUPS.items():
