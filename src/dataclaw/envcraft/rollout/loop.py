@@ -302,19 +302,12 @@ async def run_rollouts(
     *,
     concurrency: int = 8,
     seeds: list[int | None] | None = None,
-    samples: list[int] | None = None,
 ) -> list[Trajectory]:
-    """Many rollouts at once (bounded); one failing never cancels the others."""
+    """Many rollouts at once (bounded; rollout i is sample i); one failing never cancels the others."""
     sem = asyncio.Semaphore(max(1, concurrency))
 
     async def one(i: int, h: Harness) -> Trajectory:
         async with sem:
-            return await run_rollout(
-                model,
-                h,
-                config,
-                sample=samples[i] if samples else i,
-                seed=seeds[i] if seeds else None,
-            )
+            return await run_rollout(model, h, config, sample=i, seed=seeds[i] if seeds else None)
 
     return list(await asyncio.gather(*(one(i, h) for i, h in enumerate(harnesses))))
