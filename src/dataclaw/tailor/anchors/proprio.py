@@ -93,15 +93,23 @@ class ProprioAnchors(AnchorExtractor):
         names = stream.metadata.get("joint_names", {}).get(column) or []
         if len(names) != state.shape[1]:
             names = [f"joint_{i}" for i in range(state.shape[1])]
-        anchors = self._hands(stream, state, times, names)
-        hand_cols = {i for cols in hand_groups(names).values() for i in cols}
+        hands = hand_groups(names)
+        anchors = self._hands(stream, state, times, names, hands)
+        hand_cols = {i for cols in hands.values() for i in cols}
         arm = [i for i in range(state.shape[1]) if i not in hand_cols and "rotation" not in names[i].lower()]
         anchors += self._stalls(stream, state[:, arm], times)
         return sorted(anchors, key=lambda a: a.t)
 
-    def _hands(self, stream: Stream, state: np.ndarray, times: np.ndarray, names: list[str]) -> list[Anchor]:
+    def _hands(
+        self,
+        stream: Stream,
+        state: np.ndarray,
+        times: np.ndarray,
+        names: list[str],
+        hands: dict[str, list[int]],
+    ) -> list[Anchor]:
         anchors = []
-        for side, cols in hand_groups(names).items():
+        for side, cols in hands.items():
             signal = state[:, cols].mean(axis=1)
             pivots = zigzag(signal, self.min_delta)
             for a, b in itertools.pairwise(pivots):
