@@ -30,7 +30,8 @@ import orjson
 
 from dataclaw.envcraft.runtime import Environment, Evaluator, Scenario, ToolSet, now, tool
 
-RETAIL_DB = Path(os.environ.get("TAU2_RETAIL_DB", "/work/shared/data/tau2/retail/db.json"))
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data beside the repo, as in CI
+RETAIL_DB = Path(os.environ.get("TAU2_RETAIL_DB", SHARED / "tau2" / "retail" / "db.json"))
 TARGET_SMALL_P50_MS = 0.3
 TARGET_RETAIL_P50_MS = 10.0
 STATUSES = ("pending", "processed", "delivered", "cancelled")

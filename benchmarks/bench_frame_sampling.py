@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 TARGET_RATIO = 0.3
-DEFAULT_VIDEO = Path(__file__).resolve().parents[1].parent / "shared/data/opencua/raw_recording/recording.mp4"
+DEFAULT_VIDEO = Path(__file__).resolve().parents[2] / "shared/data/opencua/raw_recording/recording.mp4"
 
 
 def _hash(frame: Any) -> str:
