@@ -52,6 +52,10 @@ class ToolSpec:
     success_keys: tuple[str, ...] = ()
     _by_name: dict[str, Param] = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # derived from ``params`` on every construction, dataclasses.replace included, so it never goes stale
+        object.__setattr__(self, "_by_name", {p.name: p for p in self.params})
+
     @property
     def modifies_state(self) -> bool:
         return self.side_effect == "write"
@@ -291,7 +295,7 @@ def build_spec(
                 pname, schema, arg_docs[pname], not has_default, p.default if has_default else None, nullable
             )
         )
-    spec = ToolSpec(
+    return ToolSpec(
         name=name or fn.__name__,
         fn=fn,
         description=description,
@@ -301,8 +305,6 @@ def build_spec(
         returns_description=returns_doc,
         success_keys=returns,
     )
-    spec._by_name.update({p.name: p for p in params})
-    return spec
 
 
 class ToolSet:
