@@ -67,10 +67,10 @@ def test_tailor_part_accounts_for_every_response(quickstart):
     rejected = {r["record_id"] for r in _jsonl(run / "rejects.jsonl") if r["stage"] != "ingest"}
     for resp in responses:  # each answer became a sample or a reject with a reason: nothing silently lost
         assert resp["id"] in samples or resp["id"] in rejected, resp["id"]
+    artifacts = {a["id"]: a for a in _jsonl(run / "artifacts.jsonl")}
     for sample in _jsonl(run / "samples.jsonl"):
         for media in sample["media"]:
-            art = next(a for a in _jsonl(run / "artifacts.jsonl") if a["id"] == media["artifact_id"])
-            assert (run / art["path"]).is_file()
+            assert (run / artifacts[media["artifact_id"]]["path"]).is_file()
 
 
 def test_envcraft_part_samples_audits_and_rolls_out(quickstart):
