@@ -13,7 +13,7 @@ from typing import Any
 
 import networkx as nx
 
-from dataclaw.envcraft.graph.tool_graph import ToolGraph, add_edge
+from dataclaw.envcraft.graph.tool_graph import ToolGraph, add_edge, node_params
 
 EDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -65,7 +65,7 @@ def _tool_lines(tg: ToolGraph) -> str:
                     "name": n,
                     "side_effect": "write" if tg.is_write(n) else "read",
                     "description": d.get("description", ""),
-                    "params": d.get("params", d.get("required_args", [])),
+                    "params": node_params(d),
                     "writes": d.get("fields", []),
                 },
                 ensure_ascii=False,

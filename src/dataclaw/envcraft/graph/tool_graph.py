@@ -90,7 +90,7 @@ class ToolGraph:
         """Entity kinds the tools take ids of (from parameter names)."""
         out: set[str] = set()
         for _, d in self.graph.nodes(data=True):
-            for p in d.get("params", d.get("required_args", [])) or []:
+            for p in node_params(d):
                 kind = id_kind(p)
                 if kind:
                     out.add(kind)
@@ -130,6 +130,11 @@ class ToolGraph:
             "edges": self.graph.number_of_edges(),
             "tiers": dict(sorted(tiers.items())),
         }
+
+
+def node_params(node: dict[str, Any]) -> list[str]:
+    """A tool node's parameter names (ClawForge nodes have only ``required_args``)."""
+    return node.get("params", node.get("required_args", [])) or []
 
 
 def add_edge(g: nx.DiGraph, src: str, dst: str, tier: str, relationship: str) -> None:
