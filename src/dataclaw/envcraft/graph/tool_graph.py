@@ -19,6 +19,7 @@ import inspect
 import json
 import re
 import textwrap
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -119,9 +120,7 @@ class ToolGraph:
         return path
 
     def stats(self) -> dict[str, Any]:
-        tiers: dict[str, int] = {}
-        for _, _, d in self.graph.edges(data=True):
-            tiers[d.get("tier", "?")] = tiers.get(d.get("tier", "?"), 0) + 1
+        tiers = Counter(d.get("tier", "?") for _, _, d in self.graph.edges(data=True))
         return {
             "env": self.env,
             "tools": len(self.tools()),
