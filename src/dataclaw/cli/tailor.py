@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -138,7 +139,7 @@ def inspect(
             row["reject"] or "",
         )  # fmt: skip
     console.print(table)
-    shown = [c for _, c in zip(range(candidates), store.records(CANDIDATES), strict=False)]
+    shown = list(islice(store.records(CANDIDATES), candidates))
     if shown:
         ctable = Table(title=f"candidates (first {len(shown)})")
         for col in ("candidate", "kind", "seconds", "why"):
