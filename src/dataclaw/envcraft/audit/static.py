@@ -56,6 +56,7 @@ from dataclaw.envcraft.audit.package import (
     module_assigns,
     read_package,
 )
+from dataclaw.envcraft.runtime.environment import REQUIRED_SCENARIO_KEYS
 from dataclaw.envcraft.runtime.loader import SKILL_MAX_LINES
 from dataclaw.envcraft.runtime.tools import parse_docstring
 
@@ -200,7 +201,7 @@ def _interface_scenarios(pkg: PackageSource) -> Iterator[Finding]:
         if not isinstance(raw, dict):
             yield finding("S002", rel, 0, "a scenario must be a JSON object")
             continue
-        missing = [k for k in ("scenario_id", "title", "task_prompt", "base_time") if k not in raw]
+        missing = [k for k in REQUIRED_SCENARIO_KEYS if k not in raw]
         if missing:
             yield finding("S002", rel, 0, f"scenario lacks {', '.join(missing)}")
 

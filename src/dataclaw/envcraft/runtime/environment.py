@@ -28,11 +28,9 @@ from dataclaw.envcraft.runtime.state import DEFAULT_TIME_STEP_S, deep_merge, jso
 from dataclaw.envcraft.runtime.store import SessionStore, Transaction
 from dataclaw.envcraft.runtime.tools import ToolSet
 
+REQUIRED_SCENARIO_KEYS = ("scenario_id", "title", "task_prompt", "base_time")
 _SCENARIO_KEYS = {
-    "scenario_id",
-    "title",
-    "task_prompt",
-    "base_time",
+    *REQUIRED_SCENARIO_KEYS,
     "workspace_account",
     "overrides",
     "long_context",
@@ -70,7 +68,7 @@ class Scenario:
         """Validate and build; errors name the file and the key."""
         if not isinstance(raw, dict):
             raise ValueError(f"{source}: a scenario must be a JSON object")
-        missing = [k for k in ("scenario_id", "title", "task_prompt", "base_time") if k not in raw]
+        missing = [k for k in REQUIRED_SCENARIO_KEYS if k not in raw]
         if missing:
             raise ValueError(f"{source}: scenario is missing {', '.join(missing)}")
         unknown = sorted(set(raw) - _SCENARIO_KEYS)
