@@ -6,7 +6,6 @@ servers we don't own): it answers the n-th assistant turn with the n-th planned 
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -81,7 +80,3 @@ def solution_calls(task: WorkspaceTask) -> list[tuple[str, dict[str, Any]]]:
         ("bash", {"command": "python3 .solve.py && rm .solve.py"}),
         ("finish", {"summary": "report written"}),
     ]
-
-
-def as_json(x: Any) -> str:
-    return json.dumps(x)

@@ -24,7 +24,7 @@ from dataclaw.envcraft.rollout.claw_tools import ClawToolError
 from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 from dataclaw.models import get_model
 from dataclaw.sandbox import SandboxPolicy
-from envcraft.rollout.rollout_helpers import as_json, example_claw_task, scripted_agent, solution_calls
+from envcraft.rollout.rollout_helpers import example_claw_task, scripted_agent, solution_calls
 from support.openai_server import OpenAIServer, Reply
 
 
@@ -164,7 +164,7 @@ def test_a_scripted_claw_agent_solves_the_workspace_task() -> None:
 
 def test_a_partly_wrong_claw_answer_gets_partial_credit() -> None:
     task = example_claw_task("logistics_manager_review")
-    answer = as_json({"return_ids": ["ret_003", "ret_006", "ret_008"], "total_refund": 629.97})
+    answer = json.dumps({"return_ids": ["ret_003", "ret_006", "ret_008"], "total_refund": 629.97})
     calls = [("write", {"path": "reports/manager_review.json", "content": answer}), ("finish", {})]
     traj, _ = _roll(scripted_agent(calls), ClawTaskHarness(task))
     assert 0.0 < traj.reward < 1.0
@@ -172,7 +172,7 @@ def test_a_partly_wrong_claw_answer_gets_partial_credit() -> None:
 
 def test_an_agent_that_writes_its_own_score_file_gains_nothing() -> None:
     task = example_claw_task("smart_home_energy_cost")
-    fake = as_json({"total_score": 100, "details": []})
+    fake = json.dumps({"total_score": 100, "details": []})
     calls = [("write", {"path": "workplace_score.json", "content": fake}), ("finish", {})]
     traj, _ = _roll(scripted_agent(calls), ClawTaskHarness(task))
     assert traj.reward == 0.0
