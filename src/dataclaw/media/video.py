@@ -270,11 +270,12 @@ class VideoReader:
         """Frames at ``indices`` (any order, repeats allowed), returned in the order asked."""
         for i in indices:
             self._check_index(i)
-        wanted = sorted({self._pts[i] for i in indices})
+        near = sorted({self._pts[i] for i in indices})
+        wanted = set(near)
         got: dict[int, np.ndarray] = {}
-        for target in wanted:
+        for target in near:
             if target not in got:
-                self._decode_to(target, set(wanted), got)
+                self._decode_to(target, wanted, near, got)
         return [got[self._pts[i]] for i in indices]
 
     def iter_frames(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
@@ -289,14 +290,14 @@ class VideoReader:
                 MediaIssue.OUT_OF_RANGE, f"{self.path}: frame {index} is outside 0..{len(self._pts) - 1}"
             )
 
-    def _decode_to(self, target: int, wanted: set[int], got: dict[int, np.ndarray]) -> None:
-        """Decode forward until the frame with pts ``target`` is out; keep every wanted frame seen."""
+    def _decode_to(self, target: int, wanted: set[int], near: list[int], got: dict[int, np.ndarray]) -> None:
+        """Decode forward until the frame with pts ``target`` is out; keep every wanted frame seen
+        (``near``: the wanted pts, sorted)."""
         av = _av()
         key = self._keys[bisect.bisect_right(self._keys, target) - 1]
         if self._pos is None or not key <= self._pos < target or not self._can_continue_to(target):
             self._seek(key)
         assert self._packets is not None
-        near = sorted(wanted)
         try:
             for packet in self._packets:
                 if packet.size == 0 and packet.pts is None:
