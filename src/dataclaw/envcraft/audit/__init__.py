@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dataclaw.envcraft.audit.dynamic import DynamicOptions, dynamic_audit
 from dataclaw.envcraft.audit.model import AuditReport, CheckStatus, DynamicCheck, Finding
-from dataclaw.envcraft.audit.package import PackageSource, Role, read_package
+from dataclaw.envcraft.audit.package import PackageSource, Role, class_attrs, env_classes, read_package
 from dataclaw.envcraft.audit.static import RULES, static_audit
 
 __all__ = [
@@ -33,17 +33,10 @@ __all__ = [
 def _env_name(pkg: PackageSource) -> str:
     """The environment's declared ``name`` (read from the source, not imported), else the folder name."""
     for mod in pkg.with_role(Role.ENVIRONMENT_CLASS):
-        assert mod.tree is not None
-        for node in ast.walk(mod.tree):
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            value = getattr(node, "value", None)
-            if (
-                isinstance(node, ast.Assign | ast.AnnAssign)
-                and any(isinstance(t, ast.Name) and t.id == "name" for t in targets)
-                and isinstance(value, ast.Constant)
-                and isinstance(value.value, str)
-            ):
-                return value.value
+        for cls in env_classes(mod):
+            name = class_attrs(cls).get("name")
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                return name.value
     return pkg.root.name
 
 

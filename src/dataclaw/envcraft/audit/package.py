@@ -178,6 +178,19 @@ def env_classes(mod: Module) -> list[ast.ClassDef]:
     ]
 
 
+def class_attrs(cls: ast.ClassDef) -> dict[str, ast.expr]:
+    """Names a class body binds by (annotated) assignment → the assigned value."""
+    out: dict[str, ast.expr] = {}
+    for node in cls.body:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            out[node.target.id] = node.value
+    return out
+
+
 def module_assigns(tree: ast.Module) -> dict[str, ast.stmt]:
     """Top-level names bound by (annotated) assignment → the statement."""
     out: dict[str, ast.stmt] = {}

@@ -50,6 +50,7 @@ from dataclaw.envcraft.audit.package import (
     Module,
     PackageSource,
     Role,
+    class_attrs,
     env_classes,
     is_dimension_def,
     is_tool_def,
@@ -127,18 +128,6 @@ def _missing_artifact(pkg: PackageSource) -> Iterator[Finding]:
             yield finding("S001", ".", 0, f"no module is {what}")
 
 
-def _class_attrs(cls: ast.ClassDef) -> dict[str, ast.expr]:
-    out: dict[str, ast.expr] = {}
-    for node in cls.body:
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    out[t.id] = node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
-            out[node.target.id] = node.value
-    return out
-
-
 def _interface_env(pkg: PackageSource) -> Iterator[Finding]:
     init = pkg.module("__init__.py")
     exported = set(module_assigns(init.tree)) | set(init.imports) if init and init.tree else set()
@@ -147,7 +136,7 @@ def _interface_env(pkg: PackageSource) -> Iterator[Finding]:
     domain = {m.rel for m in pkg.with_role(Role.DOMAIN_MODULE)}
     for mod in pkg.with_role(Role.ENVIRONMENT_CLASS):
         for cls in env_classes(mod):
-            attrs = _class_attrs(cls)
+            attrs = class_attrs(cls)
             for attr in ("name", "DEFAULT_STATE", "tools", "evaluator"):
                 if attr not in attrs:
                     yield finding("S002", mod.rel, cls.lineno, f"{cls.name} does not set `{attr}`")
