@@ -48,6 +48,14 @@ class CalibrationConfig:
         if not 0 < self.success_threshold <= 1:
             raise ValueError(f"success_threshold must be in (0, 1], got {self.success_threshold}")
 
+    def rollout_config(self, rollout: RolloutConfig | None = None) -> RolloutConfig:
+        """``rollout`` (default limits) with this calibration's sampling: temperature and top-p."""
+        return replace(rollout or RolloutConfig(), temperature=self.temperature, top_p=self.top_p)
+
+    def seed(self, j: int) -> int:
+        """The seed of the ``j``-th of the k rollouts."""
+        return self.base_seed + j
+
 
 @dataclass
 class Calibration:
@@ -107,14 +115,13 @@ async def calibrate_task(
 ) -> tuple[Calibration, list[Trajectory]]:
     """k rollouts of one task with distinct seeds → verdict (and the trajectories, for the record)."""
     config = config or CalibrationConfig()
-    rc = replace(rollout or RolloutConfig(), temperature=config.temperature, top_p=config.top_p)
     harnesses = [harness_for(task) for _ in range(config.k)]
     trajs = await run_rollouts(
         model,
         harnesses,
-        rc,
+        config.rollout_config(rollout),
         concurrency=config.concurrency,
-        seeds=[config.base_seed + j for j in range(config.k)],
+        seeds=[config.seed(j) for j in range(config.k)],
     )
     task_id = harnesses[0].task_id
     return judge(task_id, trajs, config.success_threshold), trajs

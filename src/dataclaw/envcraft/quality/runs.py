@@ -14,13 +14,16 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollout
 from dataclaw.envcraft.rollout.loop import rollout_id
 from dataclaw.sandbox import SandboxPolicy, SandboxUnavailable, sandbox_available
+
+if TYPE_CHECKING:
+    from dataclaw.envcraft.quality.calibrate import CalibrationConfig
 
 Progress = Callable[[int, int], None]
 
@@ -291,7 +294,7 @@ async def calibrate_tasks(
     model: Any,
     tasks: list[Any],
     store: RunStore,
-    config: Any,
+    config: CalibrationConfig,
     rollout: RolloutConfig,
     *,
     repair_model: Any = None,
@@ -304,15 +307,14 @@ async def calibrate_tasks(
     run)."""
     from dataclaw.envcraft.quality.calibrate import CalibrationVerdict, audit_verifier, judge, repair_verifier
 
-    rc = replace(rollout, temperature=config.temperature, top_p=config.top_p)
     records = await rollout_tasks(
         model,
         tasks,
         store,
-        rc,
+        config.rollout_config(rollout),
         samples=config.k,
         concurrency=config.concurrency,
-        seeds=lambda j: config.base_seed + j,
+        seeds=config.seed,
         policy=policy,
         progress=progress,
     )
