@@ -68,11 +68,7 @@ def load_env_package(ref: str | Path | ModuleType | type[Environment] | EnvPacka
     if isinstance(ref, EnvPackage):
         return ref
     if isinstance(ref, type) and issubclass(ref, Environment):
-        ref = (
-            sys.modules[ref.__module__.rsplit(".", 1)[0]]
-            if "." in ref.__module__
-            else sys.modules[ref.__module__]
-        )
+        ref = sys.modules[ref.__module__.rsplit(".", 1)[0]]  # the package around the class's module
     if isinstance(ref, ModuleType):
         module = ref
     elif isinstance(ref, Path) or (isinstance(ref, str) and ("/" in ref or ref.endswith(".py"))):
