@@ -97,11 +97,13 @@ def _traj(reward: float, *, defect: bool = False, error: str | None = None) -> T
 def test_judge_keeps_only_intermediate_pass_rates() -> None:
     assert judge("t", [_traj(1.0), _traj(0.0)]).verdict is CalibrationVerdict.KEEP
     assert judge("t", [_traj(1.0), _traj(1.0)]).verdict is CalibrationVerdict.TOO_EASY
-    assert judge("t", [_traj(0.0), _traj(0.0, error="timeout")]).verdict is CalibrationVerdict.TOO_HARD
+    hard = judge("t", [_traj(0.0), _traj(0.0, error="timeout"), _traj(0.0, error="timeout")])
+    assert hard.verdict is CalibrationVerdict.TOO_HARD and hard.errors == {"timeout": 2}
     partial = judge("t", [_traj(0.9), _traj(0.4)])
     assert partial.p == 0.0  # claw rewards below full score are not successes
     defect = judge("t", [_traj(1.0), _traj(0.0, defect=True, error="verifier")])
     assert defect.verdict is CalibrationVerdict.DEFECT and defect.p is None and defect.defects == 1
+    assert defect.errors == {}  # a verifier defect is not counted as an agent failure
 
 
 def test_calibration_runs_k_seeded_rollouts_and_keeps_a_task_solved_half_the_time() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -86,10 +87,7 @@ def judge(task_id: str, trajectories: list[Trajectory], threshold: float = 1.0) 
     """The verdict from k finished rollouts."""
     defects = [t for t in trajectories if t.defect]
     rewards = [t.reward for t in trajectories]
-    errors: dict[str, int] = {}
-    for t in trajectories:
-        if t.error and not t.defect:
-            errors[t.error["boundary"]] = errors.get(t.error["boundary"], 0) + 1
+    errors = dict(Counter(t.error["boundary"] for t in trajectories if t.error and not t.defect))
     if defects:
         problem = (defects[0].error or {}).get("message")
         return Calibration(
