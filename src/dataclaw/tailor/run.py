@@ -100,11 +100,15 @@ def resolve_choices(
 
 
 def plan_items(
-    store: RunStore, catalog: IntentCatalog, config: TailorRunConfig, router: Router
+    store: RunStore,
+    catalog: IntentCatalog,
+    config: TailorRunConfig,
+    router: Router,
+    streams: dict[str, dict[str, Any]],
+    anchors: dict[str, dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(synthesis items, candidates) for every candidate and each intent chosen for it."""
-    streams = {s["id"]: s for s in store.records(STREAMS)}
-    anchors = {a["id"]: a for a in store.records(ANCHORS)}
+    """(synthesis items, candidates) for every candidate and each intent chosen for it; ``streams`` and
+    ``anchors`` are the run's records by id."""
     candidates = [c for c in store.records(CANDIDATES) if c["stream_id"] in streams]
     if config.max_per_kind:
         seen: Counter[str] = Counter()
@@ -152,9 +156,10 @@ def tailor_run(
             command="tailor run", route=config.route.model_dump(mode="json"), intents=config.intents,
             request=config.request, seed=config.seed,
         )  # fmt: skip
-        items, candidates = plan_items(store, catalog, config, router)
-        router.check([catalog.get(i["intent"]) for i in items])
+        streams = {s["id"]: s for s in store.records(STREAMS)}
         anchors = {a["id"]: a for a in store.records(ANCHORS)}
+        items, candidates = plan_items(store, catalog, config, router, streams, anchors)
+        router.check([catalog.get(i["intent"]) for i in items])
         pool = run_distractors(candidates, anchors) + load_distractors()
         synth = SynthesizeStage(
             config.route, catalog=catalog, seed=config.seed, distractor_pool=pool, router=router,
@@ -169,7 +174,6 @@ def tailor_run(
             stages[VALIDATED] = stats_dict(
                 run_stage(ValidateStage(catalog), responses, store, executor, update)
             )
-        streams = {s["id"]: s for s in store.records(STREAMS)}
         cands = {c["id"]: c for c in candidates}
         mats = [
             make_item(s, streams[s["stream_id"]], cands.get(s["candidate_id"]))
