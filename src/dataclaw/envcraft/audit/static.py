@@ -130,9 +130,9 @@ def _missing_artifact(pkg: PackageSource) -> Iterator[Finding]:
 
 def _interface_env(pkg: PackageSource) -> Iterator[Finding]:
     init = pkg.module("__init__.py")
-    exported = set(module_assigns(init.tree)) | set(init.imports) if init and init.tree else set()
-    if init is not None and init.tree is not None and "ENVIRONMENT" not in exported:
-        yield finding("S002", "__init__.py", 1, "does not define ENVIRONMENT = <Environment subclass>")
+    if init is not None and init.tree is not None:
+        if "ENVIRONMENT" not in set(module_assigns(init.tree)) | set(init.imports):
+            yield finding("S002", "__init__.py", 1, "does not define ENVIRONMENT = <Environment subclass>")
     domain = {m.rel for m in pkg.with_role(Role.DOMAIN_MODULE)}
     for mod in pkg.with_role(Role.ENVIRONMENT_CLASS):
         for cls in env_classes(mod):
