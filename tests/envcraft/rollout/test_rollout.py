@@ -206,6 +206,11 @@ def test_claw_file_tools_stay_inside_the_workspace(tmp_path: Path) -> None:
     r = tools.call("edit", {"path": "notes/a.txt", "old_text": "absent", "new_text": "x"})
     assert r.error_kind == "no_match"
     assert tools.call("read", {"path": "notes/a.txt", "bogus": 1}).error_kind == "invalid_argument"
+    (ws / "blob.bin").write_bytes(b"\xff\xfe\x00")
+    assert tools.call("read", {"path": "blob.bin"}).error_kind == "not_text"
+    swap = {"old_text": "a", "new_text": "b"}
+    assert tools.call("edit", {"path": "blob.bin", **swap}).error_kind == "not_text"
+    assert tools.call("edit", {"path": "nope.txt", **swap}).error_kind == "not_found"
 
 
 def test_bash_runs_sandboxed_with_only_the_workspace_writable(tmp_path: Path) -> None:

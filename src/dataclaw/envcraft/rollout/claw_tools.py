@@ -224,12 +224,7 @@ class ClawTools:
         return ToolResult(f"[exit code {out.exit_code}]\n{text}".rstrip(), ok=out.exit_code == 0)
 
     def read(self, path: str, offset: int = 1, limit: int = 2000) -> ToolResult:
-        host = self.resolve(path)
-        data = self._bytes(host, path)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ClawToolError(ClawErrorKind.NOT_TEXT, f"{path!r} is not UTF-8 text") from None
+        text = self._text(self.resolve(path), path)
         if not isinstance(offset, int) or not isinstance(limit, int) or offset < 1 or limit < 1:
             raise ClawToolError(ClawErrorKind.INVALID_ARGUMENT, "offset and limit must be positive integers")
         lines = text.splitlines(keepends=True)
@@ -237,14 +232,18 @@ class ClawTools:
         more = len(lines) - (offset - 1 + limit)
         return ToolResult(chunk + (f"\n[... {more} more lines]" if more > 0 else ""))
 
-    def _bytes(self, host: Path, path: str) -> bytes:
+    def _text(self, host: Path, path: str) -> str:
+        """The UTF-8 text of an existing, not too large file (``path`` as the agent wrote it)."""
         if not host.exists():
             raise ClawToolError(ClawErrorKind.NOT_FOUND, f"{path!r} does not exist")
         if host.is_dir():
             raise ClawToolError(ClawErrorKind.IS_DIRECTORY, f"{path!r} is a folder; use ls")
         if host.stat().st_size > MAX_READ_BYTES * 16:
             raise ClawToolError(ClawErrorKind.TOO_LARGE, f"{path!r} is too large to read whole; use bash")
-        return host.read_bytes()
+        try:
+            return host.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise ClawToolError(ClawErrorKind.NOT_TEXT, f"{path!r} is not UTF-8 text") from None
 
     def write(self, path: str, content: str) -> ToolResult:
         if not isinstance(content, str):
@@ -260,10 +259,7 @@ class ClawTools:
 
     def edit(self, path: str, old_text: str, new_text: str) -> ToolResult:
         host = self.resolve(path)
-        try:
-            text = self._bytes(host, path).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ClawToolError(ClawErrorKind.NOT_TEXT, f"{path!r} is not UTF-8 text") from None
+        text = self._text(host, path)
         if not old_text:
             raise ClawToolError(ClawErrorKind.INVALID_ARGUMENT, "old_text must not be empty")
         n = text.count(old_text)
