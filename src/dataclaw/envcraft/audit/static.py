@@ -328,8 +328,9 @@ def _tool_problems(
     if not params or params[0].arg != "session":
         yield "the first parameter must be `session: dict`"
     here = mod.local_name
-    _, documented, _ = parse_docstring(ast.get_docstring(fn))
-    if not ast.get_docstring(fn):
+    doc = ast.get_docstring(fn)
+    _, documented, _ = parse_docstring(doc)
+    if not doc:
         yield "no docstring: its first paragraph is the tool description the agent sees"
     for p in params[1:]:
         if p.annotation is None:
