@@ -24,7 +24,7 @@ from typing import Any
 
 from dataclaw.sandbox import Limits, SandboxPolicy, Status, run
 
-MAX_READ_BYTES = 64_000
+MAX_FILE_BYTES = 1_024_000  # largest file read, edited or grepped whole
 MAX_OUTPUT_CHARS = 16_000
 MAX_GREP_HITS = 200
 FINISH = "finish"
@@ -238,7 +238,7 @@ class ClawTools:
             raise ClawToolError(ClawErrorKind.NOT_FOUND, f"{path!r} does not exist")
         if host.is_dir():
             raise ClawToolError(ClawErrorKind.IS_DIRECTORY, f"{path!r} is a folder; use ls")
-        if host.stat().st_size > MAX_READ_BYTES * 16:
+        if host.stat().st_size > MAX_FILE_BYTES:
             raise ClawToolError(ClawErrorKind.TOO_LARGE, f"{path!r} is too large to read whole; use bash")
         try:
             return host.read_bytes().decode("utf-8")
@@ -291,7 +291,7 @@ class ClawTools:
         hits: list[str] = []
         for f in files:
             real = os.path.realpath(f)
-            if not real.startswith(self.root + os.sep) or f.stat().st_size > MAX_READ_BYTES * 16:
+            if not real.startswith(self.root + os.sep) or f.stat().st_size > MAX_FILE_BYTES:
                 continue
             try:
                 lines = f.read_text(encoding="utf-8").splitlines()
