@@ -10,6 +10,7 @@ check is a reject for that episode only; the other episodes are read as usual.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,47 @@ class EpisodeSpec:
     """camera -> (mp4, from_timestamp, to_timestamp); times None when the file holds only this episode."""
 
 
+class _OpenFiles:
+    """The last few videos and tables read, kept open across episodes: LeRobot v3 packs many episodes
+    into one parquet and one mp4, which would otherwise be demuxed and read again for every episode."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self.keep = keep
+        self._videos: OrderedDict[Path, VideoReader] = OrderedDict()
+        self._tables: OrderedDict[Path, tuple[list[str], Any]] = OrderedDict()
+
+    def video(self, path: Path) -> VideoReader:
+        """An open reader of ``path`` (raises MediaError when it cannot be opened)."""
+        if path not in self._videos:
+            self._videos[path] = VideoReader(path)
+        self._videos.move_to_end(path)
+        while len(self._videos) > self.keep:
+            self._videos.popitem(last=False)[1].close()
+        return self._videos[path]
+
+    def table(self, path: Path) -> tuple[list[str], Any]:
+        """(column names, the timestamp and episode_index columns) of a parquet file."""
+        if path not in self._tables:
+            pq = require("pyarrow.parquet", "LeRobot reader", "media")
+            names = pq.read_schema(path).names
+            timing = (
+                pq.read_table(path, columns=["timestamp", "episode_index"])
+                if all(c in names for c in ("timestamp", "episode_index"))
+                else None
+            )
+            self._tables[path] = (names, timing)
+        self._tables.move_to_end(path)
+        while len(self._tables) > self.keep:
+            self._tables.popitem(last=False)
+        return self._tables[path]
+
+    def close(self) -> None:
+        for reader in self._videos.values():
+            reader.close()
+        self._videos.clear()
+        self._tables.clear()
+
+
 class _LeRobotBase(StreamReader):
     """Shared checks and stream building; subclasses list their episodes."""
 
@@ -96,17 +138,27 @@ class _LeRobotBase(StreamReader):
                 f"{path}/meta/info.json: not a valid LeRobot info file ({exc})",
             )
             return
-        for spec in self.episodes(path, info):
-            if isinstance(spec, Reject):
-                yield spec
-            else:
-                yield self._episode_stream(path, info, fps, features, spec)
+        files = _OpenFiles()
+        try:
+            for spec in self.episodes(path, info):
+                if isinstance(spec, Reject):
+                    yield spec
+                else:
+                    yield self._episode_stream(path, info, fps, features, spec, files)
+        finally:
+            files.close()
 
     def _uid(self, root: Path, episode: int) -> str:
         return stream_id(f"{root.name}-ep{episode:06d}", [self.name, root.name, episode])
 
     def _episode_stream(
-        self, root: Path, info: dict[str, Any], fps: float, features: dict[str, Any], spec: EpisodeSpec
+        self,
+        root: Path,
+        info: dict[str, Any],
+        fps: float,
+        features: dict[str, Any],
+        spec: EpisodeSpec,
+        files: _OpenFiles,
     ) -> Stream | Reject:
         uid = self._uid(root, spec.index)
         where = f"{root.name} episode {spec.index}"
@@ -115,13 +167,13 @@ class _LeRobotBase(StreamReader):
             return reject(
                 uid, IngestIssue.MISSING_FILE, f"{where}: listed in metadata but missing: {missing[0]}"
             )
-        checked = self._check_table(uid, where, spec, fps, features)
+        checked = self._check_table(uid, where, spec, features, files)
         if isinstance(checked, Reject):
             return checked
         timestamps, table_columns = checked
         cameras: dict[str, Camera] = {}
         for key, (video, t_from, t_to) in spec.videos.items():
-            camera = self._camera(uid, where, key, video, t_from, t_to, spec.length, timestamps, fps)
+            camera = self._camera(uid, where, key, files, video, t_from, t_to, spec.length, timestamps, fps)
             if isinstance(camera, Reject):
                 return camera
             cameras[key] = camera
@@ -150,13 +202,12 @@ class _LeRobotBase(StreamReader):
         )
 
     def _check_table(
-        self, uid: str, where: str, spec: EpisodeSpec, fps: float, features: dict[str, Any]
+        self, uid: str, where: str, spec: EpisodeSpec, features: dict[str, Any], files: _OpenFiles
     ) -> tuple[list[float], list[str]] | Reject:
         pa = require("pyarrow", "LeRobot reader", "media")
-        pq = require("pyarrow.parquet", "LeRobot reader", "media")
         pc = require("pyarrow.compute", "LeRobot reader", "media")
         try:
-            schema_names = pq.read_schema(spec.data_path).names
+            schema_names, table = files.table(spec.data_path)
         except (OSError, pa.ArrowException) as exc:
             return reject(
                 uid, IngestIssue.BAD_TABLE, f"{where}: {spec.data_path} is not a readable parquet ({exc})"
@@ -170,7 +221,6 @@ class _LeRobotBase(StreamReader):
                 f"{where}: {spec.data_path.name} lacks declared column(s) {', '.join(absent)}",
                 missing=absent,
             )
-        table = pq.read_table(spec.data_path, columns=["timestamp", "episode_index"])
         table = table.filter(pc.equal(table["episode_index"], spec.index))
         if table.num_rows != spec.length:
             return reject(
@@ -186,6 +236,7 @@ class _LeRobotBase(StreamReader):
         uid: str,
         where: str,
         key: str,
+        files: _OpenFiles,
         video: Path,
         t_from: float | None,
         t_to: float | None,
@@ -194,22 +245,22 @@ class _LeRobotBase(StreamReader):
         fps: float,
     ) -> Camera | Reject:
         try:
-            with VideoReader(video) as reader:
-                vinfo = reader.info
-                start = 0 if t_from is None else reader.index_at_time(t_from)
-                end = start + length
-                if end > reader.frame_count or (t_from is None and reader.frame_count != length):
-                    return reject(
-                        uid,
-                        IngestIssue.LENGTH_MISMATCH,
-                        f"{where}: {key} video {video.name} has {reader.frame_count} frames, "
-                        f"expected {length}" + ("" if t_from is None else f" from {t_from} s"),
-                    )
-                base = reader.time_of(start)
-                drift = max(
-                    abs((reader.time_of(start + i) - base) - (ts - timestamps[0]))
-                    for i, ts in enumerate(timestamps)
+            reader = files.video(video)
+            vinfo = reader.info
+            start = 0 if t_from is None else reader.index_at_time(t_from)
+            end = start + length
+            if end > reader.frame_count or (t_from is None and reader.frame_count != length):
+                return reject(
+                    uid,
+                    IngestIssue.LENGTH_MISMATCH,
+                    f"{where}: {key} video {video.name} has {reader.frame_count} frames, "
+                    f"expected {length}" + ("" if t_from is None else f" from {t_from} s"),
                 )
+            base = reader.time_of(start)
+            drift = max(
+                abs((reader.time_of(start + i) - base) - (ts - timestamps[0]))
+                for i, ts in enumerate(timestamps)
+            )
         except MediaError as exc:
             return media_reject(uid, exc, camera=key)
         if drift > 0.5 / fps:
