@@ -292,8 +292,8 @@ def _owned_by(workspace: Path, uid: int) -> Iterator[None]:
         chown_tree(workspace, os.geteuid(), os.getegid())
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # proc is not reaped yet, so its pid (= its process group) cannot have been reused.
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group ``proc`` leads (call before reaping it: then its pid cannot be reused)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -330,7 +330,7 @@ def _supervise(
     try:
         got = _pump(proc, streams, limits, t0)
     finally:
-        _kill_group(proc)
+        kill_group(proc)
         proc.wait()
         proc.stdout.close()
         proc.stderr.close()
@@ -364,14 +364,14 @@ def _pump(
             now = time.monotonic()
             if not exited and not timed_out and now >= deadline:
                 timed_out, grace = True, now
-                _kill_group(proc)
+                kill_group(proc)
             if grace and now > grace + 2.0:
                 break  # something outside our reach holds a pipe; stop waiting for it
             for key, _ in sel.select(timeout=max(0.25 if grace else deadline - now, 0.001)):
                 if key.data == "exit":
                     sel.unregister(pidfd)
                     exited, grace = True, grace or time.monotonic()
-                    _kill_group(proc)  # unsafe mode: leftovers of the same group would hold the pipes
+                    kill_group(proc)  # unsafe mode: leftovers of the same group would hold the pipes
                     continue
                 try:
                     chunk = os.read(key.fd, 1 << 16)

@@ -14,7 +14,6 @@ import dataclasses
 import logging
 import os
 import selectors
-import signal
 import struct
 import subprocess
 import sys
@@ -182,10 +181,7 @@ class WarmWorker(Runtime):
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # not reaped yet, so the group id is still ours
-            except (ProcessLookupError, PermissionError):
-                pass
+            runner.kill_group(proc)
             proc.wait()
             self._await_eof(proc)
             for stream in (proc.stdin, proc.stdout):
