@@ -30,6 +30,13 @@ def _natural_key(path: Path) -> list[object]:
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path.name)]
 
 
+def _listed(folder: Path, suffixes: frozenset[str]) -> list[Path]:
+    """Top-level files of ``folder`` with one of ``suffixes``, in natural name order."""
+    return sorted(
+        (p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in suffixes), key=_natural_key
+    )
+
+
 @register_reader
 class VideoFileReader(StreamReader):
     """A video file, or a folder whose top level holds video files: one VIDEO stream per file."""
@@ -47,15 +54,7 @@ class VideoFileReader(StreamReader):
         )
 
     def read(self, path: Path) -> Iterator[Stream | Reject]:
-        files = (
-            [path]
-            if path.is_file()
-            else sorted(
-                (p for p in path.iterdir() if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES),
-                key=_natural_key,
-            )
-        )
-        for file in files:
+        for file in [path] if path.is_file() else _listed(path, VIDEO_SUFFIXES):
             yield self.read_file(file)
 
     def read_file(self, file: Path) -> Stream | Reject:
@@ -104,10 +103,7 @@ class ImageFolderReader(StreamReader):
         )
 
     def read(self, path: Path) -> Iterator[Stream | Reject]:
-        files = sorted(
-            (p for p in path.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES),
-            key=_natural_key,
-        )
+        files = _listed(path, IMAGE_SUFFIXES)
         uid = stream_id(path.name, [self.name, path.name, [f.name for f in files]])
         sizes = set()
         for file in files:
