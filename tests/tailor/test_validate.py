@@ -185,7 +185,7 @@ def test_unparsable_answer_is_rejected(catalog: IntentCatalog) -> None:
     assert validate(catalog, rec).reason == ValidationIssue.UNPARSABLE
 
 
-def gui(catalog: IntentCatalog, intent: str, output: Any) -> Any:
+def gui(catalog: IntentCatalog, intent: str, output: Any, seed: int = 0) -> Any:
     pool = [
         {
             "source": "bundled",
@@ -193,7 +193,9 @@ def gui(catalog: IntentCatalog, intent: str, output: Any) -> Any:
             "actions": ["click 'Dates'"],
         }
     ]
-    stage = SynthesizeStage(RouteConfig.omni("replay:unused.jsonl"), catalog=catalog, distractor_pool=pool)
+    stage = SynthesizeStage(
+        RouteConfig.omni("replay:unused.jsonl"), catalog=catalog, distractor_pool=pool, seed=seed
+    )
     item = synth_item(GUI_TASK, GUI_STREAM, GUI_ANCHORS, catalog.get(intent))
     ctx, schema, _ = stage.prepare(item, catalog.get(intent))
     rec = response(catalog, intent, GUI_TASK, GUI_STREAM, GUI_ANCHORS, output)
@@ -228,6 +230,12 @@ def test_gui_reconstruction_is_deterministic_per_seed(catalog: IntentCatalog) ->
     a, _ = gui(catalog, "gui_task_reconstruction", {})
     b, _ = gui(catalog, "gui_task_reconstruction", {})
     assert a["fragments"] == b["fragments"] and a["answer_order"] == b["answer_order"]
+    # and the seed is what decides it: other seeds shuffle the fragments into other orders
+    orders = {
+        tuple(f["description"] for f in gui(catalog, "gui_task_reconstruction", {}, seed=s)[0]["fragments"])
+        for s in range(8)
+    }
+    assert len(orders) > 1
 
 
 def test_claimed_click_on_an_app_never_seen_is_flagged(catalog: IntentCatalog) -> None:
