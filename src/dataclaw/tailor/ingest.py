@@ -40,8 +40,7 @@ from dataclaw.tailor.anchors.base import (
 )
 from dataclaw.tailor.anchors.ocr import OcrError
 from dataclaw.tailor.mine import MINERS, Miner, StreamView, get_miner, miner_names
-from dataclaw.tailor.streams.base import IngestIssue as _IngestIssue
-from dataclaw.tailor.streams.base import Stream, open_source, reject, stream_id
+from dataclaw.tailor.streams.base import Stream, read_streams
 
 STREAMS = "streams"
 ANCHORS = "anchors"
@@ -273,18 +272,11 @@ def read_inputs(
         key = root_id("input", path.name or "input", str(path.resolve()))
         if key in done:
             continue
-        try:
-            source = open_source(path)
-        except ConfigError as exc:
-            store.reject(
-                reject(stream_id(path.name or "input", str(path)), _IngestIssue.NOT_A_DATASET, str(exc))
-            )
-        else:
-            for unit in source:
-                if isinstance(unit, Reject):
-                    store.reject(unit)
-                else:
-                    written += out.append(unit.model_dump(mode="json"))
+        for unit in read_streams([path]):  # a path no reader knows is a NOT_A_DATASET reject
+            if isinstance(unit, Reject):
+                store.reject(unit)
+            else:
+                written += out.append(unit.model_dump(mode="json"))
         done.append({"id": key, "path": str(path)})
         if progress:
             progress(n, len(paths))
