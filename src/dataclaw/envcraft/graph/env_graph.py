@@ -21,7 +21,6 @@ GENERIC_KINDS = frozenset({"session", "scenario", "account", "user", "entity", "
 
 def build_env_graph(graphs: Iterable[ToolGraph]) -> nx.DiGraph:
     """Env graph over ``graphs`` from produced/consumed entity kinds."""
-    graphs = list(graphs)
     g = nx.DiGraph()
     kinds: dict[str, tuple[set[str], set[str]]] = {}
     for tg in graphs:
