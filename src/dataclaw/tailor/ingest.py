@@ -40,7 +40,7 @@ from dataclaw.tailor.anchors.base import (
 )
 from dataclaw.tailor.anchors.ocr import OcrError
 from dataclaw.tailor.mine import MINERS, Miner, StreamView, get_miner, miner_names
-from dataclaw.tailor.streams.base import Stream, read_streams
+from dataclaw.tailor.streams.base import Stream, detect_reader, read_streams
 
 STREAMS = "streams"
 ANCHORS = "anchors"
@@ -288,8 +288,6 @@ def discover_inputs(root: str | Path) -> list[Path]:
 
     A folder a reader claims is not searched further (a LeRobot dataset is one input, not its files).
     """
-    from dataclaw.tailor.streams.base import detect_reader
-
     root = Path(root)
     try:
         detect_reader(root)
