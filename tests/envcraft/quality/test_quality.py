@@ -228,6 +228,18 @@ def test_generation_with_the_wrong_task_id_is_refused() -> None:
     assert err.value.reason is GenerationReason.WRONG_ID
 
 
+def test_a_chain_record_of_unknown_shape_is_a_bad_chain_reject(tmp_path: Path) -> None:
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.tasks.claw_generate import synth_claw_tasks
+
+    with OpenAIServer() as server, RunStore(tmp_path / "run") as store:
+        model = get_model(f"{server.base_url}::writer", cache=False)
+        ids = asyncio.run(synth_claw_tasks(model, [{"id": "c1", "tools": ["x"]}], tmp_path / "out", store))
+        rejects = [(r["record_id"], r["reason"]) for r in store.rejects("claw_generate")]
+        assert server.request_count == 0
+    assert ids == [] and rejects == [("c1", "bad_chain")]
+
+
 def test_generated_record_serialises(tmp_path: Path) -> None:
     task = example_claw_task("smart_home_energy_cost")
     assert WorkspaceTask.from_record(json.loads(json.dumps(task.to_record()))).verifier == task.verifier

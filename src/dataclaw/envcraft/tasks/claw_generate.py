@@ -82,6 +82,7 @@ class GenerationReason(StrEnum):
     MODEL_ERROR = "model_error"
     BAD_YAML = "bad_yaml"
     WRONG_ID = "wrong_id"
+    BAD_CHAIN = "bad_chain"
 
 
 class GenerationError(Exception):
@@ -161,7 +162,7 @@ def chain_skeleton(rec: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         domain = "+".join(rec["envs"])
         skeleton = {"steps": list(rec["steps"])}
     else:
-        raise GenerationError(GenerationReason.BAD_YAML, "chain record has neither env_name nor envs/steps")
+        raise GenerationError(GenerationReason.BAD_CHAIN, "chain record has neither env_name nor envs/steps")
     return f"{slug(domain, 40)}-{stable_hash(rec, 8)}", domain, skeleton
 
 
