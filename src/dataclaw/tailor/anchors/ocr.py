@@ -157,11 +157,7 @@ def parse_tesseract_pages(tsv: str, min_confidence: float = 0.0) -> dict[int, li
         cols = row.split("\t", 2)
         if len(cols) >= 2 and cols[1].isdigit():
             by_page.setdefault(int(cols[1]), []).append(row)
-    header = "level\tpage_num"
-    return {
-        page: parse_tesseract_tsv("\n".join([header, *rows]), min_confidence)
-        for page, rows in by_page.items()
-    }
+    return {page: _lines(rows, min_confidence) for page, rows in by_page.items()}
 
 
 def parse_tesseract_tsv(tsv: str, min_confidence: float = 0.0) -> list[OcrLine]:
@@ -170,8 +166,13 @@ def parse_tesseract_tsv(tsv: str, min_confidence: float = 0.0) -> list[OcrLine]:
     A line's box is the union of its words' boxes and its confidence the mean word confidence;
     words with no text, and lines below ``min_confidence``, are dropped.
     """
+    return _lines(tsv.splitlines()[1:], min_confidence)
+
+
+def _lines(rows: Sequence[str], min_confidence: float) -> list[OcrLine]:
+    """The text lines of one page's TSV rows (header removed)."""
     lines: dict[tuple[int, int, int], list[tuple[str, int, int, int, int, float]]] = {}
-    for row in tsv.splitlines()[1:]:
+    for row in rows:
         cols = row.split("\t")
         if len(cols) < 12 or cols[0] != "5":
             continue
