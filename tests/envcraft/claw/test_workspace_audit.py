@@ -134,6 +134,9 @@ def test_folder_loading_reports_broken_layouts(tmp_path: Path) -> None:
     assert "verify_workplace.py" in loaded["good_reorder"].message
     assert loaded["passes_untouched"].reason is LayoutProblem.BAD_YAML
     assert isinstance(loaded["leaky_prompt"], WorkspaceTask)
+    leaky = root / "tasks" / "leaky_prompt.yaml"
+    leaky.write_text(leaky.read_text().replace("tasks/prompts/", "../tasks/prompts/"))
+    assert load_task(root, "leaky_prompt").reason is LayoutProblem.PROMPT_PATH  # type: ignore[union-attr]
 
 
 def test_write_then_load_round_trips(tmp_path: Path) -> None:

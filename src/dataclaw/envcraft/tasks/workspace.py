@@ -162,7 +162,7 @@ def load_task(root: Path, task_id: str) -> WorkspaceTask | LayoutError:
             f"{yaml_path.name} says id {config['id']!r}, file name {task_id!r}",
         )
     expected_prompt = f"tasks/prompts/{task_id}.md"
-    if str(config["prompt"]).lstrip("./") != expected_prompt:
+    if str(config["prompt"]).removeprefix("./") != expected_prompt:
         return LayoutError(
             task_id,
             LayoutProblem.PROMPT_PATH,
