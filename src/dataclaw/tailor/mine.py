@@ -357,7 +357,7 @@ class DynamicSegments(Miner):
         for t0, t1, shot in pieces:
             if t1 - t0 < self.min_s:
                 continue
-            inside = [m for m in anchors_between(motion, t0, t1) if (m.t_end or m.t) > t0 and m.t < t1]
+            inside = [m for m in motion if (m.t_end or m.t) > t0 and m.t < t1]  # overlaps [t0, t1)
             if not inside:
                 continue
             energy = sum(m.payload["energy"] for m in inside) / len(inside)
