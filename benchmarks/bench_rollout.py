@@ -92,7 +92,6 @@ class NullHarness(Harness):
     """Same prompts and tools as the task, no environment: the baseline."""
 
     kind = "null"
-    binary_reward = True
 
     def __init__(self, task: dict[str, Any]) -> None:
         super().__init__(task["id"])
