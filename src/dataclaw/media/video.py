@@ -278,12 +278,6 @@ class VideoReader:
                 self._decode_to(target, wanted, near, got)
         return [got[self._pts[i]] for i in indices]
 
-    def iter_frames(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
-        """Every frame ``start <= i < stop`` in order, as ``(index, rgb)``, decoding sequentially."""
-        stop = self.frame_count if stop is None else min(stop, self.frame_count)
-        for i in range(start, stop):
-            yield i, self.frame_at(i)
-
     def _check_index(self, index: int) -> None:
         if not 0 <= index < len(self._pts):
             raise MediaError(
