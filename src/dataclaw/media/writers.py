@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -271,9 +271,3 @@ def write_still(frame: np.ndarray, path: str | os.PathLike[str]) -> Written:
     digest, size = _replace(tmp, path)
     h, w = frame.shape[:2]
     return Written(path, "image", 1, w, h, None, fmt.upper(), fmt == "png", digest, size)
-
-
-def repeat_frames(frames: Iterable[tuple[np.ndarray, int]]) -> Iterator[np.ndarray]:
-    """``(frame, times)`` pairs expanded into a frame sequence (for spliced clips with held frames)."""
-    for frame, times in frames:
-        yield from itertools.repeat(frame, times)

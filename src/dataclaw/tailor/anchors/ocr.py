@@ -71,10 +71,6 @@ register_backend = BACKENDS.add
 """Class decorator: register an OCR backend under ``cls.name``; duplicates are refused."""
 
 
-def backend_names() -> list[str]:
-    return BACKENDS.names()
-
-
 def backend_class(name: str) -> type[OcrBackend]:
     """The backend class registered as ``name``; unknown names list the known ones."""
     return BACKENDS.get(name)
