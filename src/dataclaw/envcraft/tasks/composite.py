@@ -110,16 +110,14 @@ def _group_scenarios(cls: type[EnvGroup]) -> dict[str, Scenario]:
 
 
 def _prefixed(env: str, tools: ToolSet) -> list[Any]:
-    out = []
-    for spec in tools:
-        copy = dataclasses.replace(
+    return [
+        dataclasses.replace(
             spec,
             name=f"{env}{SEP}{spec.name}",
             state_fields_affected=tuple(f"{env}/{f}" for f in spec.state_fields_affected),
-            _by_name=dict(spec._by_name),
         )
-        out.append(copy)
-    return out
+        for spec in tools
+    ]
 
 
 @functools.cache
