@@ -126,11 +126,11 @@ def test_frames_round_trip():
 
 
 def test_seccomp_filter_layout():
-    from dataclaw.sandbox.seccomp import no_userns_filter
+    from dataclaw.sandbox.seccomp import sandbox_filter
 
-    prog = no_userns_filter("x86_64")
-    assert prog is not None and len(prog) == 13 * 8  # 13 classic-BPF instructions of 8 bytes
-    assert no_userns_filter("riscv64") is None
+    prog = sandbox_filter("x86_64")
+    assert prog is not None and len(prog) == 19 * 8  # 19 classic-BPF instructions of 8 bytes
+    assert sandbox_filter("riscv64") is None
 
 
 def test_forged_records_cannot_inject_statuses_or_text():

@@ -30,7 +30,7 @@ MESSAGES: dict[str, str] = {
     "memory": "memory limit reached",
     "cpu": "CPU time limit reached",
     "file_size": "file size limit reached",
-    "disk": "no space left in the sandbox",
+    "disk": "disk space limit reached",
     "open_files": "open-file limit reached",
     "processes": "process limit reached",
 }
@@ -114,11 +114,26 @@ def classify_exception(
 
 
 def classify_exit(
-    exit_code: int | None, record: dict[str, Any] | None, timed_out: bool, wall_s: float
+    exit_code: int | None,
+    record: dict[str, Any] | None,
+    timed_out: bool,
+    wall_s: float,
+    *,
+    blocked: bool = False,
 ) -> dict:
-    """Status, kind and agent-safe message from how a process ended plus the launcher's record."""
+    """Status, kind and agent-safe message from how a process ended plus the launcher's record.
+
+    ``blocked``: the program tried to open an IP socket (refused); a failure after that is a ``network``
+    violation whatever the program made of the refusal (caught it, printed it, exited 1)."""
     if timed_out:
         return {"status": TIMEOUT, "resource": "wall", "message": f"timed out after {wall_s:g} s"}
+    verdict = _classify_end(exit_code, record)
+    if blocked and verdict["status"] == ERROR:
+        return {"status": VIOLATION, "resource": "network", "message": MESSAGES["network"]}
+    return verdict
+
+
+def _classify_end(exit_code: int | None, record: dict[str, Any] | None) -> dict:
     if record and record.get("event") == "exception":
         # the program can write to the status pipe too: accept only known values (it can at most
         # misreport its own failure) and never echo free text into the agent-facing message
@@ -127,6 +142,9 @@ def classify_exit(
             status, kind = ERROR, None
         name = "".join(c for c in str(record.get("type", "")) if c.isalnum() or c == "_")[:60]
         msg = MESSAGES[kind] if kind else f"the program raised {name or 'an exception'}"
+        module = missing_module(record)
+        if module and not kind:
+            msg += f" (module {module!r} is not available)"
         return {"status": status, "resource": kind, "message": msg}
     deliberate = bool(record and record.get("event") == "exit")
     if exit_code == 0:
@@ -144,6 +162,52 @@ def classify_exit(
             name = f"signal {sig}"
         return {"status": ERROR, "resource": None, "message": f"the program was killed by {name}"}
     return {"status": ERROR, "resource": None, "message": f"the program exited with status {exit_code}"}
+
+
+def network_attempted(records: list[dict[str, Any]]) -> bool:
+    """Whether a process of the run reported a refused IP socket (see :func:`_net_hook`)."""
+    return any(r.get("event") == "blocked" and r.get("resource") == "network" for r in records)
+
+
+def missing_module(record: dict[str, Any] | None) -> str | None:
+    """The module an uncaught ImportError names, sanitised (a program can write records itself)."""
+    name = str((record or {}).get("module") or "")[:100]
+    ok = name and all(c.isalnum() or c in "._" for c in name) and not name.startswith(".")
+    return name if ok else None
+
+
+def _import_failure(exc: BaseException) -> str | None:
+    """The module name of the first ImportError in ``exc``'s chain (what a stdlib-only run lacks)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ImportError) and cur.name:
+            return cur.name
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+# The reporter of the job this process runs, for the audit hook (set by the launcher, inherited by forks).
+_CURRENT: dict[str, Any] = {}
+
+
+def _net_hook(event: str, args: tuple) -> None:
+    """Audit hook: report the first IP socket a process opens (the seccomp filter refuses it), so a failure
+    after a caught refusal still reads as a network violation."""
+    if event == "socket.__new__" and len(args) > 1 and args[1] in (2, 10):
+        report = _CURRENT.get("report")
+        if report is not None and _CURRENT.get("pid") != os.getpid():
+            _CURRENT["pid"] = os.getpid()
+            report.send(event="blocked", resource="network")
+
+
+def _install_net_hook(cfg: dict[str, Any], report: _Reporter) -> None:
+    _CURRENT["report"] = report
+    _CURRENT.pop("pid", None)
+    if cfg.get("net_hook") and not _CURRENT.get("hooked"):
+        sys.addaudithook(_net_hook)
+        _CURRENT["hooked"] = True
 
 
 class _Reporter:
@@ -219,7 +283,8 @@ def _execute(job: dict[str, Any], report: _Reporter) -> int:
         # the program's frames only: the launcher's own frame is not the program's business
         traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
         status, kind = classify_exception(exc, roots, writable, job.get("hidden", []))
-        report.send(event="exception", status=status, resource=kind, type=type(exc).__name__)
+        module = _import_failure(exc)
+        report.send(event="exception", status=status, resource=kind, type=type(exc).__name__, module=module)
         return 1
     report.send(event="exit", exit_code=0)
     return 0
@@ -237,6 +302,7 @@ def run_oneshot(cfg: dict[str, Any]) -> None:
     """Launcher entry: run the program file once under the limits bubblewrap and prlimit set up."""
     report = _Reporter(cfg["status_fd"])
     report.send(event="started")
+    _install_net_hook(cfg, report)
     sys.path[:0] = [os.getcwd(), *cfg.get("sys_path", [])]
     with open(cfg["main"], encoding="utf-8") as fh:
         job = {**cfg, "source": fh.read()}
@@ -321,7 +387,9 @@ def _job_child(job: dict[str, Any], out_w: int, err_w: int, st_w: int) -> None:
         sys.path[0] = job["cwd"]
         os.environ.update(job.get("env", {}))
         _set_job_limits(job["limits"])
-        code = _execute(job, _Reporter(st_w))
+        report = _Reporter(st_w)
+        _install_net_hook(job, report)
+        code = _execute(job, report)
         _flush()
     finally:
         os._exit(code)
@@ -457,7 +525,9 @@ def serve_job(pidns: bool, child: tuple[int, dict[str, int]]) -> dict[str, Any] 
     begin = next((r for r in records if r.get("event") == "begin" and r["pid"] == pid), None)
     if begin is None:
         return None
-    verdict = classify_exit(got["exit_code"], pick_record(records, pid), got["to"], float(begin["wall_s"]))
+    record = pick_record(records, pid)
+    wall_s = float(begin["wall_s"])
+    verdict = classify_exit(got["exit_code"], record, got["to"], wall_s, blocked=network_attempted(records))
     value = next((r["value"] for r in records if r.get("event") == "result" and r["pid"] == pid), None)
     return {
         **verdict,
@@ -467,6 +537,7 @@ def serve_job(pidns: bool, child: tuple[int, dict[str, int]]) -> dict[str, Any] 
         "truncated": got["truncated"],
         "duration_s": time.monotonic() - got["began"],
         "result": None if value is None else json.loads(value),
+        "module": missing_module(record),
     }
 
 

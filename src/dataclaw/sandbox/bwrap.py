@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 import dataclaw
-from dataclaw.sandbox.seccomp import no_userns_filter
+from dataclaw.sandbox.seccomp import sandbox_filter
 from dataclaw.sandbox.types import Limits, SandboxPolicy
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -97,8 +97,9 @@ def namespace_args() -> list[str]:
 
 
 def seccomp_args(plan: MountPlan) -> list[str]:
-    """A filter that blocks creating user namespaces (as non-root, ``--disable-userns`` also does)."""
-    prog = no_userns_filter()
+    """The seccomp filter: no new user namespaces (as non-root, ``--disable-userns`` also does), no IP
+    sockets."""
+    prog = sandbox_filter()
     if prog is None:
         return []
     fd = plan.static_fd(prog)
@@ -158,14 +159,56 @@ def src_root() -> str:
 
 
 @functools.cache
-def python_paths(python: Path) -> tuple[str, ...]:
-    """Host dirs Python needs: venv, base prefix, the real binary's dir and dataclaw's source root."""
-    paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(python))}
-    if python != Path(sys.executable):
-        paths.add(str(python.parent.parent))
-    paths.add(src_root())
+def base_python() -> Path:
+    """The interpreter this one was made from (a virtualenv's base), which sees the standard library only
+    when started with ``-I -S``."""
+    real_exe = os.path.realpath(sys.executable)
+    for cand in (getattr(sys, "_base_executable", None), real_exe):
+        if cand and os.path.isfile(cand) and not under(os.path.realpath(cand), sys.prefix):
+            return Path(cand)
+    if sys.prefix == sys.base_prefix:
+        return Path(sys.executable)
+    name = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return Path(sys.base_prefix, "bin", name)
+
+
+def interpreter(policy: SandboxPolicy, limits: Limits) -> Path:
+    """The Python that runs sources: the policy's, else the base interpreter (stdlib only), else ours."""
+    if policy.python is not None:
+        return policy.python
+    return base_python() if limits.stdlib_only else Path(sys.executable)
+
+
+def python_flags(limits: Limits) -> list[str]:
+    """Interpreter flags of the launcher: isolated and unbuffered; stdlib-only runs skip ``site`` too."""
+    return ["-I", "-S", "-B", "-u"] if limits.stdlib_only else ["-I", "-B", "-u"]
+
+
+@functools.cache
+def python_paths(python: Path, stdlib_only: bool = False) -> tuple[str, ...]:
+    """Host dirs Python needs: venv, base prefix, the real binary's dir and dataclaw's source root — or,
+    for stdlib-only runs, the interpreter's prefix and binary dir only (no venv, no dataclaw)."""
+    real_dir = os.path.dirname(os.path.realpath(python))
+    if stdlib_only:
+        ours = os.path.realpath(python) == os.path.realpath(base_python())
+        paths = {real_dir, sys.base_prefix if ours else str(python.parent.parent)}
+    else:
+        paths = {sys.prefix, sys.base_prefix, real_dir, src_root()}
+        if python != Path(sys.executable):
+            paths.add(str(python.parent.parent))
     keep = [p for p in paths if not any(under(p, d) for d in SYSTEM_DIRS)]
     return tuple(sorted(p for p in keep if not any(q != p and under(p, q) for q in keep)))
+
+
+@functools.cache
+def site_dirs(roots: tuple[str, ...]) -> tuple[str, ...]:
+    """The base interpreter's site-packages dirs inside ``roots``: covered by an empty read-only tmpfs in
+    stdlib-only runs, so not even a program that edits ``sys.path`` finds third-party packages there."""
+    import site
+
+    found = site.getsitepackages([sys.base_prefix]) + [site.getusersitepackages()]
+    dirs = {os.path.realpath(x) for x in found}
+    return tuple(sorted(d for d in dirs if os.path.isdir(d) and any(under(d, r) for r in roots)))
 
 
 @functools.cache
@@ -266,7 +309,8 @@ def mount_plan(
     plan.args += ["--dev", "/dev", "--proc", "/proc"]
     for tmp in ("/tmp", "/dev/shm"):  # memory-backed: without a size, writing there could eat the host's RAM
         plan.args += ["--size", str(limits.tmp_mb << 20), "--perms", "1777", "--tmpfs", tmp]
-    grants: list[tuple[str, str, bool]] = [(p, p, False) for p in python_paths(python)]
+    pythons = python_paths(python, limits.stdlib_only)
+    grants: list[tuple[str, str, bool]] = [(p, p, False) for p in pythons]
     grants += [(str(p), str(p), False) for p in policy.ro_paths]
     grants += [(str(p), str(p), True) for p in policy.rw_paths]
     grants.append((str(workspace), policy.workspace_mount, True))
@@ -282,6 +326,9 @@ def mount_plan(
         plan.roots.append(dest)
         if rw:
             plan.writable.append(dest)
+    if limits.stdlib_only:
+        for site_dir in site_dirs((*SYSTEM_DIRS, *pythons)):
+            plan.args += ["--size", "4096", "--perms", "0555", "--tmpfs", site_dir, "--remount-ro", site_dir]
     home = policy.workspace_mount
     plan.args += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", STATUS_DIR]
     plan.data_file("/etc/passwd", f"root:x:0:0::/:/bin/sh\nsandbox:x:{uid}:{uid}::{home}:/bin/sh\n".encode())

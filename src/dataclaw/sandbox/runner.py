@@ -31,6 +31,7 @@ from typing import Any
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox import _inner, bwrap
+from dataclaw.sandbox.quota import DiskWatch
 from dataclaw.sandbox.types import (
     Limits,
     Outcome,
@@ -61,6 +62,7 @@ _STDERR_ERRNOS = {
     errno.EACCES: (Status.VIOLATION, "permission"),
     errno.EPERM: (Status.VIOLATION, "operation"),
     errno.ENETUNREACH: (Status.VIOLATION, "network"),
+    errno.EAFNOSUPPORT: (Status.VIOLATION, "network"),  # the seccomp filter's answer to IP sockets
     errno.EFBIG: (Status.RESOURCE_LIMIT, "file_size"),
     errno.ENOSPC: (Status.RESOURCE_LIMIT, "disk"),
     errno.ENOMEM: (Status.RESOURCE_LIMIT, "memory"),
@@ -80,6 +82,7 @@ class _Raw:
     timed_out: bool
     duration_s: float
     records: list[dict[str, Any]] = field(default_factory=list)
+    disk_exceeded: bool = False
 
 
 def run(
@@ -120,7 +123,7 @@ def run(
     if not avail:
         raise SandboxUnavailable(avail.refusal)
     uid = sandbox_uid(policy)
-    python = policy.python or Path(sys.executable)
+    python = bwrap.interpreter(policy, limits)
     files: dict[str, bytes] = {}
     if kind == "python":
         files[MAIN_FILE] = str(program).encode()
@@ -130,9 +133,9 @@ def run(
         with _owned_by(ws, uid), _Pipe() as status:
             if kind == "python":
                 cfg = launcher_config(
-                    plan.roots, plan.writable, status.w, args, "oneshot", hidden=plan.hidden
+                    plan.roots, plan.writable, status.w, args, "oneshot", limits, hidden=plan.hidden
                 )
-                target = launcher_argv(python, cfg)
+                target = launcher_argv(python, cfg, limits)
             else:
                 target = list(program)
             cmd = [
@@ -144,7 +147,7 @@ def run(
             ]
             cmd += [*bwrap.sandbox_env(policy, python, env), "--"]
             cmd += [*bwrap.user_switch(uid), *bwrap.rlimit_args(limits), *target]
-            raw = _supervise(cmd, [*plan.pass_fds, status.w], status, stdin, limits)
+            raw = _supervise(cmd, [*plan.pass_fds, status.w], status, stdin, limits, DiskWatch(ws, limits))
     finally:
         plan.close()
     return _outcome(raw, kind, limits, sandboxed=True)
@@ -225,18 +228,29 @@ def launcher_files(python: Path) -> dict[str, bytes]:
     return {INNER_FILE: _inner_code()} if _same_interpreter(python) else {}
 
 
-def launcher_argv(python: Path, cfg: str, *, sandboxed: bool = True) -> list[str]:
-    """``python -I -B -u`` running the launcher: precompiled inside the sandbox when possible, else source."""
+def launcher_argv(python: Path, cfg: str, limits: Limits, *, sandboxed: bool = True) -> list[str]:
+    """``python -I -B -u`` (stdlib only: ``-I -S``) running the launcher: precompiled inside the sandbox
+    when possible, else source."""
     code = STUB if sandboxed and _same_interpreter(python) else INNER_SOURCE
-    return [str(python), "-I", "-B", "-u", "-c", code, cfg]
+    return [str(python), *bwrap.python_flags(limits), "-c", code, cfg]
 
 
 def launcher_config(
-    roots: list[str], writable: list[str], status_w: int, args: Sequence[str], mode: str, **extra: Any
+    roots: list[str],
+    writable: list[str],
+    status_w: int,
+    args: Sequence[str],
+    mode: str,
+    limits: Limits,
+    *,
+    sandboxed: bool = True,
+    **extra: Any,
 ) -> str:
-    """The launcher's settings, marshalled and hex-encoded into one argv string (no json import inside)."""
+    """The launcher's settings, marshalled and hex-encoded into one argv string (no json import inside).
+    Sandboxed runs report IP socket attempts (``net_hook``); stdlib-only runs get no dataclaw on sys.path."""
     cfg = {"mode": mode, "main": MAIN_FILE, "status_fd": status_w, "args": list(args), "roots": roots}
-    cfg |= {"writable": writable, "sys_path": [bwrap.src_root()], **extra}
+    sys_path = [] if limits.stdlib_only else [bwrap.src_root()]
+    cfg |= {"writable": writable, "sys_path": sys_path, "net_hook": sandboxed, **extra}
     return marshal.dumps(cfg).hex()
 
 
@@ -301,9 +315,15 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _supervise(
-    cmd: list[str], pass_fds: list[int], status: _Pipe, stdin: bytes | None, limits: Limits
+    cmd: list[str],
+    pass_fds: list[int],
+    status: _Pipe,
+    stdin: bytes | None,
+    limits: Limits,
+    watch: DiskWatch | None = None,
 ) -> _Raw:
-    """Start ``cmd`` in a new session, collect capped output until exit or deadline, kill on deadline."""
+    """Start ``cmd`` in a new session, collect capped output until exit or deadline, kill on deadline or
+    when the workspace outgrows its quota (``watch``)."""
     stdin_file = tempfile.TemporaryFile() if stdin is not None else None
     if stdin_file is not None:
         stdin_file.write(stdin or b"")
@@ -328,12 +348,14 @@ def _supervise(
     assert proc.stdout is not None and proc.stderr is not None
     streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno(), "status": status.r}
     try:
-        got = _pump(proc, streams, limits, t0)
+        got = _pump(proc, streams, limits, t0, watch)
     finally:
         kill_group(proc)
         proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+    if watch is not None and not got["timed_out"]:
+        watch.check()  # what the last poll did not see
     records = _inner.parse_records(bytes(got["status"]))
     return _Raw(
         exit_code=None if got["timed_out"] else proc.returncode,
@@ -343,13 +365,19 @@ def _supervise(
         timed_out=got["timed_out"],
         duration_s=time.monotonic() - t0,
         records=records,
+        disk_exceeded=watch is not None and watch.exceeded and not got["timed_out"],
     )
 
 
 def _pump(
-    proc: subprocess.Popen[bytes], streams: dict[str, int], limits: Limits, t0: float
+    proc: subprocess.Popen[bytes],
+    streams: dict[str, int],
+    limits: Limits,
+    t0: float,
+    watch: DiskWatch | None = None,
 ) -> dict[str, Any]:
-    """Drain the streams with caps until the process exited and every pipe hit EOF (or the deadline)."""
+    """Drain the streams with caps until the process exited and every pipe hit EOF (or the deadline, or
+    the disk quota: the process group is killed either way)."""
     bufs: dict[str, Any] = {name: bytearray() for name in streams}
     sel = selectors.DefaultSelector()
     for name, fd in streams.items():
@@ -365,9 +393,15 @@ def _pump(
             if not exited and not timed_out and now >= deadline:
                 timed_out, grace = True, now
                 kill_group(proc)
+            if watch is not None and not grace and watch.due(now) and watch.check():
+                grace = now
+                kill_group(proc)  # the workspace outgrew its quota
             if grace and now > grace + 2.0:
                 break  # something outside our reach holds a pipe; stop waiting for it
-            for key, _ in sel.select(timeout=max(0.25 if grace else deadline - now, 0.001)):
+            wait = 0.25 if grace else deadline - now
+            if watch is not None and not grace:
+                wait = min(wait, watch.next_at - now)
+            for key, _ in sel.select(timeout=max(wait, 0.001)):
                 if key.data == "exit":
                     sel.unregister(pidfd)
                     exited, grace = True, grace or time.monotonic()
@@ -398,11 +432,14 @@ def _outcome(raw: _Raw, kind: str, limits: Limits, *, sandboxed: bool) -> Outcom
     if kind == "python" and started is None and not raw.timed_out:
         _raise_setup_failure(stderr, raw.exit_code)
     record = _inner.pick_record(raw.records, started["pid"] if started else None)
-    verdict = _inner.classify_exit(raw.exit_code, record, raw.timed_out, limits.wall_s)
+    blocked = _inner.network_attempted(raw.records)
+    verdict = _inner.classify_exit(raw.exit_code, record, raw.timed_out, limits.wall_s, blocked=blocked)
     if kind == "argv" and verdict["status"] == Status.ERROR:
         # no launcher marks the start of an argv program, so a bubblewrap setup failure is only told
         # apart by its message: reported as an error outcome, never raised (a program could fake it)
         verdict = _argv_fallback(stderr, raw.exit_code) or verdict
+    if raw.disk_exceeded:
+        verdict = {"status": Status.RESOURCE_LIMIT, "resource": "disk", "message": _inner.MESSAGES["disk"]}
     return Outcome(
         status=Status(verdict["status"]),
         exit_code=raw.exit_code,
@@ -413,6 +450,7 @@ def _outcome(raw: _Raw, kind: str, limits: Limits, *, sandboxed: bool) -> Outcom
         truncated=raw.truncated,
         resource=verdict["resource"],
         sandboxed=sandboxed,
+        module=_inner.missing_module(record),
     )
 
 
@@ -457,7 +495,7 @@ def _run_unsafe(
 ) -> Outcome:
     """Explicit opt-in: rlimits and timeout only, on the host, with a loud warning every time."""
     warn_unsafe()
-    python = policy.python or Path(sys.executable)
+    python = bwrap.interpreter(policy, limits)
     run_dir = inner_cwd(str(ws), ws, cwd)
     full_env = {
         "PATH": f"{python.parent}:/usr/local/bin:/usr/bin:/bin",
@@ -473,10 +511,13 @@ def _run_unsafe(
             main = Path(tmp) / "main.py"
             main.write_text(program, encoding="utf-8")
             writable = [str(ws), tempfile.gettempdir()]
-            cfg = launcher_config(["/"], writable, status.w, args, "oneshot", main=str(main))
-            target = launcher_argv(python, cfg, sandboxed=False)
+            cfg = launcher_config(
+                ["/"], writable, status.w, args, "oneshot", limits, sandboxed=False, main=str(main)
+            )
+            target = launcher_argv(python, cfg, limits, sandboxed=False)
         else:
             target = list(program)
         cmd = ["/usr/bin/env", "-i", "-C", run_dir, *(f"{k}={v}" for k, v in full_env.items())]
-        raw = _supervise([*cmd, *prlimit, *target], [status.w], status, stdin, limits)
+        watch = DiskWatch(ws, limits)
+        raw = _supervise([*cmd, *prlimit, *target], [status.w], status, stdin, limits, watch)
     return _outcome(raw, "python" if isinstance(program, str) else "argv", limits, sandboxed=False)

@@ -56,6 +56,15 @@ class Limits:
     """Bytes kept of stdout and of stderr each; the rest is dropped and ``Outcome.truncated`` is set."""
     tmp_mb: int = 256
     """Size of each private, memory-backed dir (/tmp and /dev/shm)."""
+    disk_mb: int = 256
+    """Disk quota of the workspace: how much it may grow during one run (or one warm-worker job). The
+    supervisor measures the workspace while the program runs; past the quota the process tree is killed
+    and the outcome is ``resource_limit`` (resource ``disk``)."""
+    stdlib_only: bool = False
+    """Run Python programs with the base interpreter, isolated (``-I -S``): the standard library only —
+    no virtualenv, no site-packages, no dataclaw on the path or mounted. For untrusted task code that
+    promises to use the standard library only (EnvCraft C.6): a third-party import fails with
+    ``ModuleNotFoundError`` (``Outcome.module`` names it)."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -67,6 +76,7 @@ class Limits:
             "wall_s",
             "output_bytes",
             "tmp_mb",
+            "disk_mb",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"sandbox Limits.{name} must be positive, got {getattr(self, name)!r}")
@@ -118,6 +128,8 @@ class Outcome:
     """False only in explicit unsafe mode."""
     result: Any = None
     """For warm-worker ``call`` jobs: the JSON value the function returned."""
+    module: str | None = None
+    """When the program died of an uncaught ``ImportError``: the module it could not import."""
 
     @property
     def ok(self) -> bool:
@@ -135,6 +147,7 @@ class Outcome:
             "resource": self.resource,
             "sandboxed": self.sandboxed,
             "result": self.result,
+            "module": self.module,
         }
 
 

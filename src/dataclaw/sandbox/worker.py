@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox import _inner, bwrap, runner
+from dataclaw.sandbox.quota import DiskWatch
 from dataclaw.sandbox.types import (
     Limits,
     Outcome,
@@ -64,7 +65,7 @@ class WarmWorker(Runtime):
         self.policy = policy or SandboxPolicy()
         self.env = dict(env or {})
         self.preload = list(preload)
-        self.python = self.policy.python or Path(sys.executable)
+        self.python = bwrap.interpreter(self.policy, self.limits)
         self.restarts = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
@@ -126,7 +127,7 @@ class WarmWorker(Runtime):
             cmd = ["/usr/bin/env", "-i", "-C", str(self.workspace), *(f"{k}={v}" for k, v in env.items())]
             cmd += [
                 *bwrap.rlimit_args(self.limits, cpu=False),
-                *runner.launcher_argv(self.python, cfg, sandboxed=False),
+                *runner.launcher_argv(self.python, cfg, self.limits, sandboxed=False),
             ]
             return cmd, [], plan
         avail = bwrap.sandbox_available()
@@ -148,7 +149,7 @@ class WarmWorker(Runtime):
         ]
         cmd += [*bwrap.sandbox_env(self.policy, self.python, self.env), "--"]
         cmd += [*bwrap.user_switch(self._uid), *bwrap.rlimit_args(self.limits, cpu=False)]
-        cmd += runner.launcher_argv(self.python, cfg)
+        cmd += runner.launcher_argv(self.python, cfg, self.limits)
         return cmd, plan.pass_fds, plan
 
     def _config(self, *, pidns: bool, cwd: str) -> str:
@@ -158,6 +159,8 @@ class WarmWorker(Runtime):
             -1,
             [],
             "worker",
+            self.limits,
+            sandboxed=pidns,
             preload=self.preload,
             pidns=pidns,
             cwd=cwd,
@@ -269,6 +272,8 @@ class WarmWorker(Runtime):
         lim = limits or self.limits
         if timeout is not None:
             lim = dataclasses.replace(lim, wall_s=timeout)
+        if lim.stdlib_only != self.limits.stdlib_only:
+            raise ConfigError("a job's Limits.stdlib_only must match its worker's (the interpreter is fixed)")
         self.start()
         if self._owned:
             runner.chown_tree(self.workspace, self._uid, self._uid)  # files the caller added since
@@ -278,14 +283,15 @@ class WarmWorker(Runtime):
             "env": env or {},
             "limits": dataclasses.asdict(lim),
         }
+        watch = DiskWatch(self.workspace, lim)
         t0 = time.monotonic()
         try:
             self._write_frame(job)
-            reply = self._read_frame(t0 + lim.wall_s + GRACE_S)
+            reply = self._read_frame(t0 + lim.wall_s + GRACE_S, watch)
         except (OSError, EOFError, ValueError):  # worker gone (broken pipe, EOF) or garbled
             return self._lost(lim, t0, crashed=True)
-        if reply is None:
-            return self._lost(lim, t0, crashed=False)
+        if reply is None or watch.check():
+            return self._lost(lim, t0, crashed=False, disk=watch.exceeded)
         try:
             return Outcome(
                 status=Status(reply["status"]),
@@ -298,15 +304,20 @@ class WarmWorker(Runtime):
                 resource=reply["resource"],
                 sandboxed=not self.policy.unsafe,
                 result=reply.get("result"),
+                module=reply.get("module"),
             )
         except (KeyError, TypeError, ValueError):  # not what our worker writes: do not trust it further
             return self._lost(lim, t0, crashed=True)
 
-    def _lost(self, lim: Limits, t0: float, *, crashed: bool) -> Outcome:
-        """The worker died, garbled its answer or stopped answering: kill it, count a restart, classify."""
+    def _lost(self, lim: Limits, t0: float, *, crashed: bool, disk: bool = False) -> Outcome:
+        """The worker died, garbled its answer, stopped answering or its job outgrew the disk quota: kill
+        it (a job's leftovers go with it), count a restart, classify."""
         self._stop_process()
         self.restarts += 1
         took = time.monotonic() - t0
+        if disk:
+            msg = _inner.MESSAGES["disk"]
+            return Outcome(Status.RESOURCE_LIMIT, None, "", "", took, msg, resource="disk")
         if not crashed:
             msg = _inner.classify_exit(None, None, True, lim.wall_s)["message"]
             return Outcome(Status.TIMEOUT, None, "", "", took, msg, resource="wall")
@@ -319,8 +330,9 @@ class WarmWorker(Runtime):
         assert self._proc is not None and self._proc.stdin is not None
         _inner.write_frame(self._proc.stdin.fileno(), obj)
 
-    def _read_frame(self, deadline: float) -> dict[str, Any] | None:
-        """One length-prefixed JSON frame from the worker; None at the deadline, EOFError at EOF."""
+    def _read_frame(self, deadline: float, watch: DiskWatch | None = None) -> dict[str, Any] | None:
+        """One length-prefixed JSON frame from the worker; None at the deadline or once ``watch`` sees the
+        workspace past its quota, EOFError at EOF."""
         import json
 
         assert self._proc is not None and self._proc.stdout is not None
@@ -334,9 +346,15 @@ class WarmWorker(Runtime):
                         body = bytes(self._buf[4 : 4 + size])
                         del self._buf[: 4 + size]
                         return json.loads(body)
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(timeout=left):
+                now = time.monotonic()
+                if watch is not None and watch.due(now) and watch.check():
                     return None
+                left = deadline - now
+                wait = left if watch is None else min(left, watch.next_at - now)
+                if left <= 0:
+                    return None
+                if not sel.select(timeout=max(wait, 0.001)):
+                    continue
                 try:
                     chunk = os.read(fd, 1 << 20)
                 except BlockingIOError:
