@@ -208,11 +208,12 @@ class VerifierRun:
 
 
 def builder_limits() -> Limits:
-    return Limits(cpu_s=30, wall_s=60, memory_mb=1024, file_size_mb=64)
+    """Task code runs on the standard library only (C.6), enforced by the interpreter it gets."""
+    return Limits(cpu_s=30, wall_s=60, memory_mb=1024, file_size_mb=64, stdlib_only=True)
 
 
 def verifier_limits() -> Limits:
-    return Limits(cpu_s=20, wall_s=30, memory_mb=1024, file_size_mb=16)
+    return Limits(cpu_s=20, wall_s=30, memory_mb=1024, file_size_mb=16, stdlib_only=True)
 
 
 def run_builder(task: WorkspaceTask, workspace: Path, *, policy: SandboxPolicy | None = None) -> Outcome:
