@@ -55,6 +55,7 @@ def test_stdlib_mode_hides_dataclaw_the_venv_and_every_site_packages_dir(workspa
     hidden = sorted({*site.getsitepackages(), *venv, str(Path(__file__).resolve().parents[2])})
     src = f"""
 import os, sys
+print("site" in sys.modules, [p for p in sys.path if "-packages" in p])
 for d in {hidden!r}:
     sys.path.append(d)
     if os.path.isdir(d) and os.listdir(d):
@@ -65,12 +66,11 @@ for mod in ("yaml", "dataclaw", "pytest"):
         print("imported", mod)
     except ImportError:
         pass
-print("site" in sys.modules, [p for p in sys.path if "site-packages" in p and os.listdir(p)])
 """
     out = run(src, workspace, stdlib, policy=policy)
     assert out.ok, out.stderr
     assert "visible" not in out.stdout and "imported" not in out.stdout
-    assert out.stdout.strip().splitlines()[-1] == "False []"
+    assert out.stdout.strip().splitlines() == ["False []"]
 
 
 def test_stdlib_mode_runs_the_standard_library_including_c_extensions(workspace, stdlib, policy):
@@ -187,10 +187,10 @@ def test_writing_past_the_workspace_quota_is_a_disk_resource_limit(workspace, li
 
 
 def test_many_small_files_count_against_the_quota_too(workspace, limits, policy):
-    src = "import os\nfor i in range(200000):\n    open(f'f{i}', 'w').close()\nprint('done')"
-    out = run(src, workspace, dataclasses.replace(limits, disk_mb=4), policy=policy)
+    src = "import os\nfor i in range(100000):\n    open(f'f{i}', 'w').close()\nprint('done')"
+    out = run(src, workspace, dataclasses.replace(limits, disk_mb=2, cpu_s=20), policy=policy)
     assert (out.status, out.resource) == (Status.RESOURCE_LIMIT, "disk")
-    assert len(os.listdir(workspace)) < 200000
+    assert len(os.listdir(workspace)) < 100000
 
 
 def test_quota_counts_growth_so_a_large_existing_workspace_still_runs(workspace, limits, policy):

@@ -206,7 +206,7 @@ def site_dirs(roots: tuple[str, ...]) -> tuple[str, ...]:
     stdlib-only runs, so not even a program that edits ``sys.path`` finds third-party packages there."""
     import site
 
-    found = site.getsitepackages([sys.base_prefix]) + [site.getusersitepackages()]
+    found = [*site.getsitepackages([sys.base_prefix]), site.getusersitepackages()]
     dirs = {os.path.realpath(x) for x in found}
     return tuple(sorted(d for d in dirs if os.path.isdir(d) and any(under(d, r) for r in roots)))
 

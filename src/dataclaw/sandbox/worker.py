@@ -16,7 +16,6 @@ import os
 import selectors
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
