@@ -16,7 +16,7 @@ from dataclaw.sandbox.cli import UNSAFE_OPTION
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
-    help="EnvCraft environments: list, show, tools, call, contract, audit, graph.",
+    help="EnvCraft environments: list, show, tools, call, contract, audit, graph, scenarios.",
 )
 _DEFAULT_ROOT = Path(".envcraft_state")
 
@@ -239,4 +239,39 @@ def graph(
     for a, b, d in sorted(tg.graph.edges(data=True), key=lambda e: (-e[2]["weight"], e[0], e[1])):
         role = "w" if tg.is_write(b) else "r"
         table.add_row(a, f"{b} ({role})", d.get("tier", ""), str(d["weight"]), str(d.get("relationship", "")))
+    Console().print(table)
+
+
+@app.command()
+def scenarios(
+    category: Annotated[
+        str | None, typer.Option("--category", "-c", help="Only this category: general or claw.")
+    ] = None,
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON Lines (one scenario object per line) instead of a table."
+    ),
+    extra: Annotated[
+        list[Path] | None,
+        typer.Option("--scenarios", help="Folder of your own scenario YAML files (repeatable)."),
+    ] = None,
+) -> None:
+    """List the scenario catalogue: the paper's 83 (B.2, Tables 5-14) plus your own YAML files."""
+    from dataclaw.envcraft.scenarios import Category, load_catalogue
+
+    if category is not None and category not in {c.value for c in Category}:
+        raise ConfigError(
+            f"unknown category {category!r}; use one of: {', '.join(c.value for c in Category)}"
+        )
+    rows = load_catalogue(extra or []).filter(category)
+    if as_json:
+        for s in rows:
+            typer.echo(json.dumps({**s.model_dump(mode="json"), "source": s.source}, ensure_ascii=False))
+        return
+    table = Table(title=f"{len(rows)} scenarios")
+    table.add_column("id", no_wrap=True)
+    for col in ("category", "name", "paper envs", "description"):
+        table.add_column(col)
+    for s in rows:
+        envs = "" if s.paper_envs is None else str(s.paper_envs)
+        table.add_row(s.id, s.category.value, s.name, envs, s.description)
     Console().print(table)
