@@ -20,13 +20,43 @@ pytestmark = pytest.mark.slow
 REQUEST = "make some training data from this video"
 
 
-def _props(body: dict[str, Any]) -> dict[str, Any]:
-    return body["response_format"]["json_schema"]["schema"]["properties"]
+def _props(body: dict[str, Any]) -> dict[str, Any] | None:
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    return schema.get("properties")
+
+
+def model_calls(server: OpenAIServer) -> int:
+    """Requests of the pipeline itself (the endpoint probe before the run asks a few of its own)."""
+    return sum(1 for b in server.chat_bodies() if (_props(b) or {}).keys() - {"probe"})
+
+
+def _colour(body: dict[str, Any]) -> str | None:
+    """The colour of a one-colour image in the request (the endpoint probe's images test), if any."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    for m in body.get("messages", []):
+        for part in m.get("content") if isinstance(m.get("content"), list) else []:
+            url = (part.get("image_url") or {}).get("url", "")
+            if url.startswith("data:"):
+                r, g, b = (
+                    Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+                    .convert("RGB")
+                    .getpixel((0, 0))
+                )
+                return "red" if r > b else "blue"
+    return None
 
 
 def answer(req: Any) -> Reply:
     """A careful annotator: choose intents, or fill the (specialised) schema it was sent validly."""
-    props = _props(req.body)
+    props = _props(req.body or {})
+    if props is None:  # the endpoint probe: plain chat, tools, images (a vision model sees colours)
+        return Reply.text(_colour(req.body or {}) or "OK")
+    if "probe" in props:
+        return Reply.json({"probe": 7})
     if "intents" in props:
         offered = props["intents"]["items"]["enum"]
         keep = [i for i in ("video_generation_segment", "world_model_prediction") if i in offered]
@@ -64,17 +94,18 @@ def test_tailor_run_with_a_vague_request(shared_data: Path, tmp_path: Path, monk
     monkeypatch.setenv("DATACLAW_CACHE_DIR", str(tmp_path / "cache"))
     run = tmp_path / "run"
     with OpenAIServer(responder=answer) as server:
+        model = f"{server.base_url}::vlm"
         argv = [
             "tailor", "run", str(shared_data / "videos/dj_video1.mp4"), "--out", str(run),
-            "--request", REQUEST, "--model", f"{server.base_url}::vlm", "--extractors", "shots,motion",
+            "--request", REQUEST, "--model", model, "--extractors", "shots,motion",
             "--workers", "1", "--json",
         ]  # fmt: skip
         assert _run(argv) == 0
         summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        calls = server.request_count
+        calls, probes = model_calls(server), server.request_count - model_calls(server)
         assert _run(argv) == 0, "rerun"
         again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        assert server.request_count == calls, "a resumed run repeats no model call"
+        assert server.request_count == calls + probes, "a resumed run repeats no call (nor the probe)"
 
     [choice] = summary["intent_choices"]
     assert choice["request"] == REQUEST and choice["method"] == "embedding+model"
@@ -83,6 +114,8 @@ def test_tailor_run_with_a_vague_request(shared_data: Path, tmp_path: Path, monk
     assert n >= 1 and summary["requests"] == 2 * n and calls == 2 * n + 1
     assert summary["counts"]["samples"] == 2 * n and summary["rejects"] == {}
     assert summary["export"]["samples"] == 2 * n and summary["usage"]["calls"] == 2 * n + 1
+    assert summary["usage_by_model"][model]["calls"] == 2 * n + 1
+    assert summary["model_requests"][model]["started"] == 2 * n + 1
     assert again["counts"] == summary["counts"]
 
     samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]

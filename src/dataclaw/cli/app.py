@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import signal
 import sys
 
 import typer
@@ -65,14 +66,34 @@ def _register() -> None:
         app.add_typer(importlib.import_module(module).app, name=name, help=help_)
 
 
+_signalled: list[int] = []
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so a killed command stops its workers, removes its temporary files
+    and saves its manifest (``finally`` blocks run) instead of vanishing."""
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
 def _run(argv: list[str]) -> int:
-    """Run the app; a DataclawError (or any unexpected error) becomes one line on stderr, not a traceback."""
+    """Run the app; a DataclawError (or any unexpected error) becomes one line on stderr, not a traceback.
+    An interrupt (Ctrl-C, or SIGTERM under :func:`main`) exits 130 (143) after the command cleaned up."""
     _register()
     debug = "--debug" in argv
     try:
         app(args=argv, prog_name="dataclaw")
     except SystemExit as exc:  # typer/click exit: help, usage errors, typer.Exit
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        term = bool(_signalled)
+        what = "terminated (SIGTERM)" if term else "interrupted"
+        typer.secho(
+            f"error: {what}: stopped, rerun the same command to resume",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        return 143 if term else 130
     except DataclawError as exc:
         if debug:
             raise
@@ -91,9 +112,11 @@ def _run(argv: list[str]) -> int:
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
     sys.exit(_run(sys.argv[1:]))
 
 
 def envcraft_main() -> None:
     """``envcraft`` is ``dataclaw env``."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     sys.exit(_run(["env", *sys.argv[1:]]))

@@ -274,7 +274,7 @@ def run(
     Console().print(table)
     for choice in summary["intent_choices"]:
         typer.echo(f"{choice['candidate_kind']}: {', '.join(choice['chosen']) or '-'} ({choice['reason']})")
-    typer.echo(render_summary({"by_model": {}, "total": summary["usage"]}))
+    typer.echo(render_summary({"by_model": summary["usage_by_model"], "total": summary["usage"]}))
     if summary["export"]:
         typer.echo(f"exported {summary['export']['samples']} samples → {summary['export']['out_dir']}")
 

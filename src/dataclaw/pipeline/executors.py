@@ -1,36 +1,66 @@
 """Executors map a stage over records. Local: asyncio for ASYNC stages, a process pool for CPU stages.
 
-An executor yields ``(item, result)`` pairs as they finish. A stage that raises is a bug in that
+An executor yields ``(item, result, ok)`` as records finish. A stage that raises is a bug in that
 record's processing, not in the run: it becomes a reject with reason ``internal_error`` and is retried
-on the next run (it is not marked done).
+on the next run (it is not marked done). An exception whose class says ``fatal = True`` (a model that
+cannot be reached, a wrong key) is not a record's fault: it stops the stage.
+
+Pool workers are isolated from each other's crashes: when a worker dies (segfault, ``os._exit``, the
+OOM killer) the records in flight with it are retried, each alone, and only a record that kills its
+worker a second time is rejected (``worker_crashed``, retried on the next run). Workers die with the
+run: they ask the kernel for a signal when their parent goes (``PR_SET_PDEATHSIG``), watch the run's
+process, and keep their temporary files in the run's scratch folder, removed when they stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import logging
 import multiprocessing as mp
 import os
-from collections.abc import AsyncIterator, Sequence
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Protocol
 
 from dataclaw.core.errors import Reject
+from dataclaw.core.procs import die_with_parent
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 
 log = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "internal_error"
+WORKER_CRASHED = "worker_crashed"
+CRASHES_TO_REJECT = 2
+"""A record is rejected once it was in flight in this many worker crashes (the last one alone)."""
 
 
 class Executor(Protocol):
-    def map(self, stage: Stage, items: Sequence[Record]) -> AsyncIterator[tuple[Record, Result, bool]]:
-        """Yield ``(item, result, ok)``; ``ok`` is False when the stage raised (retry next run)."""
+    def map(
+        self, stage: Stage, items: Sequence[Record], scratch: Path | None = None
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
+        """Yield ``(item, result, ok)``; ``ok`` is False when the stage raised (retry next run).
+        ``scratch``: a folder for the stage's temporary files (removed by the caller)."""
         ...
 
 
+def is_fatal(exc: BaseException) -> bool:
+    """Whether ``exc`` makes the whole stage impossible (its class sets ``fatal = True``)."""
+    return bool(getattr(exc, "fatal", False))
+
+
 def _crash_reject(stage: Stage, item: Record, exc: BaseException) -> Reject:
-    log.exception("stage %s failed on %s", stage.name, item.get("id"), exc_info=exc)
+    log.debug("stage %s failed on %s", stage.name, item.get("id"), exc_info=exc)
+    log.warning("stage %s failed on %s: %s: %s", stage.name, item.get("id"), type(exc).__name__, exc)
     return Reject(
         id=item["id"],
         stage=stage.name,
@@ -39,11 +69,61 @@ def _crash_reject(stage: Stage, item: Record, exc: BaseException) -> Reject:
     )
 
 
+@contextlib.contextmanager
+def scratch_tempdir(scratch: Path | None) -> Iterator[None]:
+    """Point :mod:`tempfile` at ``scratch`` while a stage runs in this process, so the temporary files
+    of extractors and tools live in the run directory (and go with it)."""
+    if scratch is None:
+        yield
+        return
+    old = tempfile.tempdir
+    own = Path(tempfile.mkdtemp(prefix=f"main-{os.getpid()}-", dir=scratch))
+    tempfile.tempdir = str(own)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = old
+        shutil.rmtree(own, ignore_errors=True)
+
+
+# worker side ---------------------------------------------------------------------------------------
 _WORKER_STAGE: Stage | None = None
+_WORKER_TMP: Path | None = None
 
 
-def _worker_init(stage: Stage) -> None:
-    global _WORKER_STAGE
+def _worker_cleanup() -> None:
+    if _WORKER_TMP is not None:
+        shutil.rmtree(_WORKER_TMP, ignore_errors=True)
+
+
+def _worker_exit(code: int = 1) -> None:
+    """Leave now: temporary files go, children die (they were started to die with this process)."""
+    _worker_cleanup()
+    os._exit(code)
+
+
+def _watch_parent(pid: int) -> None:
+    """Exit as soon as the run's process ``pid`` is gone (a SIGKILLed run cannot stop its workers)."""
+    while True:
+        time.sleep(0.25)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            _worker_exit(1)
+        except PermissionError:
+            pass
+
+
+def _worker_init(stage: Stage, scratch: str | None, parent_pid: int) -> None:
+    global _WORKER_STAGE, _WORKER_TMP
+    die_with_parent(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda *_: _worker_exit(143))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it stops us itself
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="watch-run").start()
+    if scratch is not None:
+        _WORKER_TMP = Path(tempfile.mkdtemp(prefix=f"w{os.getpid()}-", dir=scratch))
+        tempfile.tempdir = str(_WORKER_TMP)
+        atexit.register(_worker_cleanup)
     _WORKER_STAGE = stage
     stage.setup()
 
@@ -51,6 +131,23 @@ def _worker_init(stage: Stage) -> None:
 def _worker_process(item: Record) -> Result:
     assert _WORKER_STAGE is not None
     return _WORKER_STAGE.process(item)
+
+
+# run side ------------------------------------------------------------------------------------------
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: running records are abandoned, workers get SIGTERM (then SIGKILL)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + 2.0
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join(1.0)
 
 
 class LocalExecutor:
@@ -61,21 +158,28 @@ class LocalExecutor:
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self.concurrency = max(1, concurrency)
 
-    async def map(self, stage: Stage, items: Sequence[Record]) -> AsyncIterator[tuple[Record, Result, bool]]:
+    async def map(
+        self, stage: Stage, items: Sequence[Record], scratch: Path | None = None
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
         if not items:
             return
         if stage.resources is Resources.ASYNC:
-            async for out in self._map_async(stage, items):
-                yield out
+            with scratch_tempdir(scratch):
+                async for out in self._map_async(stage, items):
+                    yield out
         elif self.workers == 1 or len(items) == 1:
-            stage.setup()
-            for item in items:
-                try:
-                    yield item, stage.process(item), True
-                except Exception as exc:  # noqa: BLE001 - one bad record never stops a run
-                    yield item, _crash_reject(stage, item, exc), False
+            with scratch_tempdir(scratch):
+                stage.setup()
+                for item in items:
+                    try:
+                        result, ok = stage.process(item), True
+                    except Exception as exc:
+                        if is_fatal(exc):
+                            raise
+                        result, ok = _crash_reject(stage, item, exc), False
+                    yield item, result, ok
         else:
-            async for out in self._map_pool(stage, items):
+            async for out in self._map_pool(stage, items, scratch):
                 yield out
 
     async def _map_async(
@@ -88,7 +192,9 @@ class LocalExecutor:
             async with sem:
                 try:
                     return item, await stage.aprocess(item), True
-                except Exception as exc:  # noqa: BLE001 - one bad record never stops a run
+                except Exception as exc:
+                    if is_fatal(exc):
+                        raise
                     return item, _crash_reject(stage, item, exc), False
 
         tasks = [asyncio.ensure_future(one(it)) for it in items]
@@ -98,21 +204,73 @@ class LocalExecutor:
         finally:
             for t in tasks:
                 t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _pool(self, stage: Stage, scratch: Path | None) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            self.workers,
+            mp_context=mp.get_context("forkserver"),
+            initializer=_worker_init,
+            initargs=(stage, str(scratch) if scratch else None, os.getpid()),
+        )
 
     async def _map_pool(
-        self, stage: Stage, items: Sequence[Record]
+        self, stage: Stage, items: Sequence[Record], scratch: Path | None
     ) -> AsyncIterator[tuple[Record, Result, bool]]:
+        """At most ``workers`` records in flight (so each one in flight is running). A worker crash
+        breaks the pool: its records in flight count one crash each and are retried alone in a new
+        pool, where a second crash names the record that causes it."""
         loop = asyncio.get_running_loop()
-        ctx = mp.get_context("forkserver")
-        with ProcessPoolExecutor(
-            self.workers, mp_context=ctx, initializer=_worker_init, initargs=(stage,)
-        ) as pool:
-
-            async def one(item: Record) -> tuple[Record, Result, bool]:
-                try:
-                    return item, await loop.run_in_executor(pool, _worker_process, item), True
-                except Exception as exc:  # noqa: BLE001 - one bad record never stops a run
-                    return item, _crash_reject(stage, item, exc), False
-
-            for fut in asyncio.as_completed([one(it) for it in items]):
-                yield await fut
+        pending: deque[Record] = deque(items)
+        suspects: deque[Record] = deque()
+        crashes: dict[str, int] = {}
+        running: dict[asyncio.Future[Result], Record] = {}
+        pool = self._pool(stage, scratch)
+        try:
+            while pending or suspects or running:
+                if suspects:
+                    if not running:
+                        item = suspects.popleft()
+                        running[loop.run_in_executor(pool, _worker_process, item)] = item
+                else:
+                    while pending and len(running) < self.workers:
+                        item = pending.popleft()
+                        running[loop.run_in_executor(pool, _worker_process, item)] = item
+                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                broken = False
+                for fut in finished:
+                    item = running.pop(fut)
+                    exc = fut.exception()
+                    if exc is None:
+                        yield item, fut.result(), True
+                    elif isinstance(exc, BrokenProcessPool):
+                        broken = True
+                        running[fut] = item  # counted with the others below
+                    elif is_fatal(exc):
+                        raise exc
+                    else:
+                        yield item, _crash_reject(stage, item, exc), False
+                if not broken:
+                    continue
+                victims = list(running.values())
+                for fut in running:
+                    fut.cancel()
+                running.clear()
+                _stop_pool(pool)
+                pool = self._pool(stage, scratch)
+                for item in victims:
+                    crashes[item["id"]] = crashes.get(item["id"], 0) + 1
+                    if crashes[item["id"]] >= CRASHES_TO_REJECT and len(victims) == 1:
+                        log.warning("stage %s: %s killed its worker twice", stage.name, item["id"])
+                        yield item, Reject(
+                            id=item["id"], stage=stage.name, reason=WORKER_CRASHED,
+                            message=f"the worker processing it died {crashes[item['id']]} times "
+                            "(a crash in native code, or killed for memory)",
+                            detail={"crashes": crashes[item["id"]]},
+                        ), False  # fmt: skip
+                    else:
+                        suspects.append(item)
+        finally:
+            for fut in running:
+                fut.cancel()
+            _stop_pool(pool)

@@ -1,4 +1,10 @@
-"""Run a stage over records, resumably: outputs are flushed, then the input is marked done."""
+"""Run a stage over records, resumably: outputs are flushed, then the input is marked done.
+
+The completion marker says how the input ended (``outputs``: how many records, or ``reject``: the
+reason), so the store knows which rejects a later success supersedes. ``producer`` names what made the
+stage's records (model, intent versions, extractor config …): records of an earlier producer are
+superseded and their inputs are processed again.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,18 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from dataclaw.core.errors import Reject
+from dataclaw.core.errors import DataclawError, Reject
 from dataclaw.core.store import RunStore
 from dataclaw.pipeline.executors import Executor, LocalExecutor
 from dataclaw.pipeline.stage import Record, Stage
 
 ProgressFn = Callable[[int, int], None]
+
+
+class StageAborted(DataclawError):
+    """A stage stopped early: a fatal error, or its first records all failed."""
 
 
 @dataclass
@@ -34,10 +45,21 @@ async def arun_stage(
     store: RunStore,
     executor: Executor | None = None,
     progress: ProgressFn | None = None,
+    *,
+    producer: Any = None,
+    fail_fast: int | None = None,
+    on_record: Callable[[StageStats], None] | None = None,
 ) -> StageStats:
-    """Process every item not yet done by ``stage`` in ``store``; return what happened."""
+    """Process every item not yet done by ``stage`` in ``store``; return what happened.
+
+    ``producer``: what produces the stage's records now (a JSON-able config or a hash); ``fail_fast``:
+    stop with :class:`StageAborted` when this many records failed (raised) before any succeeded;
+    ``on_record``: called after each finished record (e.g. to save usage as the run goes).
+    """
     executor = executor or LocalExecutor()
     items = list(items)
+    if producer is not None:
+        store.set_producer(stage.name, producer)
     done = store.done(stage.name)
     out = store.stage(stage.name)
     todo = [it for it in items if it["id"] not in done]
@@ -45,21 +67,43 @@ async def arun_stage(
     t0 = time.perf_counter()
     if progress:
         progress(0, len(todo))
-    async for item, result, ok in executor.map(stage, todo):
-        stats.processed += 1
-        if isinstance(result, Reject):
-            store.reject(result)
-            stats.rejects += ok
-            stats.errors += not ok
-            stats.reasons[result.reason] = stats.reasons.get(result.reason, 0) + 1
-        else:
-            for rec in result:
-                stats.outputs += out.append(rec)
-        if ok:
-            done.append({"id": item["id"]})
-        if progress:
-            progress(stats.processed, len(todo))
-    stats.seconds = time.perf_counter() - t0
+    scratch = store.scratch() if todo else None
+    last_error = ""
+    results = executor.map(stage, todo, scratch=scratch)
+    try:
+        async for item, result, ok in results:
+            stats.processed += 1
+            if isinstance(result, Reject):
+                store.reject(result)
+                stats.rejects += ok
+                stats.errors += not ok
+                stats.reasons[result.reason] = stats.reasons.get(result.reason, 0) + 1
+                if ok:
+                    done.append({"id": item["id"], "reject": result.reason})
+                else:
+                    last_error = result.message
+            else:
+                for rec in result:
+                    stats.outputs += out.append(rec)
+                done.append({"id": item["id"], "outputs": len(result)})
+            if on_record:
+                on_record(stats)
+            if progress:
+                progress(stats.processed, len(todo))
+            if fail_fast and stats.errors >= fail_fast and stats.errors == stats.processed:
+                raise StageAborted(
+                    f"stage {stage.name}: the first {stats.errors} records all failed, stopping "
+                    f"(last: {last_error})"
+                )
+    except Exception as exc:
+        if isinstance(exc, DataclawError) or not getattr(exc, "fatal", False):
+            raise
+        raise StageAborted(f"stage {stage.name} stopped: {exc}") from exc
+    finally:
+        stats.seconds = time.perf_counter() - t0
+        aclose = getattr(results, "aclose", None)
+        if aclose is not None:  # stop what is still in flight (workers, model calls) now
+            await aclose()
     return stats
 
 
@@ -69,6 +113,7 @@ def run_stage(
     store: RunStore,
     executor: Executor | None = None,
     progress: ProgressFn | None = None,
+    **options: Any,
 ) -> StageStats:
-    """Synchronous wrapper of :func:`arun_stage`."""
-    return asyncio.run(arun_stage(stage, items, store, executor, progress))
+    """Synchronous wrapper of :func:`arun_stage` (``options``: its keyword options)."""
+    return asyncio.run(arun_stage(stage, items, store, executor, progress, **options))

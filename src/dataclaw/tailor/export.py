@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from dataclaw.core.errors import ConfigError, Reject, require
 from dataclaw.core.ids import slug
 from dataclaw.core.registry import Registry
+from dataclaw.core.store import is_current
 from dataclaw.media.writers import sha256_file
 from dataclaw.tailor.materialize import ARTIFACTS, IMAGE_TOKEN, SAMPLES, VIDEO_TOKEN, count_tokens
 from dataclaw.tailor.records import Artifact, MediaRef, Sample
@@ -162,8 +163,10 @@ class RunReader:
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The current records of a run's JSONL file (superseded ones, of an earlier producer, are skipped)."""
     if not path.exists():
         return
+    current = is_current(path)
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
@@ -174,7 +177,7 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 if fh.read().strip():  # only a torn last line (crash mid-write) may be skipped
                     raise ConfigError(f"{path}: line {n} is not valid JSON") from None
                 return
-            if isinstance(rec, dict):
+            if isinstance(rec, dict) and current(rec):
                 yield rec
 
 

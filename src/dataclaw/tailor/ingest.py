@@ -8,11 +8,15 @@ Three steps, each resumable per record through :class:`~dataclaw.core.store.RunS
    perception anchors carry a confidence);
 3. :class:`MineStage` runs the candidate miners over each stream and its anchors.
 
-Bad input never stops the run: it becomes a reject with a reason code, and a rerun resumes.
+Bad input never stops the run: it becomes a reject with a reason code, and a rerun resumes. The
+anchors' producer is the effective extractor config (names and every setting, defaults included), the
+candidates' the anchors' plus the miner config: change a setting and the affected stage runs again, its
+earlier records superseded (they stay in the file; readers no longer see them).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +30,7 @@ from pydantic import ValidationError
 
 from dataclaw.core.errors import ConfigError, DataclawError, Reject
 from dataclaw.core.ids import root_id
+from dataclaw.core.lock import run_lock
 from dataclaw.core.store import RunStore
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.pipeline import Resources, Stage, StageStats, run_stage
@@ -317,6 +322,34 @@ def mine_items(store: RunStore) -> list[Record]:
     ]
 
 
+def effective_config(
+    registry: Any, names: Sequence[str] | None, config: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each component that runs (``names``, default all registered) with every setting it gets: its
+    constructor's defaults overlaid with ``config``, plus its ``version`` attribute when it has one.
+    Equal behaviour gives an equal config whether a setting was spelt out or left to its default."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in names if names is not None else registry.names():
+        cls = registry.get(name)
+        try:
+            params = inspect.signature(cls).parameters.values()
+        except (TypeError, ValueError):
+            params = []
+        settings = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+        settings.update(config.get(name, {}))
+        if getattr(cls, "version", None) is not None:
+            settings["version"] = cls.version
+        out[name] = settings
+    return out
+
+
+def ingest_producers(config: IngestConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(anchors producer, candidates producer) of ``config``."""
+    anchors = {"extractors": effective_config(EXTRACTORS, config.extractors, config.extractor_config)}
+    candidates = {"anchors": anchors, "miners": effective_config(MINERS, config.miners, config.miner_config)}
+    return anchors, candidates
+
+
 def stats_dict(stats: StageStats) -> dict[str, Any]:
     """What a stage run did, for the manifest's ``last_run`` (the stage name is its key there)."""
     return {k: v for k, v in asdict(stats).items() if k != "stage"}
@@ -340,14 +373,18 @@ def ingest(
     AnchorStage(config.extractors, config.extractor_config).setup()
     MineStage(config.miners, config.miner_config).setup()
     executor = LocalExecutor(workers=config.workers)
+    anchors_by, candidates_by = ingest_producers(config)
     stages: dict[str, dict[str, Any]] = {}
-    with RunStore(run_dir) as store:
+    with run_lock(run_dir, "tailor ingest"), RunStore(run_dir) as store:
         store.update_manifest(command="tailor ingest", inputs=[str(p) for p in inputs], config=asdict(config))
         with progress_for(progress, "streams") as update:
             read_inputs(inputs, store, update)
         with progress_for(progress, "anchors") as update:
-            stats = run_stage(anchor_stage, list(store.records(STREAMS)), store, executor, update)
+            stats = run_stage(
+                anchor_stage, list(store.records(STREAMS)), store, executor, update, producer=anchors_by
+            )
         stages[ANCHORS] = stats_dict(stats)
+        store.set_producer(CANDIDATES, candidates_by)
         with progress_for(progress, "candidates") as update:
             stats = run_stage(mine_stage, mine_items(store), store, executor, update)
         stages[CANDIDATES] = stats_dict(stats)

@@ -3,8 +3,14 @@
 ingest (streams → anchors → candidates) → intent selection (explicit ids/files, or a fuzzy request
 resolved per candidate kind) → synthesis (``responses.jsonl``) → validation (``validated.jsonl``) →
 materialisation (``artifacts.jsonl`` + ``samples.jsonl``) → export. Every step resumes per record, model
-answers come from the response cache when seen before, and the usage ledger (tokens, $) goes into
-``manifest.json``.
+answers come from the response cache when seen before, and model usage (requests per model, tokens, $)
+is saved into ``manifest.json`` as the run goes.
+
+The run holds its directory's lock throughout; its model strings are checked (and their endpoints
+probed) before ingest starts. What produced each stage's records (routing, intent definitions, seed,
+candidates) is its *producer*: change any of it and new answers are made, the old ones superseded. A
+fatal model error, or a synthesis whose first requests all fail, stops the run with one line; a run in
+which no request succeeded fails (:class:`RunFailed`).
 """
 
 from __future__ import annotations
@@ -16,12 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataclaw.core.errors import ConfigError
-from dataclaw.core.ids import stable_hash
+from dataclaw.core.errors import ConfigError, DataclawError
+from dataclaw.core.ids import child_id, stable_hash
+from dataclaw.core.lock import run_lock
 from dataclaw.core.store import RunStore
 from dataclaw.models import UsageLedger
 from dataclaw.pipeline import run_stage
 from dataclaw.pipeline.executors import LocalExecutor
+from dataclaw.pipeline.runner import StageAborted, StageStats
+from dataclaw.pipeline.usage import LiveUsage
 from dataclaw.tailor.ingest import (
     ANCHORS,
     CANDIDATES,
@@ -43,8 +52,15 @@ from dataclaw.tailor.synthesize import (
 )
 from dataclaw.tailor.validate import VALIDATED, ValidateStage
 
+MATERIALIZED = ("materialize", "samples", "artifacts")
 CHOICES = "intent_choices"
 Progress = Callable[[str], Any]
+FAIL_FAST = 8
+"""Synthesis stops when this many requests failed before any succeeded."""
+
+
+class RunFailed(DataclawError):
+    """The run made no sample at all: every model request failed."""
 
 
 @dataclass
@@ -90,7 +106,7 @@ def resolve_choices(
     known = {r["id"]: r for r in store.records(CHOICES)}
     out: dict[tuple[str, str | None], dict[str, Any]] = {}
     for kind, modality in kinds:
-        rid = stable_hash([request, kind, modality], 16)
+        rid = stable_hash([request, kind, modality, spec], 16)
         if rid not in known:
             choice = asyncio.run(resolver.aresolve(request, kind, modality))
             known[rid] = {"id": rid, **choice.model_dump()}
@@ -132,8 +148,68 @@ def plan_items(
         used = [anchors[a] for a in cand.get("anchor_ids", []) if a in anchors]
         for intent, why in chosen:
             if intent.applies(cand["kind"], stream.get("modality")):
-                items.append(synth_item(cand, stream, used, intent, why))
+                item = synth_item(cand, stream, used, intent, why)
+                item["id"] = response_id(cand["id"], intent, config, store.producer(CANDIDATES))
+                items.append(item)
     return items, candidates
+
+
+def intent_hash(intent: Intent) -> str:
+    """The hash of an intent's definition (prompt, schema, validators, frame plan …): its version."""
+    return stable_hash(intent.model_dump(mode="json"), 12)
+
+
+def response_id(candidate_id: str, intent: Intent, config: TailorRunConfig, candidates: str | None) -> str:
+    """The id of a response: the candidate, the intent and the hash of what produces the answer (the
+    model routed to, the intent's definition, seed, whether frames are sent, the candidates' producer),
+    so a changed model or intent is a new response, not a reuse of the old one."""
+    model = config.route.spec_for(intent.domain)
+    producer = [model, intent_hash(intent), config.seed, config.send_images, candidates]
+    return child_id(candidate_id, "resp", [intent.id, stable_hash(producer, 8)], label=intent.id)
+
+
+def synthesis_producer(
+    config: TailorRunConfig, intents: Sequence[Intent], candidates: str | None
+) -> dict[str, Any]:
+    """What makes this run's responses (and so its samples): routing, intents, seed, images, candidates."""
+    return {
+        "route": config.route.model_dump(mode="json"),
+        "intents": {i.id: intent_hash(i) for i in sorted(intents, key=lambda i: i.id)},
+        "request": config.request,
+        "seed": config.seed,
+        "send_images": config.send_images,
+        "candidates": candidates,
+    }
+
+
+def route_specs(route: RouteConfig) -> list[str]:
+    """Every model string a routing config names."""
+    return sorted({route.default, *route.experts.values()} - {None})  # type: ignore[arg-type]
+
+
+def check_models(route: RouteConfig) -> None:
+    """Fail now, before any ingest, when a model string is wrong or its endpoint cannot answer: parse
+    each string and probe its endpoint once (cached)."""
+    from dataclaw.models import get_model
+
+    try:
+        from dataclaw.models.probe import probe_endpoint
+    except ImportError:  # an older models package: parse only
+        probe_endpoint = None
+    for spec in route_specs(route):
+        if probe_endpoint is not None:
+            probe_endpoint(spec)
+        else:
+            get_model(spec, cache=False)
+
+
+def _failed_all(stats: StageStats) -> bool:
+    """No request of this synthesis succeeded, and some failed."""
+    return (
+        stats.processed > 0
+        and stats.outputs == 0
+        and stats.errors + stats.reasons.get("model_refused", 0) > 0
+    )
 
 
 def tailor_run(
@@ -142,45 +218,87 @@ def tailor_run(
     config: TailorRunConfig,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the pipeline into ``run_dir``; return a summary (counts, rejects by reason, usage, export)."""
+    """Run the pipeline into ``run_dir``; return a summary (counts, rejects by reason, usage per model,
+    export). Raises :class:`RunFailed` when no request succeeded, :class:`StageAborted` when the model
+    failed fatally (unreachable, wrong key or model) or every early request failed."""
+    with run_lock(run_dir, "tailor run"):
+        check_models(config.route)
+        ingest(inputs, run_dir, config.ingest or IngestConfig(workers=config.workers), progress=progress)
+        return _synthesize_and_publish(run_dir, config, progress)
+
+
+def _synthesize_and_publish(
+    run_dir: str | Path, config: TailorRunConfig, progress: Progress | None
+) -> dict[str, Any]:
     from dataclaw.tailor.export import export
     from dataclaw.tailor.materialize import make_item, materialize
 
-    ingest(inputs, run_dir, config.ingest or IngestConfig(workers=config.workers), progress=progress)
     catalog = IntentCatalog.builtin()
     ledger = UsageLedger()
     router = Router(config.route, ledger=ledger)
     stages: dict[str, dict[str, Any]] = {}
-    with RunStore(run_dir) as store:
-        store.update_manifest(
-            command="tailor run", route=config.route.model_dump(mode="json"), intents=config.intents,
-            request=config.request, seed=config.seed,
-        )  # fmt: skip
-        streams = {s["id"]: s for s in store.records(STREAMS)}
-        anchors = {a["id"]: a for a in store.records(ANCHORS)}
-        items, candidates = plan_items(store, catalog, config, router, streams, anchors)
-        router.check([catalog.get(i["intent"]) for i in items])
-        pool = run_distractors(candidates, anchors) + load_distractors()
-        synth = SynthesizeStage(
-            config.route, catalog=catalog, seed=config.seed, distractor_pool=pool, router=router,
-            send_images=config.send_images,
-        )  # fmt: skip
-        executor = LocalExecutor(workers=1, concurrency=config.concurrency)
-        with progress_for(progress, "responses") as update:
-            stages[RESPONSES] = stats_dict(run_stage(synth, items, store, executor, update))
-        wanted = {i["id"] for i in items}
-        responses = [r for r in store.records(RESPONSES) if r["id"] in wanted]
-        with progress_for(progress, "validated") as update:
-            stages[VALIDATED] = stats_dict(
-                run_stage(ValidateStage(catalog), responses, store, executor, update)
-            )
-        cands = {c["id"]: c for c in candidates}
-        mats = [
-            make_item(s, streams[s["stream_id"]], cands.get(s["candidate_id"]))
-            for s in store.records(VALIDATED)
-            if s["stream_id"] in streams
-        ]
-        ledger.save(store)
+    with RunStore(run_dir, command="tailor run") as store:
+        live = LiveUsage(store, ledger)
+        for spec in route_specs(config.route):
+            live.watch(router.model(spec))
+        try:
+            store.update_manifest(
+                command="tailor run", route=config.route.model_dump(mode="json"), intents=config.intents,
+                request=config.request, seed=config.seed,
+            )  # fmt: skip
+            streams = {s["id"]: s for s in store.records(STREAMS)}
+            anchors = {a["id"]: a for a in store.records(ANCHORS)}
+            items, candidates = plan_items(store, catalog, config, router, streams, anchors)
+            used = {i["intent"]: catalog.get(i["intent"]) for i in items}
+            router.check(list(used.values()))
+            pool = run_distractors(candidates, anchors) + load_distractors()
+            synth = SynthesizeStage(
+                config.route, catalog=catalog, seed=config.seed, distractor_pool=pool, router=router,
+                send_images=config.send_images,
+            )  # fmt: skip
+            executor = LocalExecutor(workers=1, concurrency=config.concurrency)
+            produced = synthesis_producer(config, list(used.values()), store.producer(CANDIDATES))
+
+            def after_record(stats: StageStats) -> None:
+                if live.fatal is not None:
+                    raise StageAborted(f"stage {RESPONSES} stopped: {live.fatal}")
+                live.save(force=False)
+
+            with progress_for(progress, "responses") as update:
+                stats = run_stage(
+                    synth, items, store, executor, update, producer=produced, fail_fast=FAIL_FAST,
+                    on_record=after_record,
+                )  # fmt: skip
+            stages[RESPONSES] = stats_dict(stats)
+            if _failed_all(stats):
+                store.update_manifest(last_run=stages)
+                raise RunFailed(
+                    f"no model request succeeded ({stats.errors} failed, {stats.rejects} refused): see "
+                    f"{Path(run_dir) / 'rejects.jsonl'}"
+                )
+            wanted = {i["id"] for i in items}
+            responses = [r for r in store.records(RESPONSES) if r["id"] in wanted]
+            with progress_for(progress, "validated") as update:
+                stages[VALIDATED] = stats_dict(
+                    run_stage(
+                        ValidateStage(catalog),
+                        responses,
+                        store,
+                        executor,
+                        update,
+                        producer={RESPONSES: store.producer(RESPONSES)},
+                    )
+                )
+            cands = {c["id"]: c for c in candidates}
+            mats = [
+                make_item(s, streams[s["stream_id"]], cands.get(s["candidate_id"]))
+                for s in store.records(VALIDATED)
+                if s["stream_id"] in streams
+            ]
+            for name in MATERIALIZED:  # materialize() publishes samples and artifacts of this producer
+                store.set_producer(name, {VALIDATED: store.producer(VALIDATED)})
+        finally:
+            live.close()
     stats = materialize(mats, run_dir, executor=LocalExecutor(workers=config.workers))
     stages["materialize"] = stats_dict(stats)
     has_samples = (Path(run_dir) / "samples.jsonl").is_file()
@@ -188,6 +306,7 @@ def tailor_run(
     with RunStore(run_dir) as store:
         store.update_manifest(last_run=stages, export=exported)
         rejects = Counter(f"{r['stage']}:{r['reason']}" for r in store.rejects())
+        usage = ledger.summary()
         return {
             "run": str(run_dir),
             "router": str(config.route.mode),
@@ -199,7 +318,9 @@ def tailor_run(
             "counts": store.counts(),
             "stages": stages,
             "rejects": dict(sorted(rejects.items())),
-            "usage": ledger.summary()["total"],
+            "usage": usage["total"],
+            "usage_by_model": usage["by_model"],
+            "model_requests": live.requests()["by_model"],
             "export": exported,
             "intent_choices": [r for r in store.records(CHOICES)],
         }

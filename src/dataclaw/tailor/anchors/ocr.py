@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dataclaw.core.errors import DataclawError, require
+from dataclaw.core.procs import child_dies_with_parent
 from dataclaw.core.registry import Registry
 from dataclaw.tailor.anchors._video import ocr_targets, ocr_targets_apply
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
@@ -119,7 +120,9 @@ class TesseractBackend(OcrBackend):
 
     def read_many(self, images: Sequence[np.ndarray]) -> list[list[OcrLine]]:
         """One tesseract process for the whole batch (a list file of PPM pages): the model loads once,
-        which saves about a quarter of the CPU time on a trajectory of screenshots."""
+        which saves about a quarter of the CPU time on a trajectory of screenshots. The pages go to a
+        temporary folder, which inside a run is under the run's scratch folder (``RUN/_tmp``, removed
+        when the run ends or is killed); tesseract dies with the process that started it."""
         if not images:
             return []
         rgbs = [_as_rgb(image) for image in images]
@@ -136,7 +139,10 @@ class TesseractBackend(OcrBackend):
             env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
             timeout = self.timeout_s * len(rgbs)
             try:
-                proc = subprocess.run(cmd, capture_output=True, env=env, timeout=timeout, check=False)
+                proc = subprocess.run(
+                    cmd, capture_output=True, env=env, timeout=timeout, check=False,
+                    preexec_fn=child_dies_with_parent,  # a killed run leaves no tesseract behind
+                )  # fmt: skip
             except subprocess.TimeoutExpired:
                 raise OcrError(f"tesseract took longer than {timeout:.0f} s on {len(rgbs)} images") from None
         if proc.returncode != 0:

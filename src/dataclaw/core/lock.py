@@ -1,0 +1,118 @@
+"""One process per run directory: an advisory ``fcntl.flock`` on ``RUN/.lock``.
+
+The lock is taken by the first write of a :class:`~dataclaw.core.store.RunStore` (or explicitly, for a
+whole command, with :func:`run_lock`) and is re-entrant within a process, because one command opens the
+same run directory through several stores (ingest, synthesis, materialisation). A second process gets a
+:class:`RunLockedError` naming the holder (pid, host, command, since). The kernel drops the lock when
+its holder dies, however it dies, so a lock is never stale.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dataclaw.core.errors import ConfigError
+
+LOCK_FILE = ".lock"
+SCRATCH = "_tmp"
+"""A run's folder for temporary files (``RUN/_tmp``): emptied when the lock is taken (whatever is there
+belongs to a run that was killed) and removed when it is released."""
+
+_held: dict[Path, list[int]] = {}  # resolved run dir -> [fd, depth]
+_guard = threading.Lock()
+
+
+class RunLockedError(ConfigError):
+    """Another process holds the run directory."""
+
+
+def _holder(fd: int) -> dict[str, object]:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return json.loads(os.read(fd, 4096) or b"{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def _command() -> str:
+    args = [os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]]
+    return " ".join(args)[:200]
+
+
+def acquire(root: str | os.PathLike[str], command: str | None = None) -> None:
+    """Take the lock of run directory ``root`` (re-entrant in this process), or raise RunLockedError."""
+    key = Path(root).resolve()
+    with _guard:
+        if key in _held:
+            _held[key][1] += 1
+            return
+        key.mkdir(parents=True, exist_ok=True)
+        fd = os.open(key / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            who = _holder(fd)
+            os.close(fd)
+            raise RunLockedError(
+                f"run directory {root} is in use by pid {who.get('pid', '?')} on {who.get('host', '?')} "
+                f"({who.get('command', '?')!s}, since {who.get('since', '?')}); wait for it to finish or "
+                "use another --out"
+            ) from None
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command or _command(),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, json.dumps(info).encode())
+        _held[key] = [fd, 1]
+        shutil.rmtree(key / SCRATCH, ignore_errors=True)
+
+
+def release(root: str | os.PathLike[str]) -> None:
+    """Undo one :func:`acquire`; the last one unlocks."""
+    key = Path(root).resolve()
+    with _guard:
+        entry = _held.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _held[key]
+        fd = entry[0]
+        shutil.rmtree(key / SCRATCH, ignore_errors=True)
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def held(root: str | os.PathLike[str]) -> bool:
+    """Whether this process holds the lock of ``root``."""
+    with _guard:
+        return Path(root).resolve() in _held
+
+
+@contextmanager
+def run_lock(root: str | os.PathLike[str], command: str | None = None) -> Iterator[None]:
+    """Hold the lock of ``root`` for a whole command."""
+    acquire(root, command)
+    try:
+        yield
+    finally:
+        release(root)
