@@ -37,14 +37,17 @@ def _graphs(envs: list[str], graph_files: list[Path]) -> list:  # type: ignore[t
 PAPER_RAW, PAPER_KEPT = 35_464, 19_777
 
 
-def _summary(rows: list[tuple[str, int, int, dict[str, int]]]) -> None:
-    """Per stage raw → kept, pass rate and reject reasons, with the end-to-end rate next to the paper's."""
+def _summary(rows: list[tuple[str, int, int, dict[str, int]]], *, paper: bool = False) -> None:
+    """Per stage raw → kept, pass rate and reject reasons. ``paper``: a task synthesis summary, so the
+    end-to-end rate is shown next to the paper's (Table 2 counts synthesised candidates kept after
+    auditing; it says nothing about audits, calibrations or samples of other task sets)."""
     raw, kept = (rows[0][1], rows[-1][2]) if rows else (0, 0)
     overall = f"{kept}/{raw} = {kept / raw:.1%}" if raw else "-"
-    paper = f"{PAPER_RAW:,} → {PAPER_KEPT:,} = {PAPER_KEPT / PAPER_RAW:.1%}"
-    table = Table(
-        title="tasks pipeline", caption=f"end to end {overall} · paper (Table 2, after auditing) {paper}"
-    )
+    caption = f"end to end {overall}"
+    if paper:
+        caption += f" · paper (Table 2, after auditing) {PAPER_RAW:,} → {PAPER_KEPT:,} = "
+        caption += f"{PAPER_KEPT / PAPER_RAW:.1%}"
+    table = Table(title="tasks pipeline", caption=caption)
     for col in ("stage", "raw", "kept", "pass rate", "reject reasons"):
         table.add_column(col)
     for stage, raw, kept, reasons in rows:
@@ -178,7 +181,7 @@ def synth(
             ("tasks", len(grounded), len(tasks), _reasons(store, "tasks", grounded_ids)),
         ]
         store.update_manifest(tasks={"model": model, "chains": len(chains), "tasks": len(tasks)})
-    _summary(rows)
+    _summary(rows, paper=True)
 
 
 def _reasons(store: object, stage: str, ids: set[str]) -> dict[str, int]:
@@ -211,14 +214,33 @@ def _rollout_config(max_turns: int, timeout: float, max_tokens: int, strict: boo
 
 def _rollout_table(title: str, s: dict) -> None:
     table = Table(title=title)
-    for col in ("tasks", "rollouts", "mean reward", "full reward", "defects", "errors", "stop reasons"):
+    cols = ["tasks", "unloadable", "rollouts", "mean reward", "full reward", "defects", "errors"]
+    cols.append("stop reasons")
+    for col in cols:
         table.add_column(col)
     fmt = lambda d: ", ".join(f"{k}={v}" for k, v in sorted(d.items())) or "-"  # noqa: E731
     table.add_row(
-        str(s["tasks"]), str(s["rollouts"]), str(s["mean_reward"]), str(s["full_reward"]),
-        str(s["defects"]), fmt(s["errors"]), fmt(s["stop_reasons"]),
+        str(s["tasks"]), str(s.get("unloadable", 0)), str(s["rollouts"]), str(s["mean_reward"]),
+        str(s["full_reward"]), str(s["defects"]), fmt(s["errors"]), fmt(s["stop_reasons"]),
     )  # fmt: skip
     console.print(table)
+
+
+def _unloadable(loaded: Any, store: Any, stage: str, source: Path) -> list[dict[str, Any]]:
+    """Record every task that cannot be loaded as a reject of ``stage`` and list them; when not one task
+    could be loaded, a ConfigError (exit 1: a run over nothing is not a success)."""
+    from dataclaw.envcraft.quality.runs import reject_unloadable
+
+    broken = reject_unloadable(loaded, store, stage)
+    for b in broken[:10]:
+        console.print(f"unloadable: {b['id']} [{b['reason']}] {b['message']}", markup=False, highlight=False)
+    if len(broken) > 10:
+        console.print(f"… {len(broken) - 10} more unloadable tasks in {store.root / 'rejects.jsonl'}")
+    if not loaded.tasks:
+        why = Counter(b["reason"] for b in broken)
+        detail = ", ".join(f"{k}={v}" for k, v in why.most_common()) or "the folder holds none"
+        raise ConfigError(f"no task could be loaded from {source} ({detail}; rejects in {store.root})")
+    return broken
 
 
 def _num(x: float | None) -> str:
@@ -229,46 +251,54 @@ def _num(x: float | None) -> str:
 def audit(
     tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Run directory (default: a temp dir).")
+        Path | None, typer.Option("--out", "-o", help="Run directory (default: a temp dir; reruns resume).")
     ] = None,
     floor: Annotated[float, typer.Option(help="Highest score allowed on the untouched workspace.")] = 0.0,
+    workers: Annotated[
+        int | None, typer.Option(help="Claw tasks audited at once (default: the CPU count).")
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Also score every task with the LLM rubric.")] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also print the per-task table (verdict, failed checks).")
+    ] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any task fails.")] = False,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
-    """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), any task by the LLM rubric."""
+    """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), any task by the LLM rubric.
+
+    Prints a summary (verdicts, reasons, warnings, pass rate, slowest tasks); every report is in
+    ``code_audit.jsonl`` and every failure in ``rejects.jsonl`` of the run directory."""
     import asyncio
     import tempfile
+    import time
 
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source, rubric_tasks
+    from dataclaw.envcraft.quality.runs import audit_by_code, default_workers, load_task_source, rubric_tasks
 
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    n_workers = workers or default_workers()
     loaded = load_task_source(tasks)
     run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
     with RunStore(run) as store:
+        before = store.stage("code_audit").ids()
+        t0 = time.perf_counter()
         with progress_bar("audit") as bar:
             rows = audit_by_code(
-                loaded, store, floor=floor, policy=SandboxPolicy(unsafe=unsafe), progress=bar
+                loaded,
+                store,
+                floor=floor,
+                policy=SandboxPolicy(unsafe=unsafe),
+                progress=bar,
+                workers=n_workers,
             )
-        passed = sum(r["passed"] for r in rows)
-        failed = len(rows) - passed
-        if rows:
-            table = Table(title=f"code audit (floor {floor:g})", show_lines=True)
-            for col in ("task", "verdict", "untouched", "solution", "failed checks"):
-                table.add_column(col)
-            for r in rows:
-                why = "\n".join(
-                    f"{c['name']} [{c['reason']}]: {c['message']}" for c in r["checks"] if not c["passed"]
-                )
-                table.add_row(
-                    r["id"],
-                    "pass" if r["passed"] else ("DEFECT" if r.get("defect") else "FAIL"),
-                    _num(r.get("untouched_score")),
-                    _num(r.get("solved_score")),
-                    why or "-",
-                )
-            console.print(table)
+        took = time.perf_counter() - t0
+        resumed = sum(1 for r in rows if r["id"] in before and "layout" not in r)
+        if verbose and rows:
+            _audit_table(rows, floor)
+        summary = _audit_summary(rows, floor=floor, workers=n_workers, seconds=took, resumed=resumed)
+        failed = len(rows) - sum(r["passed"] for r in rows)
         if model:
             with _usage(store) as ledger:
                 chat = _run_model(model, run, ledger)
@@ -279,11 +309,120 @@ def audit(
                 [("rubric", len(loaded.tasks), kept, _reasons(store, "rubric", {v["id"] for v in verdicts}))]
             )
             failed += len(loaded.tasks) - kept
-        store.update_manifest(audit={"source": str(tasks), "floor": floor, "model": model})
-    _summary([("code_audit", len(rows), passed, _reasons(store, "code_audit", {r["id"] for r in rows}))])
-    console.print(f"records in {run}")
+        store.update_manifest(
+            audit={
+                "source": str(tasks),
+                "floor": floor,
+                "model": model,
+                "workers": n_workers,
+                "summary": summary,
+            }
+        )
+    console.print(f"records: {run / 'code_audit.jsonl'} (reports), {run / 'rejects.jsonl'} (failures)")
     if strict and failed:
         raise typer.Exit(1)
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    """One word per task: pass, FAIL (the task is broken), DEFECT (its verifier failed: repair it),
+    unloadable (its files do not form a task), error (the audit itself crashed on it)."""
+    if row.get("layout"):
+        return "unloadable"
+    if row.get("error"):
+        return "error"
+    if row["passed"]:
+        return "pass"
+    return "DEFECT" if row.get("defect") else "FAIL"
+
+
+def _warnings(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A report's warnings: uncertain heuristics that do not fail the task (a ``warnings`` list, or checks
+    marked ``severity: warning``)."""
+    out = [w if isinstance(w, dict) else {"message": str(w)} for w in row.get("warnings") or []]
+    out += [c for c in row.get("checks", []) if c.get("severity") == "warning"]
+    return out
+
+
+def _audit_table(rows: list[dict[str, Any]], floor: float) -> None:
+    table = Table(title=f"code audit (floor {floor:g})", show_lines=True)
+    for col in ("task", "verdict", "untouched", "solution", "failed checks", "warnings"):
+        table.add_column(col)
+    for r in rows:
+        why = "\n".join(
+            f"{c['name']} [{c['reason']}]: {c['message']}" for c in r["checks"] if not c["passed"]
+        )
+        warned = "\n".join(
+            f"{w.get('name', 'warning')} [{w.get('reason', '-')}]: {w.get('message', '')}"
+            for w in _warnings(r)
+        )
+        table.add_row(
+            r["id"],
+            _verdict(r),
+            _num(r.get("untouched_score")),
+            _num(r.get("solved_score")),
+            why or "-",
+            warned or "-",
+        )
+    console.print(table)
+
+
+def _audit_summary(
+    rows: list[dict[str, Any]], *, floor: float, workers: int, seconds: float, resumed: int
+) -> dict[str, Any]:
+    """Print the audit's summary: tasks per verdict, per failure reason and per warning, the pass rate and
+    the slowest tasks; return the same numbers (they go into the run manifest)."""
+    verdicts = Counter(_verdict(r) for r in rows)
+    failing: Counter[str] = Counter()
+    warned: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for r in rows:
+        for reason in dict.fromkeys(str(c["reason"]) for c in r["checks"] if not c["passed"]):
+            failing[reason] += 1
+            example.setdefault(reason, r["id"])
+        for reason in dict.fromkeys(str(w.get("reason") or w.get("name") or "warning") for w in _warnings(r)):
+            warned[reason] += 1
+            example.setdefault(reason, r["id"])
+    n, passed = len(rows), verdicts.get("pass", 0)
+    n_warnings = sum(len(_warnings(r)) for r in rows)
+    audited = n - resumed - verdicts.get("unloadable", 0)
+    rate = audited / seconds if seconds > 0 and audited else None
+    timed = sorted((r for r in rows if r.get("duration_s") is not None), key=lambda r: -r["duration_s"])
+    line = f"pass rate {passed}/{n} = {passed / n:.1%}" if n else "no tasks"
+    line += f"; {n_warnings} warnings on {sum(1 for r in rows if _warnings(r))} tasks"
+    title = f"code audit of {n} tasks (floor {floor:g})"
+    table = Table(title=title, min_width=len(title) + 2)
+    for col in ("verdict", "tasks", "share"):
+        table.add_column(col)
+    for name in ("pass", "FAIL", "DEFECT", "unloadable", "error"):
+        if verdicts.get(name) or name in ("pass", "FAIL"):
+            table.add_row(name, str(verdicts.get(name, 0)), f"{verdicts.get(name, 0) / n:.1%}" if n else "-")
+    console.print(table)
+    console.print(line)
+    if failing or warned:
+        reasons = Table(title="reasons (tasks per reason; a task may have several)")
+        for col in ("reason", "failed", "warned", "e.g."):
+            reasons.add_column(col)
+        for reason in sorted({*failing, *warned}, key=lambda k: (-failing[k], -warned[k], k)):
+            reasons.add_row(reason, str(failing[reason] or "-"), str(warned[reason] or "-"), example[reason])
+        console.print(reasons)
+    slowest = [(r["id"], r["duration_s"]) for r in timed[:5]]
+    if slowest:
+        console.print("slowest: " + ", ".join(f"{tid} {sec:.1f} s" for tid, sec in slowest))
+    pace = f"{audited} audited in {seconds:.1f} s with {workers} workers"
+    pace += f" ({rate:.2f} tasks/s)" if rate else ""
+    console.print(pace + (f"; {resumed} resumed from the run directory" if resumed else ""))
+    return {
+        "tasks": n,
+        "verdicts": dict(verdicts),
+        "reasons": dict(failing),
+        "warnings": dict(warned),
+        "pass_rate": round(passed / n, 4) if n else None,
+        "audited": audited,
+        "resumed": resumed,
+        "seconds": round(seconds, 2),
+        "tasks_per_s": round(rate, 3) if rate else None,
+        "slowest": slowest,
+    }
 
 
 @app.command("rollout")
@@ -312,6 +451,7 @@ def rollout(
     config = _rollout_config(max_turns, timeout, max_tokens, strict_calls)
     loaded = load_task_source(tasks, limit)
     with RunStore(out) as store, _usage(store) as ledger:
+        broken = _unloadable(loaded, store, "rollouts", tasks)
         chat = _run_model(model, out, ledger)
         with progress_bar("rollouts") as bar:
             recs = asyncio.run(
@@ -326,7 +466,7 @@ def rollout(
                     progress=bar,
                 )
             )
-        summary = rollout_summary(recs)
+        summary = {**rollout_summary(recs), "unloadable": len(broken)}
         store.update_manifest(rollout={"model": model, "samples": samples, "summary": summary})
     _rollout_table("rollouts", summary)
 
@@ -362,6 +502,7 @@ def calibrate(
     config = _rollout_config(max_turns, timeout, 1024, False)
     loaded = load_task_source(tasks, limit)
     with RunStore(out) as store, _usage(store) as ledger:
+        broken = _unloadable(loaded, store, "calibration", tasks)
         chat = _run_model(model, out, ledger)
         fixer = _run_model(repair_model, out, ledger) if repair_model else None
         with progress_bar("calibration rollouts") as bar:
@@ -377,15 +518,16 @@ def calibrate(
                     progress=bar,
                 )
             )
-        summary = rollout_summary(list(store.records("rollouts")))
+        summary = {**rollout_summary(list(store.records("rollouts"))), "unloadable": len(broken)}
         store.update_manifest(calibrate={"model": model, "k": k, "threshold": threshold})
     _rollout_table("calibration rollouts", summary)
     kept = sum(r["verdict"] == "keep" for r in rows)
     reasons = Counter(r["verdict"] for r in rows if r["verdict"] != "keep")
+    reasons.update(f"unloadable: {b['reason']}" for b in broken)
     repaired = sum(1 for r in rows if (r.get("repair") or {}).get("ok"))
     if repaired:
         reasons["repaired (see repaired_tasks.jsonl)"] = repaired
-    _summary([("calibration", len(rows), kept, reasons)])
+    _summary([("calibration", len(rows) + len(broken), kept, reasons)])
 
 
 @app.command("claw-synth")
@@ -430,6 +572,10 @@ def claw_synth(
     passed = sum(r["passed"] for r in rows)
     audit_reasons = Counter(str(c["reason"]) for r in rows for c in r["checks"] if not c["passed"])
     _summary(
-        [("claw_generate", len(recs), len(ids), gen_reasons), ("code_audit", len(ids), passed, audit_reasons)]
+        [
+            ("claw_generate", len(recs), len(ids), gen_reasons),
+            ("code_audit", len(ids), passed, audit_reasons),
+        ],
+        paper=True,
     )
     console.print(f"tasks in {root}; audit records in {out / 'code_audit.jsonl'}")

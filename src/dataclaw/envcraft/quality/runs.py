@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +23,7 @@ from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollout
 from dataclaw.envcraft.rollout.loop import rollout_id
-from dataclaw.sandbox import SandboxPolicy, SandboxUnavailable, sandbox_available
+from dataclaw.sandbox import SandboxError, SandboxPolicy, SandboxUnavailable, sandbox_available
 
 if TYPE_CHECKING:
     from dataclaw.envcraft.quality.calibrate import CalibrationConfig
@@ -106,6 +109,14 @@ def tool_task_problems(task: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def default_workers() -> int:
+    """Parallel audits by default: one per CPU this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def audit_by_code(
     loaded: LoadedTasks,
     store: RunStore,
@@ -113,64 +124,129 @@ def audit_by_code(
     floor: float = 0.0,
     policy: SandboxPolicy | None = None,
     progress: Progress | None = None,
+    workers: int = 1,
 ) -> list[dict[str, Any]]:
-    """Code audit of each task → ``code_audit.jsonl`` (all reports) and a reject per failed task: claw
-    tasks by the C.6 checks in the sandbox, tool tasks by :func:`tool_task_problems`."""
+    """Code audit of each task → ``code_audit.jsonl`` (one report per audited task, claw and tool tasks
+    alike) and a reject per failed or unloadable task: claw tasks by the C.6 checks in the sandbox (up to
+    ``workers`` tasks at once, each in its own sandboxed runs), tool tasks by :func:`tool_task_problems`.
+
+    Resumable per task: a task whose report is already in the run directory (same ``floor``) is read
+    back, not audited again. Unloadable tasks are rejects only (they are re-read on every run, so a fixed
+    task is audited next time). Rows come back in task order; each report records its ``duration_s``."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
-    from dataclaw.envcraft.tasks.workspace_audit import audit_task
 
     out = store.stage("code_audit")
     done = {r["id"]: r for r in out.read()}
-    rows = []
+    rows: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
     for err in loaded.broken:
         reason = str(err.reason)
         check = {"name": "layout", "passed": False, "reason": reason, "message": err.message}
-        row = {"id": err.task_id, "passed": False, "defect": False, "layout": reason, "checks": [check]}
-        rows.append(row)
+        order.append(err.task_id)
+        rows[err.task_id] = {
+            "id": err.task_id, "passed": False, "defect": False, "layout": reason, "checks": [check],
+        }  # fmt: skip
         store.reject(Reject(id=err.task_id, stage="code_audit", reason=reason, message=err.message))
     for task in (t for t in loaded.tasks if isinstance(t, dict)):
-        checks = tool_task_problems(task)
-        rec = {
-            "id": task["id"],
-            "passed": all(c["passed"] for c in checks),
-            "defect": False,
-            "checks": checks,
-        }
-        rows.append(rec)
-        failed = [c for c in checks if not c["passed"]]
-        if failed:
-            store.reject(
-                Reject(
-                    id=task["id"],
-                    stage="code_audit",
-                    reason=failed[0]["reason"],
-                    message=failed[0]["message"],
-                )
-            )
+        order.append(task["id"])
+        rec = done.get(task["id"])
+        if rec is None or rec.get("kind") != "tool":
+            t0 = time.perf_counter()
+            checks = tool_task_problems(task)
+            rec = {
+                "id": task["id"],
+                "kind": "tool",
+                "passed": all(c["passed"] for c in checks),
+                "defect": False,
+                "checks": checks,
+                "duration_s": round(time.perf_counter() - t0, 3),
+            }
+            out.append(rec)
+            _reject_failed(store, rec)
+        rows[task["id"]] = rec
     claw = [t for t in loaded.tasks if isinstance(t, WorkspaceTask)]
-    if claw:
-        require_sandbox(policy)
-    for i, task in enumerate(claw):
+    order += [t.task_id for t in claw]
+    todo = []
+    for task in claw:
         rec = done.get(task.task_id)
-        if rec is None or rec.get("floor") != floor:
-            rec = {**audit_task(task, floor=floor, policy=policy).to_record(), "floor": floor}
-            if task.task_id not in done:
-                out.append(rec)
-            if not rec["passed"]:
-                first = next(c for c in rec["checks"] if not c["passed"])
-                store.reject(
-                    Reject(
-                        id=task.task_id,
-                        stage="code_audit",
-                        reason=str(first["reason"]),
-                        message=first["message"],
-                        detail={"failed": [c for c in rec["checks"] if not c["passed"]]},
-                    )
-                )
-        rows.append(rec)
+        if rec is not None and rec.get("floor") == floor:
+            rows[task.task_id] = rec
+        else:
+            todo.append(task)
+    finished = len(claw) - len(todo)
+    if progress:
+        progress(finished, len(claw))
+    if todo:
+        require_sandbox(policy)
+    for task, rec in _audit_claw(todo, floor, policy, max(1, workers)):
+        if task.task_id not in done:  # a report of another floor stays; this one is returned only
+            out.append(rec)
+        _reject_failed(store, rec)
+        rows[task.task_id] = rec
+        finished += 1
         if progress:
-            progress(i + 1, len(claw))
-    return rows
+            progress(finished, len(claw))
+    return [rows[tid] for tid in dict.fromkeys(order)]
+
+
+def _audit_claw(
+    tasks: list[Any], floor: float, policy: SandboxPolicy | None, workers: int
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """(task, report) as each audit finishes; ``workers`` audits run at once (threads: each audit waits
+    on its sandboxed subprocesses, so the GIL is not the limit)."""
+    if workers == 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield task, _audit_one(task, floor, policy)
+        return
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="claw-audit")
+    try:
+        futures = {pool.submit(_audit_one, t, floor, policy): t for t in tasks}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _audit_one(task: Any, floor: float, policy: SandboxPolicy | None) -> dict[str, Any]:
+    """One claw task's report. A bug in the checks is this task's reject (``audit_error``), not the end of
+    the run; a sandbox that cannot run at all still stops it (every later task would fail the same way)."""
+    from dataclaw.envcraft.tasks.workspace_audit import audit_task
+
+    t0 = time.perf_counter()
+    try:
+        rec = audit_task(task, floor=floor, policy=policy).to_record()
+    except SandboxError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - failures are data: one task's crash never stops the run
+        msg = f"the audit itself failed: {type(exc).__name__}: {str(exc)[:200]}"
+        check = {"name": "audit", "passed": False, "reason": "audit_error", "message": msg}
+        rec = {"id": task.task_id, "passed": False, "defect": False, "checks": [check], "error": True}
+    return {**rec, "floor": floor, "duration_s": round(time.perf_counter() - t0, 3)}
+
+
+def _reject_failed(store: RunStore, rec: dict[str, Any]) -> None:
+    failed = [c for c in rec["checks"] if not c["passed"]]
+    if failed:
+        store.reject(
+            Reject(
+                id=rec["id"],
+                stage="code_audit",
+                reason=str(failed[0]["reason"]),
+                message=failed[0]["message"],
+                detail={"failed": failed},
+            )
+        )
+
+
+def reject_unloadable(loaded: LoadedTasks, store: RunStore, stage: str) -> list[dict[str, Any]]:
+    """Every folder entry that is not a loadable task becomes a reject of ``stage`` (naming the files found
+    and what is missing, as the loader said); returns them as {id, reason, message}."""
+    out = []
+    for err in loaded.broken:
+        reason = str(err.reason)
+        store.reject(Reject(id=err.task_id, stage=stage, reason=reason, message=err.message))
+        out.append({"id": err.task_id, "reason": reason, "message": err.message})
+    return out
 
 
 async def rubric_tasks(
