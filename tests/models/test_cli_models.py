@@ -8,26 +8,47 @@ from dataclaw.cli.app import _run
 from dataclaw.cli.quickstart import PARTS, TASK_SCHEMA
 from dataclaw.core.store import RunStore
 from dataclaw.models import UsageLedger, get_model
-from support.openai_server import OpenAIServer, Reply
+from dataclaw.models.structured import CHECK_PROMPT
+from support.openai_server import KindResponder, OpenAIServer, Reply
 
 
-def test_models_check_prints_latency_tokens_and_answer(server, capsys):
-    server.enqueue(Reply.json({"answer": 5}, prompt_tokens=12, completion_tokens=4))
-    assert _run(["models", "check", f"{server.base_url}::gpt-4o-mini", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["answer"] == {"answer": 5}
-    assert (result["prompt_tokens"], result["completion_tokens"]) == (12, 4)
-    assert result["latency_s"] > 0 and result["priced"] is True
-    body = server.chat_bodies()[0]
-    assert body["response_format"]["json_schema"]["schema"]["required"] == ["answer"]
+def test_models_check_prints_each_capability_and_the_answer(capsys):
+    with OpenAIServer(KindResponder("llama-cpp-python", answer={"answer": 5}, images="blind")) as server:
+        spec = f"{server.base_url}::gpt-4o-mini?server=llama-cpp-python"
+        assert _run(["models", "check", spec, "--json"]) == 0
+        result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        caps = result["capabilities"]
+        assert caps["chat"]["ok"] and caps["tools"]["ok"]
+        assert caps["json_schema"]["ok"] and result["server"] == "llama-cpp-python"
+        assert "openai: HTTP 500" in caps["json_schema"]["detail"]  # the form tried first was refused
+        assert not caps["images"]["ok"] and "did not see them" in caps["images"]["detail"]
+        assert result["check"]["answer"] == {"answer": 5} and result["check"]["priced"] is True
+        assert result["check"]["prompt_tokens"] > 0 and result["check"]["latency_s"] > 0
+        body = server.chat_bodies()[-1]
+        assert body["response_format"]["schema"]["required"] == ["answer"]
+        # the plain text form names every capability on its own line
+        assert _run(["models", "check", spec]) == 0
+        out = capsys.readouterr().out
+        for line in ("chat         yes", "json_schema  yes", "tools        yes", "images       no"):
+            assert line in out
 
 
-def test_models_check_bypasses_the_cache(server, capsys):
-    server.default = Reply.json({"answer": 5})
-    for _ in range(2):
-        assert _run(["models", "check", f"{server.base_url}::m"]) == 0
-    assert server.request_count == 2
-    assert "latency_s" in capsys.readouterr().out
+def test_models_check_fails_when_the_strings_own_form_is_refused(capsys):
+    with OpenAIServer(KindResponder("llama-cpp-python", answer={"answer": 5})) as server:
+        assert _run(["models", "check", f"{server.base_url}::m?server=openai&max_retries=0"]) == 1
+    captured = capsys.readouterr()
+    assert "json_schema  yes" in captured.out and "server=llama-cpp-python" in captured.out
+    assert "refuses JSON-schema requests in the server=openai form" in captured.out
+    assert "Traceback" not in captured.err
+
+
+def test_models_check_bypasses_the_cache(capsys):
+    with OpenAIServer(KindResponder(answer={"answer": 5})) as server:
+        for _ in range(2):
+            assert _run(["models", "check", f"{server.base_url}::m"]) == 0
+        checks = [b for b in server.chat_bodies() if b["messages"][0]["content"] == CHECK_PROMPT]
+        assert len(checks) == 2
+    assert "check        yes" in capsys.readouterr().out
 
 
 def test_models_check_reports_errors_in_one_line(capsys):
@@ -56,6 +77,7 @@ def test_models_list_names_schemes_and_flavours(capsys):
     assert _run(["models", "list"]) == 0
     out = capsys.readouterr().out
     assert "local, openai, replay" in out and "vllm" in out and "local:smollm2-135m" in out
+    assert "auto" in out and "llama-cpp-python" in out
 
 
 def test_quickstart_model_part_writes_a_valid_answer(server, tmp_path):

@@ -83,11 +83,16 @@ def test_embedded_model_calls_tools_in_openai_format():
 def test_text_only_model_refuses_images_unless_told_to_drop_them(tmp_path):
     png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
     model = get_model("local:smollm2-135m", cache=False)
-    with pytest.raises(ImagesNotSupportedError, match=r"text-only and cannot take images.*drop_images=True"):
+    with pytest.raises(
+        ImagesNotSupportedError, match=r"text-only and cannot take images.*drop_images=true"
+    ) as err:
         model.build_request("What is this?", images=[png])
+    assert err.value.fatal and err.value.capability == "images"
     dropping = get_model("local:smollm2-135m?drop_images=true", cache=False)
     request = dropping.build_request("What is this?", images=[png])
     assert request.messages == [{"role": "user", "content": "What is this?"}]
+    usage = dropping.ledger.summary()["by_model"]["local:smollm2-135m"]
+    assert usage["downgrades"] == {"images": 1} and "text-only" in usage["downgrade_reasons"]["images"]
 
 
 def test_bundled_gguf_is_found_without_importing_its_package():

@@ -17,6 +17,7 @@ from dataclaw.core.store import RunStore
 from dataclaw.models import (
     InvalidSchemaError,
     ModelAuthError,
+    ModelNotFoundError,
     ModelOutputError,
     ModelRequestError,
     ModelServerError,
@@ -27,7 +28,7 @@ from dataclaw.models import (
     UsageLedger,
     get_model,
 )
-from support.openai_server import OpenAIServer, Reply
+from support.openai_server import KindResponder, OpenAIServer, Reply
 
 SCHEMA = {
     "type": "object",
@@ -51,11 +52,6 @@ def _run(coro):
             {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}},
         ),
         (
-            "auto",
-            "response_format",
-            {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}},
-        ),
-        (
             "sglang",
             "response_format",
             {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}},
@@ -64,6 +60,7 @@ def _run(coro):
         ("vllm-guided", "guided_json", SCHEMA),
         ("ollama", "format", SCHEMA),
         ("llamacpp", "json_schema", SCHEMA),
+        ("llama-cpp-python", "response_format", {"type": "json_object", "schema": SCHEMA}),
     ],
 )
 def test_schema_is_sent_in_each_servers_own_form(server, server_opt, field, expected):
@@ -146,12 +143,22 @@ def test_retry_after_header_is_honoured(server):
 
 
 def test_server_errors_give_up_after_max_retries_with_raw_text(server):
-    server.enqueue(*[Reply.error(500, "boom")] * 5)
+    server.enqueue(*[Reply.error(500, f"boom {i}") for i in range(5)])
     model = get_model(f"{server.base_url}::m?{FAST}&max_retries=2", cache=False)
-    with pytest.raises(ModelServerError, match=r"HTTP 500: boom.*after 3 attempt") as err:
+    with pytest.raises(ModelServerError, match=r"HTTP 500: boom 2.*after 3 attempt") as err:
         _run(model.complete("x"))
     assert server.request_count == 3
-    assert "boom" in err.value.raw_text
+    assert "boom 2" in err.value.raw_text and not err.value.fatal
+
+
+def test_a_5xx_that_repeats_word_for_word_is_not_retried_again(server):
+    server.enqueue(*[Reply.error(500, "boom")] * 2)  # a third try would get the default "ok"
+    model = get_model(f"{server.base_url}::m?{FAST}&max_retries=4", cache=False)
+    with pytest.raises(ModelServerError, match=r"HTTP 500: boom.*after 2 attempt"):
+        _run(model.complete("x"))
+    assert server.request_count == 2
+    server.enqueue(*[Reply.error(503, "overloaded")] * 3, Reply.text("fine"))  # busy is not deterministic
+    assert _run(model.complete("y")).text == "fine"
 
 
 def test_timeout_is_retried_then_reported(server):
@@ -278,11 +285,18 @@ def test_unreachable_server_names_the_url():
         _run(model.complete("x"))
 
 
-def test_unknown_model_name_on_server_is_a_request_error(server):
-    server.enqueue(Reply.error(404, "The model `nope` does not exist."))
-    with pytest.raises(ModelRequestError, match=r"HTTP 404.*does not exist.*model name right"):
-        _run(get_model(f"{server.base_url}::nope", cache=False).complete("x"))
-    assert server.request_count == 1
+def test_unknown_model_name_lists_the_models_the_server_has(tmp_path):
+    with OpenAIServer(models=["qwen2.5-7b", "llama-3-8b"]) as server:
+        server.enqueue(Reply.error(404, "The model `nope` does not exist."))
+        model = get_model(f"{server.base_url}::nope?{FAST}", cache=False)
+        with pytest.raises(
+            ModelNotFoundError, match=r"has no model 'nope' \(it serves: qwen2.5-7b, llama-3-8b\)"
+        ) as err:
+            _run(model.complete("x"))
+        assert err.value.fatal and err.value.available == ["qwen2.5-7b", "llama-3-8b"]
+        assert isinstance(err.value, ModelRequestError)
+        assert server.request_count == 1  # not retried
+        assert [r.path for r in server.requests] == ["/v1/chat/completions", "/v1/models"]
 
 
 def test_invalid_schema_is_refused_before_sending(server):
@@ -327,7 +341,7 @@ def test_fenced_json_is_accepted(server):
         ("http://localhost:8000/v1", r"must look like http://host:port/v1::<model name>"),
         ("http://localhost:8000/v1::m?colour=blue", r"unknown option\(s\) colour"),
         ("http://localhost:8000/v1::m?concurrency=many", "concurrency='many' must be a int"),
-        ("http://localhost:8000/v1::m?server=tgi", "unknown server flavour 'tgi'"),
+        ("http://localhost:8000/v1::m?server=tgi", "unknown server kind 'tgi'"),
         ("local:llama-70b", "unknown local model 'llama-70b'"),
         ("replay:", "needs a file"),
     ],
@@ -347,9 +361,10 @@ def test_images_are_sent_as_data_uri_parts(server, tmp_path):
     png = tmp_path / "red.png"
     pil.new("RGB", (4, 3), (255, 0, 0)).save(png)
     arr = np.zeros((2, 5, 3), dtype=np.uint8)
+    server.responder = KindResponder(images="see")  # a vision model: the probe before the first image passes
     model = get_model(f"{server.base_url}::vlm", cache=False)
     _run(model.complete("What is shown?", images=[png, png.read_bytes(), arr, pil.open(png)]))
-    content = server.chat_bodies()[0]["messages"][-1]["content"]
+    content = server.chat_bodies()[-1]["messages"][-1]["content"]
     assert content[0] == {"type": "text", "text": "What is shown?"}
     urls = [p["image_url"]["url"] for p in content[1:]]
     assert len(urls) == 4 and all(u.startswith("data:image/png;base64,") for u in urls)

@@ -10,7 +10,9 @@ received, counts requests and the maximum number in flight, and answers from:
 * else the default reply (``Reply.text("ok")``).
 
 A :class:`Reply` can be text, a JSON answer, tool calls, an HTTP error (OpenAI error body), with a delay
-and token usage. With ``api_key=...`` requests with another bearer token get 401.
+and token usage. With ``api_key=...`` requests with another bearer token get 401. ``slots=1`` makes it
+answer one request at a time (the others wait their turn, like a single-slot llama.cpp server);
+``models=[...]`` is what ``GET /v1/models`` lists.
 
     with OpenAIServer(delay=0.2) as server:
         model = get_model(f"{server.base_url}::test-model", cache=False)
@@ -89,11 +91,15 @@ class OpenAIServer:
         delay: float = 0.0,
         api_key: str | None = None,
         default: Reply | None = None,
+        slots: int | None = None,
+        models: list[str] | None = None,
     ) -> None:
         self.responder = responder
         self.delay = delay
         self.api_key = api_key
         self.default = default or Reply.text("ok")
+        self.models = list(models) if models is not None else ["test-model"]
+        self._slots = threading.Semaphore(slots) if slots else None
         self.requests: list[ReceivedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -230,7 +236,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        kind = {401: "invalid_request_error", 429: "rate_limit_error"}.get(status, "server_error")
+        kind = {401: "invalid_request_error", 429: "rate_limit_error"}.get(
+            status, "invalid_request_error" if status < 500 else "server_error"
+        )
         self._send(status, {"error": {"message": message, "type": kind, "code": status}}, headers)
 
     def do_GET(self) -> None:
@@ -238,7 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
         owner._enter(ReceivedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None))
         try:
             if self.path.rstrip("/").endswith("/models"):
-                self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+                data = [{"id": name, "object": "model"} for name in owner.models]
+                self._send(200, {"object": "list", "data": data})
             else:
                 self._error(404, f"no route {self.path}")
         finally:
@@ -264,9 +273,15 @@ class _Handler(BaseHTTPRequestHandler):
             if body is None:
                 self._error(400, "body is not JSON")
                 return
-            reply = owner._next_reply(req)
-            if owner.delay or reply.delay:
-                time.sleep(owner.delay + reply.delay)
+            if owner._slots is not None:
+                owner._slots.acquire()
+            try:
+                reply = owner._next_reply(req)
+                if owner.delay or reply.delay:
+                    time.sleep(owner.delay + reply.delay)
+            finally:
+                if owner._slots is not None:
+                    owner._slots.release()
             if reply.raw_body is not None:
                 self._send(reply.status, reply.raw_body, reply.headers)
             elif reply.status != 200:
@@ -275,3 +290,74 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, owner.completion_body(req, reply), reply.headers)
         finally:
             owner._leave()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# server kinds: a responder that behaves like one kind of real server towards the request shapes it gets
+
+# kind -> (how to find the schema it enforces in a request body, or None when the body has no such form)
+_FORMS: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
+    "openai": lambda b: (
+        ((b.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        if (b.get("response_format") or {}).get("type") == "json_schema"
+        else None
+    ),
+    "llama-cpp-python": lambda b: (
+        (b.get("response_format") or {}).get("schema")
+        if (b.get("response_format") or {}).get("type") == "json_object"
+        else None
+    ),
+    "vllm": lambda b: (b.get("structured_outputs") or {}).get("json"),
+    "ollama": lambda b: b.get("format") if isinstance(b.get("format"), dict) else None,
+    "llamacpp": lambda b: b.get("json_schema"),
+}
+
+
+def _png_colour(url: str) -> str:
+    """The colour name of a solid PNG data URI (red or blue, whichever is nearer)."""
+    import base64
+    import zlib
+
+    data = base64.b64decode(url.split(",", 1)[1])
+    idat = data[data.index(b"IDAT") + 4 :]
+    r, _, b = zlib.decompressobj().decompress(idat)[1:4]
+    return "red" if r > b else "blue"
+
+
+@dataclass
+class KindResponder:
+    """Answers like a server of ``kind``: it enforces only its own schema form (``answer`` for schemas
+    other than the probe's), calls the first tool when ``tool_choice`` is given and ``tools`` is on,
+    and treats images as ``images`` says: ``see`` (a vision model), ``blind`` (HTTP 200, the image read as
+    text, like llama_cpp.server with chatml-function-calling) or ``500`` (like its default template)."""
+
+    kind: str = "openai"
+    answer: Any = None
+    tools: bool = True
+    images: str = "see"
+
+    def __call__(self, req: ReceivedRequest) -> Reply:
+        body = req.body or {}
+        fmt = body.get("response_format") or {}
+        if self.kind == "llama-cpp-python" and fmt.get("type") not in (None, "text", "json_object"):
+            return Reply.error(500, "Input should be 'text' or 'json_object'")
+        parts = [
+            p
+            for m in body.get("messages", [])
+            if isinstance(m.get("content"), list)
+            for p in m["content"]
+            if p.get("type") == "image_url"
+        ]
+        if parts and self.images == "500":
+            return Reply.error(500, 'can only concatenate str (not "list") to str')
+        schema = _FORMS[self.kind](body) if self.kind in _FORMS else None
+        if schema is not None:
+            probe = "probe" in (schema.get("properties") or {})
+            return Reply.json({"probe": 7} if probe else self.answer)
+        if body.get("tools") and body.get("tool_choice") and self.tools:
+            return Reply.tool_call(body["tools"][0]["function"]["name"], {})
+        if parts:
+            return Reply.text(
+                _png_colour(parts[0]["image_url"]["url"]) if self.images == "see" else "The code"
+            )
+        return Reply.text("hello")

@@ -20,36 +20,69 @@ def check(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON line instead of text."),
 ) -> None:
-    """Send one tiny structured request (no cache) and print latency, tokens and the parsed answer."""
+    """Probe the endpoint once per capability (chat, JSON schema, tools, images) and print what works,
+    then send one tiny structured request with the model string as given (no cache). Exit status 1 when
+    the model cannot answer or that request fails."""
+    from dataclaw.models.errors import ModelError
+    from dataclaw.models.probe import probe_endpoint
     from dataclaw.models.structured import check_model
 
-    done = check_model(spec)
-    result = {
-        "model": done.model,
-        "latency_s": round(done.latency_s, 3),
-        "prompt_tokens": done.usage.prompt_tokens,
-        "completion_tokens": done.usage.completion_tokens,
-        "cost_usd": done.cost_usd,
-        "priced": done.priced,
-        "answer": done.parsed,
+    caps = probe_endpoint(spec, refresh=True)  # a dead endpoint, wrong key or model: one line, exit 1
+    result: dict[str, object] = {
+        "model": caps.model,
+        "capabilities": {
+            name: {"ok": ok, "detail": detail, "latency_s": caps.latency_s.get(name)}
+            for name, ok, detail in caps.rows()
+        },
+        "server": caps.json_schema,
     }
+    failed = None
+    try:
+        done = check_model(spec)
+    except ModelError as exc:
+        failed = str(exc)
+        result["check"] = {"ok": False, "error": failed}
+    else:
+        result["check"] = {
+            "ok": True,
+            "latency_s": round(done.latency_s, 3),
+            "prompt_tokens": done.usage.prompt_tokens,
+            "completion_tokens": done.usage.completion_tokens,
+            "cost_usd": done.cost_usd,
+            "priced": done.priced,
+            "answer": done.parsed,
+        }
     if as_json:
         typer.echo(json.dumps(result))
-        return
-    for key, value in result.items():
-        typer.echo(f"{key:>18}: {value}")
+    else:
+        typer.echo(f"model: {caps.model}")
+        for name, ok, detail in caps.rows():
+            latency = caps.latency_s.get(name)
+            when = f"{latency:6.2f}s" if latency is not None else " " * 7
+            typer.echo(f"  {name:<12} {'yes' if ok else 'no':<4} {when}  {detail}".rstrip())
+        if failed is None:
+            price = f"${done.cost_usd:.6f}" + ("" if done.priced else " unpriced")
+            tokens = f"{done.usage.prompt_tokens} + {done.usage.completion_tokens} tokens"
+            typer.echo(
+                f"  {'check':<12} yes  {done.latency_s:6.2f}s  answer {done.parsed} ({tokens}, {price})"
+            )
+        else:
+            typer.echo(f"  {'check':<12} no            {failed}")
+    if failed is not None:
+        raise typer.Exit(1)
 
 
 @app.command("list")
 def list_backends() -> None:
-    """The model-string schemes, server flavours for structured output, and bundled local models."""
+    """The model-string schemes, server kinds (how a schema is sent), and bundled local models."""
     from dataclaw.models.local import BUNDLED
     from dataclaw.models.registry import BACKENDS, load_builtin_backends
     from dataclaw.models.schema import SCHEMA_FORMS
 
     load_builtin_backends()
     typer.echo("schemes:         " + ", ".join(sorted(BACKENDS)))
-    typer.echo("server flavours: " + ", ".join(SCHEMA_FORMS) + "   (http://…/v1::<model>?server=<flavour>)")
+    kinds = ", ".join(["auto", *SCHEMA_FORMS])
+    typer.echo("server kinds:    " + kinds + "   (http://…/v1::<model>?server=<kind>)")
     typer.echo("local models:    " + ", ".join(f"local:{name}" for name in BUNDLED))
 
 

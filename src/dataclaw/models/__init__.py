@@ -13,41 +13,57 @@ Backends (openai_compat, local, replay) are imported when the first model is bui
 from dataclaw.models.cache import ResponseCache
 from dataclaw.models.client import Model
 from dataclaw.models.errors import (
+    CapabilityError,
+    CircuitOpenError,
+    ContextLengthError,
     ImagesNotSupportedError,
     InvalidSchemaError,
     ModelAuthError,
+    ModelConnectionRefusedError,
+    ModelDNSError,
     ModelError,
+    ModelNotFoundError,
     ModelOutputError,
     ModelRateLimitError,
     ModelRequestError,
     ModelServerError,
     ModelTimeoutError,
+    ModelTLSError,
     ModelUnreachableError,
     ReplayMissError,
     UnknownModelError,
 )
 from dataclaw.models.ledger import UsageLedger
 from dataclaw.models.prices import Price, PriceTable
+from dataclaw.models.probe import Capabilities, probe_endpoint
 from dataclaw.models.registry import BACKENDS, build_backend, get_model, register_backend
 from dataclaw.models.types import Backend, ChatModel, ChatRequest, Completion, Generation, Message, Usage
 
 __all__ = [
     "BACKENDS",
     "Backend",
+    "Capabilities",
+    "CapabilityError",
     "ChatModel",
     "ChatRequest",
+    "CircuitOpenError",
     "Completion",
+    "ContextLengthError",
     "Generation",
     "ImagesNotSupportedError",
     "InvalidSchemaError",
     "Message",
     "Model",
     "ModelAuthError",
+    "ModelConnectionRefusedError",
+    "ModelDNSError",
     "ModelError",
+    "ModelNotFoundError",
     "ModelOutputError",
     "ModelRateLimitError",
     "ModelRequestError",
     "ModelServerError",
+    "ModelTLSError",
     "ModelTimeoutError",
     "ModelUnreachableError",
     "Price",
@@ -59,5 +75,6 @@ __all__ = [
     "UsageLedger",
     "build_backend",
     "get_model",
+    "probe_endpoint",
     "register_backend",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.models.cache import ResponseCache
-from dataclaw.models.errors import ImagesNotSupportedError, ModelOutputError
+from dataclaw.models.errors import CapabilityError, ImagesNotSupportedError, ModelError, ModelOutputError
 from dataclaw.models.images import attach_images, drop_images, has_images
 from dataclaw.models.ledger import UsageLedger
 from dataclaw.models.prices import PriceTable
@@ -99,10 +99,10 @@ class Model:
             if not self.drop_images:
                 raise ImagesNotSupportedError(
                     f"model {self.model_id} is text-only and cannot take images; send them as text or "
-                    "build the model with drop_images=True to drop them"
+                    "allow dropping them (--send-images auto / drop_images=true)",
+                    model=self.model_id,
                 )
-            log.warning("model %s is text-only: dropping images from the request", self.model_id)
-            msgs = drop_images(msgs)
+            msgs = self._downgrade(msgs, f"model {self.model_id} is text-only")
         return ChatRequest(
             messages=msgs,
             json_schema=schema,
@@ -124,9 +124,27 @@ class Model:
     ) -> Completion:
         """Answer one chat request. With ``schema`` the answer is JSON validated against it (``parsed``);
         with ``tools`` the model may answer with OpenAI-format ``tool_calls``. Raises a ModelError subclass
-        (with ``raw_text``) when the model cannot be reached or its answer is not valid."""
+        (with ``raw_text``) when the model cannot be reached or its answer is not valid. Images the model
+        turns out not to take are dropped once (and recorded as a downgrade) when ``drop_images`` allows
+        it; otherwise that is a :class:`CapabilityError`."""
         start = time.perf_counter()
         request = self.build_request(messages, schema, tools, images, **params)
+        try:
+            return await self._answer(request, start, use_cache)
+        except CapabilityError as exc:
+            if exc.capability != "images" or not self.drop_images or not has_images(request.messages):
+                raise
+            downgraded = request.model_copy(update={"messages": self._downgrade(request.messages, str(exc))})
+            return await self._answer(downgraded, start, use_cache)
+
+    def _downgrade(self, messages: list[Message], reason: str) -> list[Message]:
+        """``messages`` without their images (text parts kept), recorded in the ledger."""
+        log.warning("%s: sending the request without its images", reason)
+        self.ledger.record_downgrade(self.model_id, "images", reason)
+        return drop_images(messages)
+
+    async def _answer(self, request: ChatRequest, start: float, use_cache: bool) -> Completion:
+        """Serve ``request`` from the cache or the backend; validate, price and record it."""
         key = request.cache_key(self.model_id)
         if self.cache is not None and use_cache:
             hit = self.cache.get(key)
@@ -144,7 +162,17 @@ class Model:
                     latency_s=0.0,
                 )
                 return completion
-        generation = await self.backend.generate(request)
+        sent = time.perf_counter()
+        try:
+            generation = await self.backend.generate(request)
+        except ModelError as exc:
+            self.ledger.record_error(self.model_id, exc, latency_s=time.perf_counter() - sent)
+            raise
+        finally:
+            window = getattr(self.backend, "concurrency_state", None)
+            state = window() if window is not None else None
+            if state:
+                self.ledger.record_concurrency(self.model_id, state)
         latency = time.perf_counter() - start
         try:
             completion = self._finish(request, generation, cached=False, latency_s=latency)

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from dataclaw.core.store import RunStore
 from dataclaw.models.types import Usage
@@ -23,6 +23,7 @@ class ModelUsage(BaseModel):
     """Totals for one model. Tokens and cost count only calls that reached the model (not cache hits)."""
 
     calls: int = 0
+    """Every call that ended: answered, cached, failed validation or failed with an error."""
     cache_hits: int = 0
     failed: int = 0
     """Calls whose answer failed validation (the tokens were still spent)."""
@@ -32,10 +33,19 @@ class ModelUsage(BaseModel):
     priced: bool = True
     """False when the model has no price (local or unknown): its cost is counted as 0."""
     latency_s: float = 0.0
-    """Summed wall time of calls that reached the model."""
+    """Summed wall time of calls that reached the model (including ones that ended in an error)."""
+    errors: dict[str, int] = Field(default_factory=dict)
+    """Calls that ended in a model error, by error class (``ModelTimeoutError``: 3, …)."""
+    downgrades: dict[str, int] = Field(default_factory=dict)
+    """Requests sent without a capability the model lacks, by capability (``images``: 12)."""
+    downgrade_reasons: dict[str, str] = Field(default_factory=dict)
+    """Why each capability was dropped: the first refusal's one line."""
+    concurrency: dict[str, int] | None = None
+    """The endpoint's request window: ``configured``, ``effective`` (now), ``lowest``, ``max_in_flight``."""
 
 
 _SUMMED = ("calls", "cache_hits", "failed", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")
+_COUNTS = ("errors", "downgrades")
 
 
 class UsageLedger:
@@ -79,6 +89,27 @@ class UsageLedger:
             m.cost_usd += cost_usd
             m.latency_s += latency_s
 
+    def record_error(self, model: str, error: BaseException, *, latency_s: float) -> None:
+        """Add one call that ended in ``error`` (a timeout, a refusal, an unreachable server)."""
+        with self._lock:
+            m = self._by_model.setdefault(model, ModelUsage())
+            m.calls += 1
+            m.latency_s += latency_s
+            name = type(error).__name__
+            m.errors[name] = m.errors.get(name, 0) + 1
+
+    def record_downgrade(self, model: str, capability: str, reason: str) -> None:
+        """One request sent without ``capability`` (e.g. images dropped for a text-only model)."""
+        with self._lock:
+            m = self._by_model.setdefault(model, ModelUsage())
+            m.downgrades[capability] = m.downgrades.get(capability, 0) + 1
+            m.downgrade_reasons.setdefault(capability, reason[:300])
+
+    def record_concurrency(self, model: str, state: dict[str, int]) -> None:
+        """The model's current request window (see :meth:`AdaptiveLimiter.state`)."""
+        with self._lock:
+            self._by_model.setdefault(model, ModelUsage()).concurrency = dict(state)
+
     def models(self) -> dict[str, ModelUsage]:
         with self._lock:
             return {k: v.model_copy() for k, v in self._by_model.items()}
@@ -114,37 +145,68 @@ def merge_summaries(summaries: Any) -> dict[str, Any]:
 
 
 def _sum(usages: Iterable[ModelUsage]) -> ModelUsage:
-    """Field-wise total; priced only when every part is."""
+    """Field-wise total; priced only when every part is; the window of the last part that has one, with
+    the lowest window and the most in flight over all parts."""
     total = ModelUsage()
     for m in usages:
         for key in _SUMMED:
             setattr(total, key, getattr(total, key) + getattr(m, key))
+        for key in _COUNTS:
+            counts = getattr(total, key)
+            for name, n in getattr(m, key).items():
+                counts[name] = counts.get(name, 0) + n
+        for cap, reason in m.downgrade_reasons.items():
+            total.downgrade_reasons.setdefault(cap, reason)
         total.priced = total.priced and m.priced
+        if m.concurrency:
+            before = total.concurrency or {}
+            total.concurrency = {
+                **m.concurrency,
+                "lowest": min(before.get("lowest", 1 << 30), m.concurrency.get("lowest", 1 << 30)),
+                "max_in_flight": max(before.get("max_in_flight", 0), m.concurrency.get("max_in_flight", 0)),
+            }
     return total
 
 
 def _summary(by_model: dict[str, ModelUsage]) -> dict[str, Any]:
-    return {
-        "by_model": {k: v.model_dump() for k, v in by_model.items()},
-        "total": _sum(by_model.values()).model_dump(),
-    }
+    total = _sum(by_model.values())
+    total.concurrency = None  # a window belongs to one endpoint; summing them means nothing
+    return {"by_model": {k: v.model_dump() for k, v in by_model.items()}, "total": total.model_dump()}
 
 
 def render_summary(summary: dict[str, Any]) -> str:
-    """Text table of a ledger summary (also used for summaries read back from a manifest)."""
-    cols = ("calls", "cached", "failed", "in_tok", "out_tok", "cost_usd")
-    header = f"{'model':<40} " + " ".join(f"{c:>{w}}" for c, w in zip(cols, (6, 6, 6, 9, 9, 10), strict=True))
+    """Text table of a ledger summary (also used for summaries read back from a manifest): one line per
+    model and a total, then the notes (errors by class, downgrades, effective concurrency)."""
+    cols = ("calls", "cached", "failed", "errors", "in_tok", "out_tok", "cost_usd")
+    widths = (6, 6, 6, 6, 9, 9, 10)
+    header = f"{'model':<40} " + " ".join(f"{c:>{w}}" for c, w in zip(cols, widths, strict=True))
     lines = [header, "-" * len(header)]
     rows = [*summary.get("by_model", {}).items(), ("TOTAL", summary.get("total", {}))]
     unpriced = False
+    notes: list[str] = []
     for name, m in rows:
         cost = f"{m.get('cost_usd', 0.0):.6f}"
         if not m.get("priced", True):
             cost, unpriced = cost + "*", True
+        errors = m.get("errors") or {}
         lines.append(
             f"{name[:40]:<40} {m.get('calls', 0):>6} {m.get('cache_hits', 0):>6} {m.get('failed', 0):>6} "
-            f"{m.get('prompt_tokens', 0):>9} {m.get('completion_tokens', 0):>9} {cost:>10}"
+            f"{sum(errors.values()):>6} {m.get('prompt_tokens', 0):>9} {m.get('completion_tokens', 0):>9} "
+            f"{cost:>10}"
         )
+        if name == "TOTAL":
+            continue
+        if errors:
+            notes.append(f"{name}: errors " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())))
+        for cap, n in sorted((m.get("downgrades") or {}).items()):
+            why = (m.get("downgrade_reasons") or {}).get(cap, "")
+            notes.append(f"{name}: {n} request(s) sent without {cap}" + (f" ({why})" if why else ""))
+        conc = m.get("concurrency")
+        if conc:
+            notes.append(
+                f"{name}: concurrency {conc.get('effective')} of {conc.get('configured')} configured "
+                f"(lowest {conc.get('lowest')}, at most {conc.get('max_in_flight')} in flight)"
+            )
     if unpriced:
         lines.append("* includes a local model or one without a price in the config: counted as $0")
-    return "\n".join(lines)
+    return "\n".join(lines + notes)

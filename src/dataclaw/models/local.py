@@ -147,6 +147,7 @@ class LlamaCppBackend(Backend):
 
     supports_images = False
     free = True
+    structured_output = "grammar"
 
     def __init__(
         self,

@@ -1,18 +1,25 @@
 """Any OpenAI-compatible chat-completions endpoint through the ``openai`` SDK: hosted APIs, vLLM, SGLang,
-Ollama, llama.cpp server.
+Ollama, llama.cpp's ``llama-server``, llama-cpp-python's ``llama_cpp.server``.
 
-The schema goes in the server's own form (``server=`` option, see :mod:`dataclaw.models.schema`); tools
-and tool calls are OpenAI format. Retries with exponential backoff and jitter on 408/409/429/5xx, timeouts
-and dropped connections (the SDK's own retries are off so the policy is ours and testable), honouring
-``Retry-After``; concurrency is bounded by a semaphore per event loop.
+The schema goes in the server kind's own form (``server=`` option, see :mod:`dataclaw.models.schema`;
+``server=auto`` probes the endpoint once and picks the form it enforces); tools and tool calls are OpenAI
+format, with ``tool_choice: "auto"`` whenever tools are offered (some servers never call a tool without
+it). Failures are classified once (:func:`classify_status`, :func:`classify_connection`) into one-line
+errors with a retry decision: transient ones (429, 503, timeouts, dropped connections) are retried with
+backoff and slow the :class:`~dataclaw.models.limiter.AdaptiveLimiter` window; deterministic ones
+(unsupported request shapes, a 5xx that repeats word for word, wrong key, unknown model, DNS, TLS) are
+not. The SDK's own retries are off so the policy is ours and testable.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-from collections.abc import AsyncIterator
+import re
+import socket
+import ssl
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -20,21 +27,94 @@ import openai
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.models.errors import (
+    CapabilityError,
+    ContextLengthError,
     ModelAuthError,
+    ModelConnectionRefusedError,
+    ModelDNSError,
     ModelError,
+    ModelNotFoundError,
     ModelOutputError,
     ModelRateLimitError,
     ModelRequestError,
     ModelServerError,
     ModelTimeoutError,
+    ModelTLSError,
     ModelUnreachableError,
 )
+from dataclaw.models.images import has_images
+from dataclaw.models.limiter import AdaptiveLimiter, CircuitBreaker, Signal, breaker_for
 from dataclaw.models.registry import refuse_unknown_options, register_backend, take_option
 from dataclaw.models.schema import SCHEMA_FORMS, schema_fields
 from dataclaw.models.types import Backend, ChatRequest, Generation, Usage
 
-RETRY_STATUS = frozenset({408, 409, 429})
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
+OVERLOAD_STATUS = frozenset({429, 503, 504})
+RETRY_STATUS = frozenset({408, 409, 429, 502, 503, 504})
+GENERIC_5XX = frozenset({502, 503, 504})
+"""Gateway and overload answers repeat word for word while the server is busy; they stay retryable."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# what the server's error text says
+
+
+# capability -> pattern of server messages that say the request shape is unsupported
+CAPABILITY_PATTERNS: dict[str, re.Pattern[str]] = {
+    "images": re.compile(
+        r"(image|vision|multi-?modal|mmproj|image_url)[^.]{0,80}(not supported|unsupported|not enabled|"
+        r"does not support|only supported|cannot|not allowed)|(does not support|not support|unsupported)"
+        r"[^.]{0,60}(image|vision|multi-?modal)|not a multi-?modal model|invalid content type",
+        re.I,
+    ),
+    "tools": re.compile(
+        r"(tools?|function[_ ]call\w*|tool_choice)[^.]{0,60}(not supported|unsupported|does not support|"
+        r"not enabled)|does not support tools|enable-auto-tool-choice",
+        re.I,
+    ),
+    "json_schema": re.compile(
+        r"(response_format|json_schema|guided_json|structured_outputs|format)[^.]{0,80}(not supported|"
+        r"unsupported|invalid|unknown|not permitted|not allowed)|(unsupported|unknown|invalid)[^.]{0,40}"
+        r"(response_format|response format|json_schema)",
+        re.I,
+    ),
+}
+
+_CONTEXT = re.compile(
+    r"maximum context length|context window|context length|context size|exceed_context_size|"
+    r"too many tokens|prompt is too long|input is too long|exceeds? the (available )?context",
+    re.I,
+)
+_LIMIT = [
+    re.compile(p, re.I)
+    for p in (
+        r"maximum context length is (\d+)",
+        r"context window of (\d+)",
+        r"context length \((\d+) tokens?\)",
+        r"\"n_ctx\"\s*:\s*(\d+)",
+        r"n_ctx[ =:]+(\d+)",
+    )
+]
+_REQUESTED = [
+    re.compile(p, re.I)
+    for p in (
+        r"resulted in (\d+) tokens",
+        r"you requested (\d+) tokens",
+        r"requested tokens \((\d+)\)",
+        r"input \((\d+) tokens?\)",
+        r"request has (\d+) input tokens",
+        r"\"n_prompt_tokens\"\s*:\s*(\d+)",
+        r"prompt is too long: (\d+)",
+    )
+]
+
+
+def _first_int(patterns: list[re.Pattern[str]], text: str) -> int | None:
+    for pattern in patterns:
+        m = pattern.search(text)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
@@ -44,9 +124,9 @@ def _server_message(exc: openai.APIStatusError) -> str:
         err = body.get("error", body)
         msg = err.get("message") if isinstance(err, dict) else err
         if msg:
-            return str(msg)[:200]
+            return " ".join(str(msg).split())[:240]
     try:
-        return exc.response.text[:200] or exc.message
+        return " ".join(exc.response.text.split())[:240] or exc.message
     except httpx.ResponseNotRead:
         return exc.message
 
@@ -59,13 +139,158 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+@dataclass
+class Verdict:
+    """What to do about one failed attempt."""
+
+    error: ModelError
+    retry: bool
+    signal: Signal = Signal.NEUTRAL
+    retry_after: float | None = None
+    verify: tuple[str, ...] = ()
+    """Capabilities the request used that may explain an opaque 5xx: check them before retrying."""
+
+
+def used_capabilities(request: ChatRequest | None, form: str) -> tuple[str, ...]:
+    """The capabilities a request relies on beyond plain chat."""
+    if request is None:
+        return ()
+    used = []
+    if has_images(request.messages):
+        used.append("images")
+    if request.tools:
+        used.append("tools")
+    if request.json_schema is not None and form != "none":
+        used.append("json_schema")
+    return tuple(used)
+
+
+def capability_error(model_id: str, capability: str, form: str, why: str, raw: str | None) -> CapabilityError:
+    """The one line for an unsupported request shape."""
+    what = {
+        "images": "does not take images (text-only model or server); send text only, or allow dropping "
+        "images (--send-images auto / drop_images=true)",
+        "tools": "does not take tools (function calling is off on this server)",
+        "json_schema": f"refuses JSON-schema requests in the server={form} form; use ?server=auto to find "
+        "the form it accepts",
+    }[capability]
+    return CapabilityError(
+        f"model {model_id} {what} ({why})", capability=capability, model=model_id, raw_text=raw
+    )
+
+
+def classify_status(
+    model_id: str, status: int, text: str, raw: str | None, used: tuple[str, ...], form: str, tries: str
+) -> Verdict:
+    """One HTTP error answer → error and retry decision (the order matters: most specific first)."""
+    where = f"model {model_id}"
+    why = f"HTTP {status}: {text}"
+    if status in (401, 403):
+        return Verdict(
+            ModelAuthError(f"{where}: the server refused the API key ({why})", model=model_id, raw_text=raw),
+            False,
+        )
+    if status == 429:
+        err = ModelRateLimitError(f"{where}: rate limited ({why}) {tries}", model=model_id, raw_text=raw)
+        return Verdict(err, True, Signal.OVERLOAD)
+    if _CONTEXT.search(text) and (status < 500 or "exceed" in text.lower()):
+        limit, requested = _first_int(_LIMIT, raw or text), _first_int(_REQUESTED, raw or text)
+        counts = (
+            f"{requested} tokens requested, the context holds {limit}"
+            if limit and requested
+            else (f"the context holds {limit} tokens" if limit else "no token counts given")
+        )
+        err = ContextLengthError(
+            f"{where}: the prompt does not fit the context ({counts}; {why})",
+            model=model_id, raw_text=raw, limit=limit, requested=requested,
+        )  # fmt: skip
+        return Verdict(err, False)
+    for capability in used:
+        if CAPABILITY_PATTERNS[capability].search(text):
+            return Verdict(capability_error(model_id, capability, form, why, raw), False)
+    if status == 404:
+        err = ModelNotFoundError(
+            f"{where}: the server does not know this model ({why})", model=model_id, raw_text=raw
+        )
+        return Verdict(err, False)
+    if status >= 500 or status in RETRY_STATUS:
+        signal = Signal.OVERLOAD if status in OVERLOAD_STATUS else Signal.OK
+        err = ModelServerError(f"{where}: server error ({why}) {tries}", model=model_id, raw_text=raw)
+        verify = used if status in (500, 501) else ()
+        return Verdict(err, True, signal, verify=verify)
+    err = ModelRequestError(f"{where}: the server rejected the request ({why})", model=model_id, raw_text=raw)
+    return Verdict(err, False, verify=used if status in (400, 422) else ())
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and all(cur is not s for s in seen):
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return seen
+
+
+# (error class, retry?, test on one exception of the cause chain, what to say)
+_CONNECTION_KINDS: list[tuple[type[ModelUnreachableError], bool, Callable[[BaseException], bool], str]] = [
+    (
+        ModelDNSError,
+        False,
+        lambda e: isinstance(e, socket.gaierror) or type(e).__name__ == "ClientConnectorDNSError",
+        "the host name does not resolve",
+    ),
+    (
+        ModelTLSError,
+        False,
+        lambda e: (
+            isinstance(e, ssl.SSLError) or "SSL" in type(e).__name__ or "Certificate" in type(e).__name__
+        ),
+        "the TLS handshake failed",
+    ),
+    (
+        ModelConnectionRefusedError,
+        True,
+        lambda e: (
+            isinstance(e, ConnectionRefusedError)
+            or (type(e).__name__ == "ClientConnectorError" and "refused" in str(e).lower())
+        ),
+        "connection refused (is the server running on that port?)",
+    ),
+]
+
+
+def classify_connection(model_id: str, base_url: str, exc: BaseException, tries: str) -> Verdict | None:
+    """A transport failure → DNS, TLS, refused or dropped connection; None when it is a plain timeout."""
+    chain = _chain(exc)
+    for cls, retry, test, say in _CONNECTION_KINDS:
+        hit = next((e for e in chain if test(e)), None)
+        if hit is not None:
+            detail = " ".join((str(hit).strip() or type(hit).__name__).split())[:120]
+            err = cls(
+                f"model {model_id}: cannot reach the server at {base_url}: {say} ({detail}) {tries}",
+                model=model_id,
+            )
+            return Verdict(err, retry, Signal.NEUTRAL)
+    if isinstance(exc, openai.APITimeoutError):
+        return None
+    cause = chain[1] if len(chain) > 1 else exc
+    why = " ".join((str(cause).strip() or type(cause).__name__).split())[:120]
+    msg = f"model {model_id}: cannot reach the server at {base_url}: connection lost ({why}) {tries}"
+    return Verdict(ModelUnreachableError(msg, model=model_id), True, Signal.OVERLOAD)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the backend
+
+
 def _new_client(base_url: str, api_key: str, timeout: float) -> openai.AsyncOpenAI:
     """The SDK client on aiohttp's transport (``openai.DefaultAioHttpClient``), bound to one event loop.
 
     httpx's pool does work proportional to its size on every request (it polls each idle connection):
     ~2.5 ms of client CPU per call at concurrency 32 against ~0.6 ms for aiohttp's connector, which is
     what lets one event loop keep 32 requests in flight against a 200 ms server at ≥ 90% of ideal.
-    Concurrency is bounded by the backend's semaphore, not by the pool.
+    Concurrency is bounded by the backend's limiter, not by the pool. ``timeout`` is only a backstop (the
+    request's overall deadline): answer timeouts are the limiter's.
     """
     return openai.AsyncOpenAI(
         base_url=base_url,
@@ -85,19 +310,6 @@ async def _closed_with_loop(client: openai.AsyncOpenAI) -> AsyncIterator[None]:
         await client.close()
 
 
-def _refused(exc: BaseException) -> bool:
-    """Whether a refused connection hides behind ``exc``: the aiohttp transport reports it as a connect
-    *timeout*, but the server is unreachable, not slow."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, ConnectionRefusedError) or type(cur).__name__ == "ClientConnectorError":
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
-
-
 class OpenAICompatBackend(Backend):
     """One model on one OpenAI-compatible server."""
 
@@ -110,119 +322,247 @@ class OpenAICompatBackend(Backend):
         *,
         server: str = "openai",
         timeout: float = 120.0,
+        deadline: float = 900.0,
         max_retries: int = 4,
         backoff: float = 0.5,
         backoff_max: float = 30.0,
         concurrency: int = 16,
+        adaptive: bool = True,
+        breaker: int = 5,
     ) -> None:
         super().__init__(model_id, model_name)
-        if server not in SCHEMA_FORMS:
+        if server != "auto" and server not in SCHEMA_FORMS:
             raise ConfigError(
-                f"model {model_id}: unknown server flavour {server!r} (known: {', '.join(SCHEMA_FORMS)})"
+                f"model {model_id}: unknown server kind {server!r} (known: auto, {', '.join(SCHEMA_FORMS)})"
             )
-        if concurrency < 1 or max_retries < 0 or timeout <= 0:
+        if concurrency < 1 or max_retries < 0 or timeout <= 0 or deadline <= 0 or breaker < 1:
             raise ConfigError(
-                f"model {model_id}: concurrency ≥ 1, max_retries ≥ 0 and timeout > 0 are required"
+                f"model {model_id}: concurrency ≥ 1, max_retries ≥ 0, breaker ≥ 1, timeout > 0 and "
+                "deadline > 0 are required"
             )
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.server = server
         self.timeout = timeout
+        self.deadline = deadline
         self.max_retries = max_retries
         self.backoff = backoff
         self.backoff_max = backoff_max
         self.concurrency = concurrency
+        self.adaptive = adaptive
+        self.breaker_threshold = breaker
+        self.supports_images = True  # type: ignore[misc]  # learnt per endpoint (probe or refusal)
+        self._form: str | None = None if server == "auto" else server
+        self._probed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
-        self._sem: asyncio.Semaphore | None = None
+        self._limiter: AdaptiveLimiter | None = None
+        self._probe_lock: asyncio.Lock | None = None
         self._closer: AsyncIterator[None] | None = None
+        self._state: dict[str, int] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickles without its loop-bound clients; the copy makes its own on first use."""
-        return {**self.__dict__, "_loop": None, "_client": None, "_sem": None, "_closer": None}
+        loop_bound = ("_loop", "_client", "_limiter", "_probe_lock", "_closer")
+        return {**self.__dict__, **dict.fromkeys(loop_bound)}
 
-    async def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
-        """Client and semaphore of the running event loop (both are loop-bound, so ``asyncio.run`` twice
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return breaker_for(self.model_id, self.breaker_threshold)
+
+    @property
+    def form(self) -> str:
+        """The schema form in use (``auto`` until the probe has answered)."""
+        return self._form or "auto"
+
+    def concurrency_state(self) -> dict[str, int]:
+        """Configured, effective (current window), lowest window and most requests seen in flight."""
+        if self._limiter is not None:
+            self._state = self._limiter.state()
+        return dict(self._state) or {
+            "configured": self.concurrency, "effective": self.concurrency, "lowest": self.concurrency,
+            "max_in_flight": 0,
+        }  # fmt: skip
+
+    async def _bind(self) -> tuple[openai.AsyncOpenAI, AdaptiveLimiter]:
+        """Client and limiter of the running event loop (both are loop-bound, so ``asyncio.run`` twice
         in one process works; each loop's client is closed when that loop shuts down)."""
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._client is None or self._sem is None:
-            self._client = _new_client(self.base_url, self.api_key, self.timeout)
-            self._sem = asyncio.Semaphore(self.concurrency)
+        if self._loop is not loop or self._client is None or self._limiter is None:
+            self._client = _new_client(self.base_url, self.api_key, self.deadline)
+            decrease = 0.5 if self.adaptive else 1.0
+            self._limiter = AdaptiveLimiter(self.concurrency, decrease=decrease)
+            self._probe_lock = asyncio.Lock()
             self._loop = loop
             self._closer = _closed_with_loop(self._client)
             await anext(self._closer)
-        return self._client, self._sem
+        return self._client, self._limiter
 
-    def body(self, request: ChatRequest) -> dict[str, Any]:
+    def body(self, request: ChatRequest, form: str | None = None) -> dict[str, Any]:
         """The JSON body fields beyond ``model`` and ``messages``."""
         extra: dict[str, Any] = dict(request.params)
         if request.tools:
             extra["tools"] = request.tools
-            if request.tool_choice is not None:
-                extra["tool_choice"] = request.tool_choice
+            extra["tool_choice"] = request.tool_choice if request.tool_choice is not None else "auto"
         if request.json_schema is not None:
-            extra.update(schema_fields(self.server, request.json_schema, request.schema_name))
+            extra.update(
+                schema_fields(form or self._form or "openai", request.json_schema, request.schema_name)
+            )
         return extra
 
+    async def capabilities(self, refresh: bool = False) -> Any:
+        """This endpoint's :class:`~dataclaw.models.probe.Capabilities`: cached, else probed (once per loop
+        even when many requests ask at the same time)."""
+        from dataclaw.models.probe import aprobe, cached_capabilities
+
+        await self._bind()
+        assert self._probe_lock is not None
+        async with self._probe_lock:
+            caps = None if refresh else cached_capabilities(self.model_id)
+            if caps is None:
+                caps = await aprobe(self)
+        if self.server == "auto":
+            self._form = caps.json_schema or "none"
+        self.supports_images = caps.images  # type: ignore[misc]
+        self._probed = True
+        return caps
+
     async def generate(self, request: ChatRequest) -> Generation:
-        client, sem = await self._bind()
-        body = {"model": self.model_name, "messages": request.messages, **self.body(request)}
-        attempt = 0
+        if self._form is None:
+            await self.capabilities()
+        if not self._probed and has_images(request.messages):
+            # some text-only servers answer 200 to images they cannot see (the image is read as text):
+            # only a probe tells, once per endpoint, before the first image is sent
+            caps = await self.capabilities()
+            if not caps.images:
+                why = caps.detail.get("images") or "the images probe failed"
+                raise capability_error(self.model_id, "images", self.form, why, None)
+        form = self.form
+        body = {"model": self.model_name, "messages": request.messages, **self.body(request, form)}
+        return self._generation(await self._post(body, request, form))
+
+    async def post_json(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Send one raw chat-completions body with the retry policy (no capability checks); the decoded
+        answer. For probes."""
+        resp = await self._post(body, None, "none", probing=True)
+        try:
+            data = resp.json()
+        except ValueError:
+            raise ModelOutputError(
+                f"model {self.model_id}: the server's answer is not JSON",
+                model=self.model_id,
+                raw_text=resp.text[:2000],
+            ) from None
+        return data if isinstance(data, dict) else {}
+
+    async def _post(
+        self, body: dict[str, Any], request: ChatRequest | None, form: str, *, probing: bool = False
+    ) -> httpx.Response:
+        """Send ``body`` through the window, the breaker and the retry policy. ``probing``: a refusal is
+        the answer being looked for, so only overload (429, 503, timeouts) is retried."""
+        client, limiter = await self._bind()
+        loop = asyncio.get_running_loop()
+        breaker = self.breaker
+        used = used_capabilities(request, form)
+        cap: float | None = None
+        attempt, last_text = 0, None
         while True:
+            breaker.check()
+            seq = await limiter.acquire()
+            start = loop.time()
+            cap = cap if cap is not None else start + self.deadline
+            signal, latency, verdict = Signal.NEUTRAL, None, None
+            tries = f"after {attempt + 1} attempt(s)"
             try:
-                async with sem:
+                async with limiter.answer_timeout(self.timeout, cap):
                     # the SDK's low-level post: the same auth and error classes as
                     # chat.completions.create, without re-walking our (already JSON-ready) body or
                     # building typed models we would turn back into dicts
                     resp = await client.post("/chat/completions", cast_to=httpx.Response, body=body)
-                return self._generation(resp)
-            except openai.APIError as exc:
-                error, delay = self._classify(exc, attempt)
-                if error is not None:
-                    raise error from None
-                attempt += 1
-                await asyncio.sleep(delay)
+                signal, latency = Signal.OK, loop.time() - start
+                limiter.answered()
+                breaker.success()
+                return resp
+            except TimeoutError:
+                verdict = self._timeout(loop.time() >= cap, tries)
+            except openai.APIStatusError as exc:
+                limiter.answered()  # an error answer is an answer: the server is alive
+                text = _server_message(exc)
+                verdict = classify_status(
+                    self.model_id, exc.status_code, text, exc.response.text, used, form, tries
+                )
+                if verdict.retry and exc.status_code not in GENERIC_5XX and (text == last_text or probing):
+                    verdict.retry = False  # the same error word for word: deterministic, not transient
+                last_text = text
+                verdict.retry_after = _retry_after(exc)
+                if exc.status_code == 404 and isinstance(verdict.error, ModelNotFoundError):
+                    verdict.error = await self._not_found(verdict.error)
+            except openai.APIConnectionError as exc:
+                verdict = classify_connection(self.model_id, self.base_url, exc, tries) or self._timeout(
+                    loop.time() >= cap, tries
+                )
+            finally:
+                limiter.release(seq, verdict.signal if verdict is not None else signal, latency)
+            if verdict.verify:
+                verdict = await self._verify(verdict, form) or verdict
+            if not verdict.retry or attempt >= self.max_retries or loop.time() >= cap:
+                if isinstance(verdict.error, CapabilityError):
+                    if verdict.error.capability == "images":
+                        self.supports_images = False  # type: ignore[misc]
+                elif verdict.error.fatal:
+                    breaker.failure(verdict.error)
+                raise verdict.error
+            delay = min(self.backoff_max, self.backoff * (2**attempt)) * (0.5 + random.random() / 2)
+            if verdict.retry_after is not None:
+                delay = min(self.backoff_max, max(delay, verdict.retry_after))
+            attempt += 1
+            await asyncio.sleep(max(0.0, min(delay, cap - loop.time())))
 
-    def _classify(self, exc: openai.APIError, attempt: int) -> tuple[ModelError | None, float]:
-        """(error to raise now, or None and the delay before the next try)."""
-        final, retryable, retry_after = self._as_model_error(exc, attempt)
-        if not retryable or attempt >= self.max_retries:
-            return final, 0.0
-        delay = min(self.backoff_max, self.backoff * (2**attempt)) * (0.5 + random.random() / 2)
-        if retry_after is not None:
-            delay = min(self.backoff_max, max(delay, retry_after))
-        return None, delay
+    def _timeout(self, past_deadline: bool, tries: str) -> Verdict:
+        what = (
+            f"no answer within the deadline of {self.deadline:g}s"
+            if past_deadline
+            else f"no answer within {self.timeout:g}s"
+        )
+        return Verdict(
+            ModelTimeoutError(f"model {self.model_id}: {what} {tries}", model=self.model_id),
+            True,
+            Signal.OVERLOAD,
+        )
 
-    def _as_model_error(self, exc: openai.APIError, attempt: int) -> tuple[ModelError, bool, float | None]:
-        """(the error to show if this is the last try, whether to retry, the server's Retry-After)."""
-        tries = f"after {attempt + 1} attempt(s)"
-        where, mid = f"model {self.model_id}", self.model_id
-        if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
-            return (
-                ModelTimeoutError(f"{where}: no answer within {self.timeout:g}s {tries}", model=mid),
-                True,
-                None,
+    async def _verify(self, verdict: Verdict, form: str) -> Verdict | None:
+        """An opaque refusal of a request that used images, tools or a schema form: when the endpoint's
+        probe says one of them does not work, that is the reason — a capability error, not retried."""
+        try:
+            caps = await self.capabilities()
+        except ModelError:
+            return None
+        for capability in verdict.verify:
+            works = caps.json_schema == form if capability == "json_schema" else caps.supports(capability)
+            if not works:
+                why = str(verdict.error).split(" (", 1)[-1].rsplit(")", 1)[0]
+                return Verdict(
+                    capability_error(self.model_id, capability, form, why, verdict.error.raw_text), False
+                )
+        return None
+
+    async def _not_found(self, error: ModelNotFoundError) -> ModelNotFoundError:
+        """Add the models the server lists (``GET /models``) to a 404, or say the URL has no API."""
+        client, _ = await self._bind()
+        try:
+            resp = await asyncio.wait_for(
+                client.get("/models", cast_to=httpx.Response), timeout=min(10.0, self.timeout)
             )
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            why = (str(cause).strip() or type(cause).__name__) if cause else "connection error"
-            msg = f"{where}: cannot reach the server at {self.base_url} ({why[:120]}) {tries}"
-            return ModelUnreachableError(msg, model=mid), True, None
-        if not isinstance(exc, openai.APIStatusError):
-            return ModelRequestError(f"{where}: {exc}", model=mid), False, None
-        status, text, raw = exc.status_code, _server_message(exc), exc.response.text
-        if status in (401, 403):
-            msg = f"{where}: the server refused the API key (HTTP {status}: {text})"
-            return ModelAuthError(msg, model=mid, raw_text=raw), False, None
-        if status == 429:
-            msg = f"{where}: rate limited (HTTP 429: {text}) {tries}"
-            return ModelRateLimitError(msg, model=mid, raw_text=raw), True, _retry_after(exc)
-        if status >= 500 or status in RETRY_STATUS:
-            msg = f"{where}: server error (HTTP {status}: {text}) {tries}"
-            return ModelServerError(msg, model=mid, raw_text=raw), True, _retry_after(exc)
-        hint = " (is the model name right?)" if status == 404 else ""
-        msg = f"{where}: the server rejected the request (HTTP {status}: {text}){hint}"
-        return ModelRequestError(msg, model=mid, raw_text=raw), False, None
+            names = [str(m.get("id")) for m in resp.json().get("data", []) if isinstance(m, dict)]
+        except (openai.APIError, ValueError, AttributeError, TimeoutError):
+            where = f"model {self.model_id}: no OpenAI-compatible API at {self.base_url}"
+            msg = f"{where} (HTTP 404; is the /v1 part of the URL right?)"
+            return ModelNotFoundError(msg, model=self.model_id, raw_text=error.raw_text)
+        if self.model_name in names:
+            return error
+        listed = ", ".join(names[:20]) + (" …" if len(names) > 20 else "") if names else "none"
+        msg = f"model {self.model_id}: the server has no model {self.model_name!r} (it serves: {listed})"
+        return ModelNotFoundError(msg, model=self.model_id, raw_text=error.raw_text, available=names)
 
     def _generation(self, resp: httpx.Response) -> Generation:
         """Read the chat-completion JSON; a body without a message is an output error with the raw text."""
@@ -256,6 +596,8 @@ class OpenAICompatBackend(Backend):
         )
 
     async def aclose(self) -> None:
+        if self._limiter is not None:
+            self._state = self._limiter.state()
         if self._closer is not None and self._loop is asyncio.get_running_loop():
             await self._closer.aclose()  # type: ignore[attr-defined]
         self._client = self._closer = None
@@ -265,10 +607,13 @@ _HTTP_OPTIONS = [
     "server",
     "schema_mode",
     "timeout",
+    "deadline",
     "max_retries",
     "backoff",
     "backoff_max",
     "concurrency",
+    "adaptive",
+    "breaker",
     "api_key",
 ]
 
@@ -276,21 +621,25 @@ _HTTP_OPTIONS = [
 def _common_options(options: dict[str, Any], spec: str) -> dict[str, Any]:
     server = take_option(options, "server", str, "openai", spec)
     server = take_option(options, "schema_mode", str, server, spec)
-    out = {
-        "server": {"auto": "openai"}.get(server, server),
+    return {
+        "server": server,
         "timeout": take_option(options, "timeout", float, 120.0, spec),
+        "deadline": take_option(options, "deadline", float, 900.0, spec),
         "max_retries": take_option(options, "max_retries", int, 4, spec),
         "backoff": take_option(options, "backoff", float, 0.5, spec),
         "backoff_max": take_option(options, "backoff_max", float, 30.0, spec),
         "concurrency": take_option(options, "concurrency", int, 16, spec),
+        "adaptive": take_option(options, "adaptive", bool, True, spec),
+        "breaker": take_option(options, "breaker", int, 5, spec),
     }
-    return out
 
 
 @register_backend("http", "https")
 def _http_factory(scheme: str, rest: str, options: dict[str, Any]) -> Backend:
     """``http://host:port/v1::<model>``: a self-hosted server. API key: option ``api_key`` or
     ``DATACLAW_API_KEY`` (most local servers accept any key)."""
+    import os
+
     spec = f"{scheme}:{rest}"
     url, sep, model = rest.partition("::")
     if not sep or not model or not url.startswith("//"):
@@ -305,6 +654,8 @@ def _http_factory(scheme: str, rest: str, options: dict[str, Any]) -> Backend:
 @register_backend("openai")
 def _openai_factory(scheme: str, rest: str, options: dict[str, Any]) -> Backend:
     """``openai:<model>``: OPENAI_BASE_URL (default: the OpenAI API) and OPENAI_API_KEY from the env."""
+    import os
+
     spec = f"{scheme}:{rest}"
     if not rest:
         raise ConfigError("model string 'openai:' needs a model name, e.g. openai:gpt-4o-mini")

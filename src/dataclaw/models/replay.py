@@ -58,6 +58,7 @@ class ReplayBackend(Backend):
 
     free = True
     cache_by_default = False
+    structured_output = "recorded"
 
     def __init__(self, path: Path) -> None:
         super().__init__(f"replay:{path}", f"replay:{path.name}")
@@ -83,11 +84,23 @@ class RecordingBackend(Backend):
         super().__init__(inner.model_id, inner.model_name)
         self.inner = inner
         self.path = path
-        self.supports_images = inner.supports_images  # type: ignore[misc]
         self.free = inner.free  # type: ignore[misc]
         self.cache_by_default = inner.cache_by_default  # type: ignore[misc]
         self._keys = set(read_replay_file(path)) if path.exists() else set()
         self._lock = threading.Lock()
+
+    @property  # type: ignore[override]
+    def supports_images(self) -> bool:  # type: ignore[override]
+        """The inner backend's, which an endpoint may learn while running."""
+        return self.inner.supports_images
+
+    @supports_images.setter
+    def supports_images(self, value: bool) -> None:
+        self.inner.supports_images = value  # type: ignore[misc]
+
+    def concurrency_state(self) -> dict[str, int] | None:
+        state = getattr(self.inner, "concurrency_state", None)
+        return state() if state is not None else None
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_lock"}

@@ -65,8 +65,27 @@ def _ollama_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
 
 @register_schema_form("llamacpp")
 def _llamacpp_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """llama.cpp server: top-level ``json_schema`` (converted to a grammar by the server)."""
+    """llama.cpp's own ``llama-server``: top-level ``json_schema`` (converted to a grammar by the server)."""
     return {"json_schema": schema}
+
+
+@register_schema_form("llama-cpp-python")
+def _llama_cpp_python_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """llama-cpp-python's ``llama_cpp.server``: ``response_format: {type: json_object, schema}``. It ignores
+    a top-level ``json_schema`` and answers HTTP 500 to ``response_format: {type: json_schema}``."""
+    return {"response_format": {"type": "json_object", "schema": schema}}
+
+
+@register_schema_form("none")
+def _no_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """No server-side constraint: the prompt asks for JSON and the answer is validated afterwards (for
+    servers that accept no schema form at all)."""
+    return {}
+
+
+PROBE_ORDER: tuple[str, ...] = ("openai", "llama-cpp-python", "vllm", "ollama", "llamacpp", "vllm-guided")
+"""The forms ``server=auto`` tries, most common first: the first one whose answer obeys a schema the prompt
+does not describe is the one the server enforces (``none`` when none is)."""
 
 
 def schema_fields(flavour: str, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:

@@ -111,6 +111,9 @@ class Backend(ABC):
     """Answers cost nothing (in-process or recorded): never priced, reported as unpriced."""
     cache_by_default: ClassVar[bool] = True
     """Whether ``get_model`` puts the response cache in front of this backend unless told otherwise."""
+    structured_output: ClassVar[str] = "validated"
+    """How a schema is enforced when this backend is not a server that can be probed: ``grammar``
+    (constrained decoding), ``recorded`` (replayed answers) or ``validated`` (checked afterwards only)."""
 
     def __init__(self, model_id: str, model_name: str) -> None:
         self.model_id = model_id
