@@ -131,12 +131,18 @@ def test_folder_loading_reports_broken_layouts(tmp_path: Path) -> None:
     loaded = {x.task_id: x for x in load_tasks(root)}
     assert isinstance(loaded["good_reorder"], LayoutError)
     assert loaded["good_reorder"].reason is LayoutProblem.MISSING_FILE
-    assert "verify_workplace.py" in loaded["good_reorder"].message
-    assert loaded["passes_untouched"].reason is LayoutProblem.BAD_YAML
+    assert "scripts/good_reorder/verify_workplace.py" in loaded["good_reorder"].message
+    assert "tasks/good_reorder/env_builder.py" in loaded["good_reorder"].message  # what was found
+    # the file stem wins over a disagreeing yaml id, with a note on the record
+    renamed = loaded["passes_untouched"]
+    assert isinstance(renamed, WorkspaceTask) and renamed.task_id == "passes_untouched"
+    assert "'other' disagrees" in renamed.inferred["id"]
     assert isinstance(loaded["leaky_prompt"], WorkspaceTask)
     leaky = root / "tasks" / "leaky_prompt.yaml"
-    leaky.write_text(leaky.read_text().replace("tasks/prompts/", "../tasks/prompts/"))
-    assert load_task(root, "leaky_prompt").reason is LayoutProblem.PROMPT_PATH  # type: ignore[union-attr]
+    leaky.write_text(leaky.read_text().replace("tasks/prompts/", "../../outside/"))
+    escaped = load_task(root, "leaky_prompt")
+    assert isinstance(escaped, LayoutError) and escaped.reason is LayoutProblem.PROMPT_PATH
+    assert "outside the task root" in escaped.message
 
 
 def test_write_then_load_round_trips(tmp_path: Path) -> None:

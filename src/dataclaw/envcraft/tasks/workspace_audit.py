@@ -4,26 +4,36 @@
 when the task ships a reference ``solution.py``, on the solved one) and checks:
 
 * ``code_only``: builder and verifier import only the standard library; the verifier has no network,
-  subprocess, LLM or credential access (static, AST) — and runs with no network anyway;
-* ``builder``: the builder finishes, writes only inside the workspace, plants no escaping symlinks;
+  subprocess, LLM or credential access (static, AST) — and both run on a stdlib-only interpreter with no
+  network anyway, so a third-party import that does run is a ``non_stdlib_import`` naming the module;
+* ``builder``: the builder finishes, writes only inside the workspace, plants no escaping symlinks (a crash
+  names the exception, file and line);
 * ``verifier``: it runs on the untouched workspace and writes a well-formed ``workplace_score.json``
-  (a crash, timeout or malformed score is a *data defect*, routed to repair, never an agent failure);
+  (a crash, timeout or malformed score is a *data defect*, routed to repair, never an agent failure; a
+  valid score file followed by a non-zero exit is scored, and the exit status kept as a metric);
 * ``untouched_floor``: the untouched workspace scores no more than ``floor`` (default 0): a verifier
-  that gives credit for doing nothing is rejected;
-* ``path_consistency``: every output path the prompt asks for is inspected by the verifier, verbatim;
+  that gives credit for doing nothing is rejected; scores are ``total_score / declared max`` (C.5: 100);
+* ``score_details``: the written details cover the declared max (else ``partial_details``, a warning);
+* ``path_consistency``: every output path the prompt asks for is inspected by the verifier, verbatim
+  (traced in the run, or built by ``os.path.join``/pathlib in the verifier's source);
 * ``objective_consistency``: the verifier inspects no output the prompt does not ask for and changes
   nothing in the workspace but its score file;
 * ``data_consistency``: identifiers the verifier checks literally exist in the built workspace; with a
   solution, the solved workspace scores 1.0;
-* ``answer_uniqueness``: two builds are byte-identical and the verifier gives the same score on them
-  (a builder that draws different data each time has no single answer);
-* ``information_separation``: the prompt holds no expected value, no verifier/scoring vocabulary and no
-  absolute path.
+* ``answer_uniqueness``: two builds agree (up to record order and timestamps) and the verifier gives the
+  same score on them (a builder that draws different data each time has no single answer);
+* ``information_separation``: the prompt holds no expected value and no scoring internals.
+
+Checks have a severity: a failing ``error`` rejects the task; a ``warning`` (a heuristic that is not sure)
+is kept in the record and the summary and rejects nothing.
 """
 
 from __future__ import annotations
 
 import ast
+import csv
+import io
+import json
 import re
 import sys
 import tempfile
@@ -33,34 +43,46 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.envcraft.tasks.workspace import (
+    BUILDER_NAME,
     SCORE_FILE,
+    VERIFIER_NAME,
+    ScoreProblem,
     VerifierRun,
     WorkspaceTask,
+    crash_summary,
     escaping_links,
+    folders,
     fresh_workspace,
+    missing_module,
     run_builder,
     run_solution,
     run_verifier,
     snapshot,
+    uncalled_entry,
 )
-from dataclaw.sandbox import SandboxPolicy, Status
+from dataclaw.sandbox import Outcome, SandboxPolicy, Status
 
 
 class ClawAuditReason(StrEnum):
-    """Reason codes of failed checks."""
+    """Reason codes of failed checks and warnings."""
 
     NON_STDLIB_IMPORT = "non_stdlib_import"
     FORBIDDEN_CAPABILITY = "forbidden_capability"
     SYNTAX_ERROR = "syntax_error"
     BUILDER_CRASH = "builder_crash"
     BUILDER_TIMEOUT = "builder_timeout"
+    BUILDER_RESOURCE = "builder_resource_limit"
     BUILDER_ESCAPE = "builder_escape"
     BUILDER_EMPTY = "builder_empty"
+    BUILDER_ENTRY = "builder_entry_not_called"
     VERIFIER_CRASH = "verifier_crash"
     VERIFIER_TIMEOUT = "verifier_timeout"
     VERIFIER_MALFORMED = "verifier_malformed_score"
+    SCORE_FILE_TOO_LARGE = "score_file_too_large"
+    PARTIAL_DETAILS = "partial_details"
     UNTOUCHED_ABOVE_FLOOR = "untouched_above_floor"
     PATH_MISMATCH = "path_mismatch"
+    NO_OUTPUT_PATH = "no_output_path"
     OBJECTIVE_MISMATCH = "objective_mismatch"
     VERIFIER_MUTATES = "verifier_mutates_workspace"
     DATA_INCONSISTENT = "data_inconsistent"
@@ -68,6 +90,14 @@ class ClawAuditReason(StrEnum):
     SOLUTION_CRASH = "solution_crash"
     NON_DETERMINISTIC = "non_deterministic"
     ANSWER_LEAK = "answer_leak"
+    PROMPT_ABSOLUTE_PATH = "prompt_absolute_path"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    """The task is broken: rejected."""
+    WARNING = "warning"
+    """A heuristic is not sure: kept in the record and the summary, the task passes."""
 
 
 # Failures of the verifier itself: data defects that go to repair (D.6), not to difficulty calibration.
@@ -76,6 +106,20 @@ DEFECT_REASONS = frozenset(
         ClawAuditReason.VERIFIER_CRASH,
         ClawAuditReason.VERIFIER_TIMEOUT,
         ClawAuditReason.VERIFIER_MALFORMED,
+        ClawAuditReason.SCORE_FILE_TOO_LARGE,
+    }
+)
+# Checks whose verdict depends on the verifier script: what a verifier repair can change. The others
+# (builder, prompt, answer uniqueness) hold whatever verifier is written, so they do not gate a repair.
+VERIFIER_CHECKS = frozenset(
+    {
+        "code_only_verifier",
+        "verifier",
+        "untouched_floor",
+        "path_consistency",
+        "objective_consistency",
+        "data_consistency",
+        "solution",
     }
 )
 
@@ -101,26 +145,51 @@ FORBIDDEN_MODULES = frozenset(
     }
 )
 FORBIDDEN_CALLS = frozenset({"getenv", "environ", "system", "popen", "execv", "execve", "spawnv", "fork"})
-LEAK_WORDS = ("workplace_score", "verify_workplace", "total_score", "max_score", "verifier", "scoring rule")
+_OS_NAMES = frozenset({"os", "posix", "_os"})
+LEAK_WORDS = ("workplace_score", "verify_workplace", "total_score", "max_score")
+"""Scoring internals a request must never show (C.5): a prompt holding them is rejected."""
+SOFT_LEAK_WORDS = ("verifier", "scoring rule", "score file", "grader")
+"""Words that may point at the checker, or may be the role's own vocabulary: a warning."""
+_EXTS = (
+    "json|jsonl|ndjson|csv|tsv|md|markdown|mmd|txt|yaml|yml|xml|html|htm|log|ini|cfg|conf|toml|xlsx|xls|"
+    "pdf|py|sql|sh|ics|eml|png|jpg|jpeg|svg|zip|gz|parquet|db|sqlite|rst|tex|diff|patch"
+)
+# ASCII only: a path glued to CJK text (保存到ops/a.json里) must not swallow the neighbouring characters.
 _PATH_TOKEN = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:json|jsonl|csv|tsv|md|txt|yaml|yml|xml|html|log|ini|xlsx))\b"
+    rf"(?<![A-Za-z0-9_/.\-])((?:[A-Za-z0-9_.\-]+/)*[A-Za-z0-9_\-][A-Za-z0-9_.\-]*\.(?:{_EXTS}))(?![A-Za-z0-9_])",
+    re.IGNORECASE,
 )
 _ABS_PATH = re.compile(r"(?<![\w.])/(?:home|root|tmp|workspace|usr|etc|var|mnt)(?:/[\w.-]+)+")
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 _ID_LIKE = re.compile(r"^[A-Za-z]+[-_][A-Za-z0-9_-]*\d{2,}[A-Za-z0-9_-]*$")
+_FIELD_NAME = re.compile(r"^[a-z][a-z_]*$")
+_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|\b1[6-9]\d{8}(?:\.\d+)?\b"
+)
 
 
 @dataclass
 class Check:
-    """One check's verdict."""
+    """One check's verdict. ``passed`` is False only for a failing error; a warning passes, with its
+    reason and message kept."""
 
     name: str
     passed: bool
     reason: ClawAuditReason | None = None
     message: str = ""
+    severity: Severity | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "reason": self.reason, "message": self.message}
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "reason": self.reason,
+            "message": self.message,
+            "severity": self.severity,
+        }
+
+
+Problem = tuple[ClawAuditReason, str]
 
 
 @dataclass
@@ -131,6 +200,10 @@ class AuditReport:
     checks: list[Check] = field(default_factory=list)
     untouched_score: float | None = None
     solved_score: float | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    """Measurements that are not verdicts (the verifier's exit status, the score scale it was read on)."""
+    inferred: dict[str, str] = field(default_factory=dict)
+    """How the loader read the task (from :attr:`WorkspaceTask.inferred`)."""
 
     @property
     def passed(self) -> bool:
@@ -141,15 +214,30 @@ class AuditReport:
         return [c for c in self.checks if not c.passed]
 
     @property
+    def warnings(self) -> list[Check]:
+        return [c for c in self.checks if c.severity is Severity.WARNING]
+
+    @property
+    def verifier_failures(self) -> list[Check]:
+        """Failures a rewritten verifier could fix (the repair gate looks at these only)."""
+        return [c for c in self.failures if c.name in VERIFIER_CHECKS]
+
+    @property
     def defect(self) -> bool:
         """The verifier itself failed: route to repair."""
-        return any(c.reason in DEFECT_REASONS for c in self.failures)
+        return any(
+            c.reason in DEFECT_REASONS
+            or (c.name == "verifier" and c.reason is ClawAuditReason.NON_STDLIB_IMPORT)
+            for c in self.failures
+        )
 
-    def add(self, name: str, problem: tuple[ClawAuditReason, str] | None) -> None:
+    def add(self, name: str, problem: Problem | None, *, warning: bool = False) -> None:
         if problem is None:
             self.checks.append(Check(name, True))
+        elif warning:
+            self.checks.append(Check(name, True, problem[0], problem[1], Severity.WARNING))
         else:
-            self.checks.append(Check(name, False, problem[0], problem[1]))
+            self.checks.append(Check(name, False, problem[0], problem[1], Severity.ERROR))
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -159,30 +247,57 @@ class AuditReport:
             "untouched_score": self.untouched_score,
             "solved_score": self.solved_score,
             "checks": [c.to_dict() for c in self.checks],
+            "warnings": [c.to_dict() for c in self.warnings],
+            "metrics": self.metrics,
+            "inferred": self.inferred,
         }
 
 
 # ---- static checks -----------------------------------------------------------------------------------
 
 
-def code_problems(source: str, what: str, *, verifier: bool) -> tuple[ClawAuditReason, str] | None:
+def _guarded_imports(tree: ast.AST) -> set[int]:
+    """ids of import nodes inside ``try`` blocks that catch ImportError (optional imports with a fallback)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        names = set()
+        for h in node.handlers:
+            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+            names |= {t.id for t in types if isinstance(t, ast.Name)} | ({"*"} if h.type is None else set())
+        if names & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "*"}:
+            for stmt in node.body:
+                out |= {id(n) for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom)}
+    return out
+
+
+def code_problems(source: str, what: str, *, verifier: bool) -> Problem | None:
     """Non-stdlib imports (both scripts); network/subprocess/env access (verifier)."""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return ClawAuditReason.SYNTAX_ERROR, f"{what} does not parse: line {exc.lineno}: {exc.msg}"
     stdlib = sys.stdlib_module_names
+    optional = _guarded_imports(tree)
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
+            if verifier and node.module.split(".")[0] in _OS_NAMES:
+                bad = [a.name for a in node.names if a.name in FORBIDDEN_CALLS]
+                if bad:
+                    return (
+                        ClawAuditReason.FORBIDDEN_CAPABILITY,
+                        f"{what} imports os.{bad[0]} (environment/process)",
+                    )
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
             return ClawAuditReason.FORBIDDEN_CAPABILITY, f"{what} imports dynamically (__import__)"
         for name in names:
             top = name.split(".")[0]
-            if top not in stdlib:
+            if top not in stdlib and id(node) not in optional:
                 return (
                     ClawAuditReason.NON_STDLIB_IMPORT,
                     f"{what} imports {name!r}, not in the standard library",
@@ -192,33 +307,33 @@ def code_problems(source: str, what: str, *, verifier: bool) -> tuple[ClawAuditR
                     ClawAuditReason.FORBIDDEN_CAPABILITY,
                     f"{what} imports {name!r} (network/process access)",
                 )
-        if verifier and isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_CALLS:
+        if (
+            verifier
+            and isinstance(node, ast.Attribute)
+            and node.attr in FORBIDDEN_CALLS
+            and isinstance(node.value, ast.Name)
+            and node.value.id in _OS_NAMES
+        ):
             return ClawAuditReason.FORBIDDEN_CAPABILITY, f"{what} uses os.{node.attr} (environment/process)"
     return None
 
 
-def _string_constants(source: str) -> list[str]:
+def _parse(source: str) -> ast.AST | None:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except SyntaxError:
+        return None
+
+
+def _string_constants(source: str) -> list[str]:
+    tree = _parse(source)
+    if tree is None:
         return []
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
-def _number_constants(source: str) -> list[float]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    return [
-        float(n.value)
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, int | float) and not isinstance(n.value, bool)
-    ]
-
-
 def prompt_paths(prompt: str) -> list[str]:
-    """Workspace-relative file paths the prompt names (``reports/summary.json``)."""
+    """Workspace-relative file paths the prompt names (``reports/summary.json``), in order, unique."""
     out: list[str] = []
     for m in _PATH_TOKEN.finditer(prompt):
         p = m.group(1).removeprefix("./")
@@ -228,7 +343,8 @@ def prompt_paths(prompt: str) -> list[str]:
 
 
 def _norm(p: str) -> str:
-    return p.removeprefix("./").strip("/")
+    parts = [x for x in p.replace("\\", "/").split("/") if x not in ("", ".")]
+    return "/".join(parts)
 
 
 def _differing(a: dict[str, bytes], b: dict[str, bytes]) -> list[str]:
@@ -236,35 +352,170 @@ def _differing(a: dict[str, bytes], b: dict[str, bytes]) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
+# ---- paths the verifier's source builds (os.path.join, pathlib) -----------------------------------------
+
+
+_ROOT = ""
+"""The workspace root in a constructed path (argv[1], a Path of it, '.')."""
+
+
+def _is_join(func: ast.AST) -> bool:
+    if isinstance(func, ast.Attribute) and func.attr == "join":
+        v = func.value
+        return (isinstance(v, ast.Attribute) and v.attr == "path") or (
+            isinstance(v, ast.Name) and v.id == "path"
+        )
+    return isinstance(func, ast.Name) and func.id == "join"
+
+
+def _is_path_ctor(func: ast.AST) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("Path", "PurePath", "PosixPath", "PurePosixPath")
+
+
+def _is_path_call(func: ast.AST, methods: tuple[str, ...] = ("joinpath",)) -> bool:
+    """``os.path.join``, ``Path(...)`` or a path method (``.joinpath``) call."""
+    if _is_join(func) or _is_path_ctor(func):
+        return True
+    return isinstance(func, ast.Attribute) and func.attr in methods
+
+
+def _resolve(node: ast.AST, env: dict[str, str], *, base: bool) -> str | None:
+    """The workspace-relative path ``node`` evaluates to, when it can be read off the source. Unknown
+    non-constant bases (argv[1], a parameter) are taken as the workspace root; unknown parts after
+    the base make the path unknown."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        return _ROOT if base else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left = _resolve(node.left, env, base=True)
+        right = _resolve(node.right, env, base=False)
+        return None if left is None or right is None else f"{left}/{right}"
+    if isinstance(node, ast.Call):
+        args = node.args
+        if _is_join(node.func) or _is_path_ctor(node.func):
+            if not args:
+                return _ROOT if _is_path_ctor(node.func) else None
+            parts = [_resolve(args[0], env, base=True)] + [_resolve(a, env, base=False) for a in args[1:]]
+            return None if any(p is None for p in parts) else "/".join(p for p in parts if p is not None)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "joinpath":
+            parts = [_resolve(node.func.value, env, base=True)] + [_resolve(a, env, base=False) for a in args]
+            return None if any(p is None for p in parts) else "/".join(p for p in parts if p is not None)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute", "expanduser"):
+            return _resolve(node.func.value, env, base=True)
+        return _ROOT if base else None
+    if isinstance(node, ast.Subscript | ast.Attribute | ast.IfExp | ast.BoolOp):
+        return _ROOT if base else None
+    return None
+
+
+def constructed_paths(source: str) -> set[str]:
+    """Workspace-relative paths the verifier builds with ``os.path.join(ws, "ops", "x.json")``,
+    ``Path(ws) / "ops" / "x.json"`` (through variables too), normalised; absolute and ``..`` paths are
+    dropped. Static reading, so it sees the branches the untouched run never takes."""
+    tree = _parse(source)
+    if tree is None:
+        return set()
+    env: dict[str, str] = {}
+    assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AnnAssign)]
+    for _ in range(3):  # variables built from variables: a few passes settle them
+        for node in assigns:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            value = node.value
+            if isinstance(value, ast.Constant) or not isinstance(value, ast.BinOp | ast.Call | ast.Name):
+                continue
+            if isinstance(value, ast.Call) and not _is_path_call(
+                value.func, ("joinpath", "resolve", "absolute")
+            ):
+                continue
+            path = _resolve(value, env, base=True)
+            if path is not None and targets[0].id not in env:
+                env[targets[0].id] = path
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp | ast.Call):
+            if isinstance(node, ast.Call) and not _is_path_call(node.func):
+                continue
+            if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Div):
+                continue
+            path = _resolve(node, env, base=True)
+            if (
+                path is None
+                or path.startswith("/")
+                or ".." in path.split("/")
+                or any(c in path for c in "*?{}%")
+            ):
+                continue
+            rel = _norm(path)
+            if rel:
+                out.add(rel)
+    out |= {_norm(p) for p in env.values() if p and not p.startswith("/") and ".." not in p.split("/")}
+    out.discard("")
+    return out
+
+
 # ---- dynamic checks ----------------------------------------------------------------------------------
 
 
-def _builder_problem(status: Status, resource: str | None, message: str) -> tuple[ClawAuditReason, str]:
+def _non_stdlib(outcome: Outcome) -> str | None:
+    """The non-stdlib module a failed run could not import, if that is why it failed."""
+    module = missing_module(outcome)
+    if module and module.split(".")[0] not in sys.stdlib_module_names:
+        return module
+    return None
+
+
+def _builder_problem(outcome: Outcome, mount: str) -> Problem:
+    status = outcome.status
+    module = _non_stdlib(outcome) if status is Status.ERROR else None
+    if module:
+        return (
+            ClawAuditReason.NON_STDLIB_IMPORT,
+            f"{BUILDER_NAME} imports {module!r}, not in the standard library (task code runs stdlib-only)",
+        )
     if status is Status.VIOLATION:
         return (
             ClawAuditReason.BUILDER_ESCAPE,
-            f"builder tried to act outside the workspace ({resource}): {message}",
+            f"builder tried to act outside the workspace ({outcome.resource}): {outcome.message}",
         )
     if status is Status.TIMEOUT:
-        return ClawAuditReason.BUILDER_TIMEOUT, f"builder timed out: {message}"
-    return ClawAuditReason.BUILDER_CRASH, f"builder failed ({status}): {message}"
+        return ClawAuditReason.BUILDER_TIMEOUT, f"{BUILDER_NAME} did not finish: {outcome.message}"
+    if status is Status.RESOURCE_LIMIT:
+        return (
+            ClawAuditReason.BUILDER_RESOURCE,
+            f"{BUILDER_NAME} hit the {outcome.resource or 'resource'} limit: {outcome.message}",
+        )
+    crash = crash_summary(outcome.stderr, BUILDER_NAME, mount, outcome.message)
+    return ClawAuditReason.BUILDER_CRASH, f"{BUILDER_NAME} failed: {crash}"
 
 
-def _verifier_problem(vr: VerifierRun, when: str) -> tuple[ClawAuditReason, str]:
+def _verifier_problem(vr: VerifierRun, when: str, mount: str) -> Problem:
     status = vr.outcome.status
-    if status is Status.TIMEOUT:
-        return ClawAuditReason.VERIFIER_TIMEOUT, f"verifier timed out on the {when} workspace"
-    if status is not Status.OK:
-        tail = (vr.outcome.stderr.strip().splitlines() or [vr.outcome.message])[-1][:200]
-        return ClawAuditReason.VERIFIER_CRASH, f"verifier crashed on the {when} workspace: {tail}"
+    if vr.kind is ScoreProblem.TOO_LARGE:
+        return ClawAuditReason.SCORE_FILE_TOO_LARGE, f"on the {when} workspace: {vr.problem}"
+    if vr.kind is ScoreProblem.FAILED:
+        module = _non_stdlib(vr.outcome) if status is Status.ERROR else None
+        if module:
+            return (
+                ClawAuditReason.NON_STDLIB_IMPORT,
+                f"{VERIFIER_NAME} imports {module!r}, not in the standard library (task code runs "
+                "stdlib-only)",
+            )
+        if status is Status.TIMEOUT:
+            return ClawAuditReason.VERIFIER_TIMEOUT, f"verifier timed out on the {when} workspace"
+        crash = crash_summary(vr.outcome.stderr, VERIFIER_NAME, mount, vr.problem or vr.outcome.message)
+        return ClawAuditReason.VERIFIER_CRASH, f"verifier crashed on the {when} workspace: {crash}"
     return ClawAuditReason.VERIFIER_MALFORMED, f"on the {when} workspace: {vr.problem}"
 
 
-def _answer_sets(source: str) -> list[list[str]]:
+def _answer_sets(tree: ast.AST | None) -> list[list[str]]:
     """Literal collections of two or more strings in the verifier (an expected selection, dict keys)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    if tree is None:
         return []
     out = []
     for node in ast.walk(tree):
@@ -277,6 +528,67 @@ def _answer_sets(source: str) -> list[list[str]]:
     return out
 
 
+def _key_strings(tree: ast.AST | None) -> set[str]:
+    """Strings the verifier uses as keys: ``data["k"]``, ``.get("k")``, ``"k" in data``, dict-literal keys
+    — output field names the prompt must state, not answers."""
+    if tree is None:
+        return set()
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            out.add(str(node.slice.value))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr
+            in (
+                "get",
+                "pop",
+                "setdefault",
+            )
+        ):
+            if node.args and isinstance(node.args[0], ast.Constant):
+                out.add(str(node.args[0].value))
+        elif isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+            if isinstance(node.left, ast.Constant):
+                out.add(str(node.left.value))
+    return out
+
+
+def _threshold_numbers(tree: ast.AST | None) -> set[float]:
+    """Numbers the verifier compares with ``<``/``>``/``<=``/``>=`` (rule thresholds the request must
+    state), and the points of its detail items: parameters, not answers."""
+    if tree is None:
+        return set()
+    out: set[float] = set()
+    ordering = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(op, ordering) for op in node.ops):
+            for side in (node.left, *node.comparators):
+                if isinstance(side, ast.Constant) and isinstance(side.value, int | float):
+                    out.add(float(side.value))
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=False):
+                if (
+                    isinstance(k, ast.Constant)
+                    and k.value in ("score", "max_score", "points", "weight")
+                    and isinstance(v, ast.Constant)
+                    and isinstance(v.value, int | float)
+                ):
+                    out.add(float(v.value))
+    return out
+
+
+def _number_constants(tree: ast.AST | None) -> list[float]:
+    if tree is None:
+        return []
+    return [
+        float(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int | float) and not isinstance(n.value, bool)
+    ]
+
+
 def _as_number(tok: str) -> float | None:
     try:
         return float(tok.replace(",", ""))
@@ -284,21 +596,36 @@ def _as_number(tok: str) -> float | None:
         return None
 
 
+def _answer_like_number(x: float) -> bool:
+    """Amounts and fractions, not small counts, points or calendar years."""
+    if x != int(x):
+        return True
+    return abs(x) >= 1000 and not 1900 <= x <= 2100
+
+
 def _leaks(task: WorkspaceTask, inputs: dict[str, bytes], solved: dict[str, bytes] | None) -> list[str]:
     """Expected values visible in the prompt: verifier literals and solution outputs that the input
     workspace does not already hold (those are derived answers, not user-specified data). Only values
-    with a digit count (ids, amounts, dates): words are the task's vocabulary, not its answer."""
+    with a digit count (ids, amounts, dates): words are the task's vocabulary, not its answer; the keys
+    the verifier reads (output field names) and the thresholds it compares with are what the request
+    must say, so they never count."""
+    tree = _parse(task.verifier)
     input_text = "\n".join([*inputs, *(b.decode("utf-8", "replace") for b in inputs.values())])
     input_numbers = {_as_number(t) for t in _NUMBER.findall(input_text)}
+    keys = _key_strings(tree)
+    outputs = set(prompt_paths(task.prompt))
     strings: set[str] = set()
     numbers: set[float] = set()
     for s in _string_constants(task.verifier):
-        if _PATH_TOKEN.fullmatch(s) or "/" in s or s in input_text:
+        if _PATH_TOKEN.fullmatch(s) or "/" in s or s in input_text or s in keys:
+            continue
+        if any(s in p.split("/") or p.startswith(s) for p in outputs):
             continue
         if 3 <= len(s) <= 64 and any(ch.isdigit() for ch in s):
             strings.add(s)
-    for x in _number_constants(task.verifier):
-        if (x != int(x) or abs(x) >= 1000) and x not in input_numbers:
+    thresholds = _threshold_numbers(tree)
+    for x in _number_constants(tree):
+        if _answer_like_number(x) and x not in input_numbers and x not in thresholds:
             numbers.add(x)
     if solved is not None:
         for rel, data in solved.items():
@@ -307,15 +634,22 @@ def _leaks(task: WorkspaceTask, inputs: dict[str, bytes], solved: dict[str, byte
             text = data.decode("utf-8", "replace")
             for tok in _NUMBER.findall(text):
                 x = _as_number(tok)
-                if x is not None and (x != int(x) or abs(x) >= 1000) and x not in input_numbers:
+                if (
+                    x is not None
+                    and _answer_like_number(x)
+                    and x not in input_numbers
+                    and x not in thresholds
+                ):
                     numbers.add(x)
             for tok in re.findall(r"[A-Za-z][\w-]*\d[\w-]*", text):
-                if tok not in input_text:
+                if tok not in input_text and tok not in keys:
                     strings.add(tok)
     words = set(re.findall(r"[\w-]+(?:\.[\w-]+)*", task.prompt))
     found = sorted(s for s in strings if s in words or (" " in s and s in task.prompt))
-    for answer in _answer_sets(task.verifier):  # the whole expected selection spelled out in the request
-        if all(a in words for a in answer):
+    for answer in _answer_sets(tree):  # the whole expected selection spelled out in the request
+        if all(_FIELD_NAME.match(a) or a in keys for a in answer):
+            continue  # output field names (review, roadmap, papers_used): the request must name them
+        if all(a in words or (" " in a and a in task.prompt) for a in answer):
             found.append(" + ".join(answer))
     prompt_numbers = {_as_number(t) for t in _NUMBER.findall(task.prompt)}
     found += [f"{x:g}" for x in sorted(numbers) if x in prompt_numbers]
@@ -328,23 +662,41 @@ def audit_task(
     floor: float = 0.0,
     policy: SandboxPolicy | None = None,
     scratch: Path | None = None,
+    builder_wall_s: float | None = None,
 ) -> AuditReport:
-    """Run every check on ``task``; never raises for a bad task (failures are in the report)."""
-    report = AuditReport(task.task_id)
-    report.add("code_only", code_problems(task.builder, "env_builder.py", verifier=False))
-    report.add("code_only_verifier", code_problems(task.verifier, "verify_workplace.py", verifier=True))
+    """Run every check on ``task``; never raises for a bad task (failures are in the report).
+    ``builder_wall_s`` overrides the builder's wall-clock limit (60 s)."""
+    report = AuditReport(task.task_id, inferred=dict(task.inferred))
+    report.add("code_only", code_problems(task.builder, BUILDER_NAME, verifier=False))
+    report.add("code_only_verifier", code_problems(task.verifier, VERIFIER_NAME, verifier=True))
     with tempfile.TemporaryDirectory(prefix="dataclaw-claw-audit-", dir=scratch) as tmp:
-        _dynamic_checks(task, report, Path(tmp), floor, policy)
+        _dynamic_checks(task, report, Path(tmp), floor, policy or SandboxPolicy(), builder_wall_s)
     return report
 
 
 def _dynamic_checks(
-    task: WorkspaceTask, report: AuditReport, tmp: Path, floor: float, policy: SandboxPolicy | None
+    task: WorkspaceTask,
+    report: AuditReport,
+    tmp: Path,
+    floor: float,
+    policy: SandboxPolicy,
+    wall_s: float | None,
 ) -> None:
     ws = fresh_workspace(tmp, "a")
-    built = run_builder(task, ws, policy=policy)
+    mount = str(ws.resolve()) if policy.unsafe else policy.workspace_mount
+    entry = uncalled_entry(task.builder)
+    if entry:
+        report.add(
+            "builder_entry",
+            (
+                ClawAuditReason.BUILDER_ENTRY,
+                f"{BUILDER_NAME} defines {entry}() but never calls it; the audit and rollouts call it",
+            ),
+            warning=True,
+        )
+    built = run_builder(task, ws, policy=policy, wall_s=wall_s)
     if built.status is not Status.OK:
-        report.add("builder", _builder_problem(built.status, built.resource, built.message))
+        report.add("builder", _builder_problem(built, mount))
         return
     links = escaping_links(ws)
     if links:
@@ -352,12 +704,15 @@ def _dynamic_checks(
         return
     inputs = snapshot(ws)
     if not inputs:
-        report.add("builder", (ClawAuditReason.BUILDER_EMPTY, "builder created no files"))
+        what = f"{BUILDER_NAME} created no files"
+        report.add("builder", (ClawAuditReason.BUILDER_EMPTY, what))
         return
+    input_dirs = folders(ws)
     report.add("builder", None)
     untouched = run_verifier(task, ws, policy=policy)
+    report.metrics["untouched_verifier"] = untouched.metrics()
     if untouched.defect:
-        report.add("verifier", _verifier_problem(untouched, "untouched"))
+        report.add("verifier", _verifier_problem(untouched, "untouched", mount))
         return
     report.add("verifier", None)
     report.untouched_score = untouched.score
@@ -374,63 +729,139 @@ def _dynamic_checks(
     )
     after = snapshot(ws)
     after.pop(SCORE_FILE, None)
-    changed = _differing(inputs, after)
-    _consistency_checks(task, report, inputs, untouched, changed)
-    solved = _solution_check(task, report, tmp, policy)
-    _uniqueness_check(task, report, tmp, inputs, untouched, policy)
-    leaks = _leaks(task, inputs, solved)
-    abs_paths = _ABS_PATH.findall(task.prompt)
-    vocab = [w for w in LEAK_WORDS if w in task.prompt.lower()]
-    problem = None
-    if leaks:
-        problem = (ClawAuditReason.ANSWER_LEAK, f"the prompt reveals expected values: {leaks[:5]}")
-    elif vocab:
-        problem = (ClawAuditReason.ANSWER_LEAK, f"the prompt mentions verification internals: {vocab}")
-    elif abs_paths:
-        problem = (ClawAuditReason.ANSWER_LEAK, f"the prompt uses absolute paths: {abs_paths[:3]}")
-    report.add("information_separation", problem)
+    _consistency_checks(task, report, inputs, input_dirs, untouched, after)
+    solved, solved_run = _solution_check(task, report, tmp, policy, wall_s, mount)
+    _details_check(report, untouched, solved_run)
+    _uniqueness_check(task, report, tmp, inputs, untouched, policy, wall_s)
+    _separation_check(task, report, inputs, solved)
+
+
+def _details_check(report: AuditReport, untouched: VerifierRun, solved: VerifierRun | None) -> None:
+    """``partial_details`` (a warning): on some run the written details sum to less than the declared
+    max. The score is read against the declared max, so it is right; the verifier just did not report
+    every item (usually an early exit when the output is missing)."""
+    for when, vr in (("untouched", untouched), ("solved", solved)):
+        r = vr.reading if vr is not None else None
+        if r is not None and r.score is not None and r.partial:
+            report.add(
+                "score_details",
+                (
+                    ClawAuditReason.PARTIAL_DETAILS,
+                    f"on the {when} workspace the details sum to {r.details_max:g} of {r.max_total:g} "
+                    f"({r.max_source}); scores are read against {r.max_total:g}",
+                ),
+                warning=True,
+            )
+            return
+    report.add("score_details", None)
+
+
+def _input_reference(p: str, inputs: dict[str, bytes], dirs: set[str]) -> bool:
+    """The prompt names an existing input, in full or by a partial path (``papers.json`` for
+    ``db_dumps/papers.json``)."""
+    return p in inputs or p in dirs or any(k.endswith("/" + p) for k in (*inputs, *dirs))
+
+
+def _matches(a: str, b: str) -> bool:
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
 def _consistency_checks(
-    task: WorkspaceTask, report: AuditReport, inputs: dict[str, bytes], vr: VerifierRun, changed: list[str]
+    task: WorkspaceTask,
+    report: AuditReport,
+    inputs: dict[str, bytes],
+    dirs: set[str],
+    vr: VerifierRun,
+    after: dict[str, bytes],
 ) -> None:
-    input_dirs = {str(Path(p).parent.as_posix()) for p in inputs} | {""}
+    exists = set(inputs) | dirs | {""}
     constants = _string_constants(task.verifier)
-    statics = [
+    statics = {
         _norm(s) for s in constants if _PATH_TOKEN.fullmatch(s.removeprefix("./")) and not s.startswith("/")
+    }
+    built = constructed_paths(task.verifier)
+    traced = {_norm(p) for p in vr.inspected} - {""}
+    prompt_outputs = [
+        p for p in (_norm(x) for x in prompt_paths(task.prompt)) if not _input_reference(p, inputs, dirs)
     ]
-    inspected = [_norm(p) for p in vr.inspected]
-    exists = set(inputs) | input_dirs
-    prompt_outputs = {p for p in prompt_paths(task.prompt) if p not in exists}
-    verifier_outputs = {p for p in inspected if p not in exists and p != SCORE_FILE}
-    for s in statics:  # a bare file name joined at run time counts when a traced/requested path ends in it
-        known = verifier_outputs | prompt_outputs | exists
-        if s in exists or s == SCORE_FILE:
-            continue
-        if "/" in s or not any(k == s or k.endswith("/" + s) for k in known):
-            verifier_outputs.add(s)
-    unchecked = sorted(prompt_outputs - verifier_outputs)
-    report.add(
-        "path_consistency",
-        None
-        if prompt_outputs and not unchecked
-        else (
-            ClawAuditReason.PATH_MISMATCH,
-            f"output paths requested by the prompt but not inspected by the verifier: {unchecked}"
-            if unchecked
-            else "the prompt names no output path for the agent to produce",
-        ),
-    )
-    extra = sorted(verifier_outputs - prompt_outputs)
-    problem: tuple[ClawAuditReason, str] | None = None
-    if changed:
-        problem = (ClawAuditReason.VERIFIER_MUTATES, f"the verifier changed workspace files: {changed[:5]}")
-    elif extra:
-        problem = (
-            ClawAuditReason.OBJECTIVE_MISMATCH,
-            f"the verifier checks outputs the prompt never asks for: {extra}",
+    checked = traced | built | statics
+    exact = [p for p in prompt_outputs if p in checked]
+    # a bare file name in the prompt that the verifier inspects inside a folder: maybe the prose says where
+    loose = [
+        p
+        for p in prompt_outputs
+        if p not in exact and "/" not in p and any(c.endswith("/" + p) for c in checked)
+    ]
+    unchecked = [p for p in prompt_outputs if p not in exact and p not in loose]
+    if unchecked:
+        report.add(
+            "path_consistency",
+            (
+                ClawAuditReason.PATH_MISMATCH,
+                f"output paths requested by the prompt but not inspected by the verifier: {unchecked}",
+            ),
         )
-    report.add("objective_consistency", problem)
+    elif loose:
+        report.add(
+            "path_consistency",
+            (
+                ClawAuditReason.PATH_MISMATCH,
+                f"the prompt names {loose} but the verifier inspects them under another folder: "
+                f"{sorted(c for c in checked if any(c.endswith('/' + p) for p in loose))[:4]}",
+            ),
+            warning=True,
+        )
+    elif not prompt_outputs:
+        report.add(
+            "path_consistency",
+            (ClawAuditReason.NO_OUTPUT_PATH, "the prompt names no output path for the agent to produce"),
+            warning=True,
+        )
+    else:
+        report.add("path_consistency", None)
+
+    def extra_outputs(paths: set[str]) -> list[str]:
+        out = []
+        for v in sorted(paths):
+            if v in exists or v == SCORE_FILE or _input_reference(v, inputs, dirs):
+                continue
+            if any(_matches(v, p) or p.startswith(v + "/") for p in prompt_outputs):
+                continue  # the requested output, or its folder (ops/ for ops/review_summary.json)
+            if "/" not in v and any(k.endswith("/" + v) for k in (*traced, *built)):
+                continue  # a bare name the verifier joins onto a folder at run time
+            out.append(v)
+        return out
+
+    observed = extra_outputs(traced | statics)
+    inferred_only = [p for p in extra_outputs(built) if p not in observed]
+    added = sorted(set(after) - set(inputs))
+    changed = sorted(k for k in inputs if after.get(k) != inputs[k])
+    if changed:
+        report.add(
+            "objective_consistency",
+            (
+                ClawAuditReason.VERIFIER_MUTATES,
+                f"the verifier changed or removed workspace files: {changed[:5]}",
+            ),
+        )
+    elif observed:
+        report.add(
+            "objective_consistency",
+            (
+                ClawAuditReason.OBJECTIVE_MISMATCH,
+                f"the verifier checks outputs the prompt never asks for: {observed}",
+            ),
+        )
+    elif added or inferred_only:
+        what = (
+            f"the verifier writes files besides {SCORE_FILE}: {added[:5]}"
+            if added
+            else f"the verifier's source builds paths the prompt never names: {inferred_only[:5]}"
+        )
+        kind = ClawAuditReason.VERIFIER_MUTATES if added else ClawAuditReason.OBJECTIVE_MISMATCH
+        report.add("objective_consistency", (kind, what), warning=True)
+    else:
+        report.add("objective_consistency", None)
     text = "\n".join(b.decode("utf-8", "replace") for b in inputs.values())
     missing = sorted(
         s for s in set(constants) if _ID_LIKE.match(s) and s not in text and s not in task.prompt
@@ -447,23 +878,30 @@ def _consistency_checks(
 
 
 def _solution_check(
-    task: WorkspaceTask, report: AuditReport, tmp: Path, policy: SandboxPolicy | None
-) -> dict[str, bytes] | None:
+    task: WorkspaceTask,
+    report: AuditReport,
+    tmp: Path,
+    policy: SandboxPolicy,
+    wall_s: float | None,
+    mount: str,
+) -> tuple[dict[str, bytes] | None, VerifierRun | None]:
     """With a reference solution: build, solve, verify — it must score 1.0."""
     if task.solution is None:
-        return None
+        return None, None
     ws = fresh_workspace(tmp, "solved")
-    if run_builder(task, ws, policy=policy).status is not Status.OK:
-        return None
-    out = run_solution(task, ws, policy=policy)
+    if run_builder(task, ws, policy=policy, wall_s=wall_s).status is not Status.OK:
+        return None, None
+    out = run_solution(task, ws, policy=policy, wall_s=wall_s)
     if out.status is not Status.OK:
-        report.add("solution", (ClawAuditReason.SOLUTION_CRASH, f"solution.py failed: {out.message}"))
-        return None
+        crash = crash_summary(out.stderr, "solution.py", mount, out.message)
+        report.add("solution", (ClawAuditReason.SOLUTION_CRASH, f"solution.py failed: {crash}"))
+        return None, None
     solved = snapshot(ws)
     vr = run_verifier(task, ws, policy=policy)
     report.solved_score = vr.score
+    report.metrics["solved_verifier"] = vr.metrics()
     if vr.defect:
-        report.add("solution", _verifier_problem(vr, "solved"))
+        report.add("solution", _verifier_problem(vr, "solved", mount))
     elif vr.score is not None and vr.score < 1.0 - 1e-9:
         report.add(
             "solution",
@@ -471,7 +909,34 @@ def _solution_check(
         )
     else:
         report.add("solution", None)
-    return solved
+    return solved, vr
+
+
+def _canonical(rel: str, data: bytes) -> Any:
+    """A file's content with record order and timestamps factored out: JSON with sorted lists, CSV and
+    text as sorted lines."""
+    text = _TIMESTAMP.sub("<t>", data.decode("utf-8", "replace"))
+
+    def norm(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: norm(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return sorted((norm(v) for v in x), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+        return x
+
+    if rel.endswith((".json", ".jsonl", ".ndjson")):
+        try:
+            return norm(json.loads(text))
+        except ValueError:
+            lines = text.splitlines()
+            try:
+                return sorted(json.dumps(norm(json.loads(ln)), sort_keys=True) for ln in lines if ln.strip())
+            except ValueError:
+                pass
+    if rel.endswith((".csv", ".tsv")):
+        rows = list(csv.reader(io.StringIO(text), delimiter="\t" if rel.endswith(".tsv") else ","))
+        return rows[:1] + sorted(rows[1:])
+    return sorted(text.splitlines())
 
 
 def _uniqueness_check(
@@ -480,25 +945,75 @@ def _uniqueness_check(
     tmp: Path,
     inputs: dict[str, bytes],
     first: VerifierRun,
-    policy: SandboxPolicy | None,
+    policy: SandboxPolicy,
+    wall_s: float | None,
 ) -> None:
     ws = fresh_workspace(tmp, "b")
-    if run_builder(task, ws, policy=policy).status is not Status.OK:
+    if run_builder(task, ws, policy=policy, wall_s=wall_s).status is not Status.OK:
         report.add(
             "answer_uniqueness", (ClawAuditReason.NON_DETERMINISTIC, "the builder failed on a second run")
         )
         return
-    differ = _differing(inputs, snapshot(ws))
-    if differ:
+    second_inputs = snapshot(ws)
+    differ = _differing(inputs, second_inputs)
+    second = run_verifier(task, ws, policy=policy)
+    if second.score != first.score:
         report.add(
             "answer_uniqueness",
-            (ClawAuditReason.NON_DETERMINISTIC, f"two builds differ in {differ[:5]}: no single answer"),
+            (ClawAuditReason.NON_DETERMINISTIC, f"the verifier scored {first.score} then {second.score}"),
         )
         return
-    second = run_verifier(task, ws, policy=policy)
-    report.add(
-        "answer_uniqueness",
-        None
-        if second.score == first.score
-        else (ClawAuditReason.NON_DETERMINISTIC, f"the verifier scored {first.score} then {second.score}"),
-    )
+    if not differ:
+        report.add("answer_uniqueness", None)
+        return
+    real = [
+        k
+        for k in differ
+        if k not in inputs
+        or k not in second_inputs
+        or _canonical(k, inputs[k]) != _canonical(k, second_inputs[k])
+    ]
+    if real:
+        report.add(
+            "answer_uniqueness",
+            (ClawAuditReason.NON_DETERMINISTIC, f"two builds differ in {real[:5]}: no single answer"),
+        )
+    else:
+        report.add(
+            "answer_uniqueness",
+            (
+                ClawAuditReason.NON_DETERMINISTIC,
+                f"two builds differ only in record order or timestamps in {differ[:5]} (same data)",
+            ),
+            warning=True,
+        )
+
+
+def _separation_check(
+    task: WorkspaceTask, report: AuditReport, inputs: dict[str, bytes], solved: dict[str, bytes] | None
+) -> None:
+    leaks = _leaks(task, inputs, solved)
+    lower = task.prompt.lower()
+    vocab = [w for w in LEAK_WORDS if w in lower]
+    soft = [w for w in SOFT_LEAK_WORDS if re.search(rf"\b{re.escape(w)}\b", lower)]
+    abs_paths = _ABS_PATH.findall(task.prompt)
+    if leaks:
+        report.add(
+            "information_separation",
+            (ClawAuditReason.ANSWER_LEAK, f"the prompt reveals expected values: {leaks[:5]}"),
+        )
+    elif vocab:
+        report.add(
+            "information_separation",
+            (ClawAuditReason.ANSWER_LEAK, f"the prompt mentions verification internals: {vocab}"),
+        )
+    elif soft or abs_paths:
+        reason = ClawAuditReason.ANSWER_LEAK if soft else ClawAuditReason.PROMPT_ABSOLUTE_PATH
+        what = (
+            f"the prompt mentions the checker: {soft}"
+            if soft
+            else f"the prompt uses absolute paths: {abs_paths[:3]}"
+        )
+        report.add("information_separation", (reason, what), warning=True)
+    else:
+        report.add("information_separation", None)
