@@ -117,3 +117,185 @@ def test_resume_after_sigkill_loses_nothing_duplicates_nothing(tmp_path):
     called = Path(calls).read_text().split()
     repeated = {c for c in called if called.count(c) > 1}
     assert len(called) <= 61 and len(repeated) <= 1  # at most the one in flight at the kill
+
+
+# worker isolation, producers, supersession, fail-fast, kill -------------------------------------------------
+class Crashy(Stage):
+    """Kills its worker process on the record whose text is "die"; logs every attempt."""
+
+    name = "crashy"
+
+    def process(self, item):
+        with open(item["log"], "a") as fh:
+            fh.write(item["id"] + "\n")
+        if item["text"] == "die":
+            os._exit(3)  # what a segfault in native code looks like to the pool
+        time.sleep(0.05)
+        return [{"id": item["id"] + "/o", "pid": os.getpid()}]
+
+
+def test_a_crashing_record_does_not_reject_its_neighbours(tmp_path):
+    log = tmp_path / "attempts.log"
+    items = [{"id": f"r{i}", "text": "die" if i == 3 else "ok", "log": str(log)} for i in range(10)]
+    store = RunStore(tmp_path / "run")
+    stats = run_stage(Crashy(), items, store, LocalExecutor(workers=2))
+    assert stats.outputs == 9 and stats.errors == 1 and stats.rejects == 0
+    [rej] = store.rejects("crashy")
+    assert rej["record_id"] == "r3" and rej["reason"] == "worker_crashed" and rej["detail"]["crashes"] == 2
+    attempts = log.read_text().split()
+    assert attempts.count("r3") == 2, "rejected after killing its worker twice, the second time alone"
+    assert {r["id"] for r in store.records("crashy")} == {f"r{i}/o" for i in range(10) if i != 3}
+    # the crash is retried on the next run (not marked done); the others are not redone
+    again = run_stage(Crashy(), items, store, LocalExecutor(workers=2))
+    assert again.skipped == 9 and again.processed == 1 and again.errors == 1
+
+
+class Flaky(Stage):
+    """Raises on records listed in ``fail`` (a bug, or a model that is down), succeeds otherwise."""
+
+    name = "flaky"
+
+    def __init__(self, fail=(), fatal=False):
+        self.fail, self.fatal = set(fail), fatal
+
+    def process(self, item):
+        if item["id"] in self.fail:
+            exc = RuntimeError(f"{item['id']} failed")
+            exc.fatal = self.fatal
+            raise exc
+        return [{"id": item["id"] + "/o"}]
+
+
+def test_a_rerun_that_succeeds_supersedes_the_earlier_reject(tmp_path):
+    items = [{"id": f"r{i}"} for i in range(4)]
+    store = RunStore(tmp_path)
+    first = run_stage(Flaky(fail={"r1", "r2"}), items, store, LocalExecutor(workers=1))
+    assert first.errors == 2 and {r["record_id"] for r in store.rejects("flaky")} == {"r1", "r2"}
+    again = run_stage(Flaky(fail={"r2"}), items, store, LocalExecutor(workers=1))
+    assert again.skipped == 2 and again.processed == 2 and again.outputs == 1
+    assert [r["record_id"] for r in store.rejects("flaky")] == ["r2"], "r1 succeeded: its reject is gone"
+    assert store.update_manifest()["counts"]["rejects"] == 1
+    assert len(list(store.stage("rejects").read())) == 2, "the superseded reject stays in the file"
+
+
+def test_fail_fast_and_fatal_errors_stop_the_stage(tmp_path):
+    import pytest
+
+    from dataclaw.pipeline.runner import StageAborted
+
+    items = [{"id": f"r{i}"} for i in range(20)]
+    with pytest.raises(StageAborted, match="first 3 records all failed"):
+        run_stage(Flaky(fail={i["id"] for i in items}), items, RunStore(tmp_path / "a"),
+                  LocalExecutor(workers=1), fail_fast=3)  # fmt: skip
+    stats = run_stage(Flaky(fail={"r0", "r1", "r2"}), [*items[:3], {"id": "ok"}], RunStore(tmp_path / "b"),
+                      LocalExecutor(workers=1), fail_fast=5)  # fmt: skip
+    assert stats.errors == 3 and stats.outputs == 1, "fewer failures than the limit: no stop"
+    store = RunStore(tmp_path / "c")
+    with pytest.raises(StageAborted, match="r0 failed"):
+        run_stage(Flaky(fail={"r0"}, fatal=True), items, store, LocalExecutor(workers=1))
+    assert len(store.stage("flaky")) == 0, "a fatal error stops before any other record"
+
+
+class Tagged(Stage):
+    name = "tagged"
+
+    def __init__(self, tag):
+        self.tag = tag
+
+    def process(self, item):
+        return [{"id": item["id"] + "/o", "tag": self.tag}]
+
+
+def test_a_changed_producer_makes_new_records_and_supersedes_old_ones(tmp_path):
+    items = [{"id": f"r{i}"} for i in range(3)]
+    ex = LocalExecutor(workers=1)
+    with RunStore(tmp_path) as store:
+        assert run_stage(Tagged("a"), items, store, ex, producer={"model": "a"}).outputs == 3
+        assert run_stage(Tagged("a"), items, store, ex, producer={"model": "a"}).skipped == 3
+        b = run_stage(Tagged("b"), items, store, ex, producer={"model": "b"})
+        assert b.processed == 3 and b.outputs == 3, "same ids, new producer: new records"
+        assert {r["tag"] for r in store.records("tagged")} == {"b"}
+        assert len(store.stage("tagged")) == 3 and len(list(store.stage("tagged").read())) == 6
+    with RunStore(tmp_path) as store:  # a reader (another store) sees the current producer too
+        assert {r["tag"] for r in store.records("tagged")} == {"b"}
+        assert store.manifest()["producers"]["tagged"]["of"] == {"model": "b"}
+        back = run_stage(Tagged("a"), items, store, ex, producer={"model": "a"})
+        assert back.skipped == 3, "going back to an earlier producer reuses its records"
+        assert {r["tag"] for r in store.records("tagged")} == {"a"}
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys, tempfile, time
+    from pathlib import Path
+    from dataclaw.core.procs import child_dies_with_parent
+    from dataclaw.core.store import RunStore
+    from dataclaw.pipeline import Stage, run_stage
+    from dataclaw.pipeline.executors import LocalExecutor
+
+    class Hang(Stage):
+        name = "hang"
+        def process(self, item):
+            tmp = tempfile.mkdtemp(prefix="hang-")
+            (Path(tmp) / "big.bin").write_bytes(b"x" * 100_000)
+            child = subprocess.Popen(["sleep", "300"], preexec_fn=child_dies_with_parent)
+            with open(sys.argv[2], "a") as fh:
+                fh.write(f"{os.getpid()} {child.pid} {tmp}\\n")
+            child.wait()
+            return []
+
+    def on_term(*_):
+        raise KeyboardInterrupt
+
+    if __name__ == "__main__":  # workers import this file too
+        signal.signal(signal.SIGTERM, on_term)
+        items = [{"id": f"r{i}"} for i in range(4)]
+        run_stage(Hang(), items, RunStore(sys.argv[1]), LocalExecutor(workers=2))
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _kill_and_check(tmp_path, sig):
+    import pytest
+
+    script = tmp_path / "job.py"
+    script.write_text(KILL_SCRIPT)
+    run, pids = tmp_path / "run", tmp_path / "pids.log"
+    proc = subprocess.Popen([sys.executable, str(script), str(run), str(pids)])
+    deadline = time.time() + 60
+    while time.time() < deadline and (not pids.exists() or len(pids.read_text().splitlines()) < 2):
+        time.sleep(0.05)
+    rows = [line.split() for line in pids.read_text().splitlines()]
+    assert len(rows) == 2, "two workers, each running a subprocess"
+    assert all(Path(tmp).is_relative_to(run / "_tmp") for _, _, tmp in rows), "temp files live in the run"
+    proc.send_signal(sig)
+    proc.wait(30)
+    procs = {int(p) for w, c, _ in rows for p in (w, c)}
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(p) for p in procs):
+        time.sleep(0.1)
+    survivors = [p for p in procs if _alive(p)]
+    for p in survivors:
+        os.kill(p, signal.SIGKILL)
+    if survivors:
+        pytest.fail(f"processes survived the killed run: {survivors}")
+    leftovers = [tmp for _, _, tmp in rows if Path(tmp).exists()]
+    assert not leftovers, f"temp folders survived: {leftovers}"
+    return run
+
+
+def test_sigterm_ends_workers_and_subprocesses_and_removes_temp_folders(tmp_path):
+    run = _kill_and_check(tmp_path, signal.SIGTERM)
+    assert not (run / "_tmp").exists()
+
+
+def test_sigkill_of_the_run_takes_its_workers_and_subprocesses_along(tmp_path):
+    _kill_and_check(tmp_path, signal.SIGKILL)

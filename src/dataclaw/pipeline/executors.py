@@ -167,7 +167,7 @@ class LocalExecutor:
             with scratch_tempdir(scratch):
                 async for out in self._map_async(stage, items):
                     yield out
-        elif self.workers == 1 or len(items) == 1:
+        elif self.workers == 1:  # (one record still goes to a worker: a crash must not take the run along)
             with scratch_tempdir(scratch):
                 stage.setup()
                 for item in items:

@@ -9,9 +9,13 @@ superseded and their inputs are processed again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import DataclawError, Reject
@@ -67,7 +71,7 @@ async def arun_stage(
     t0 = time.perf_counter()
     if progress:
         progress(0, len(todo))
-    scratch = store.scratch() if todo else None
+    scratch = Path(tempfile.mkdtemp(prefix=f"{stage.name}-", dir=store.scratch())) if todo else None
     last_error = ""
     results = executor.map(stage, todo, scratch=scratch)
     try:
@@ -104,6 +108,10 @@ async def arun_stage(
         aclose = getattr(results, "aclose", None)
         if aclose is not None:  # stop what is still in flight (workers, model calls) now
             await aclose()
+        if scratch is not None:  # the stage's temporary files go with it, however it ended
+            shutil.rmtree(scratch, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                scratch.parent.rmdir()
     return stats
 
 
