@@ -259,13 +259,20 @@ _CONNECTION_KINDS: list[tuple[type[ModelUnreachableError], bool, Callable[[BaseE
 ]
 
 
+_AIOHTTP_PREFIX = re.compile(r"^Cannot connect to host \S+ ssl:\S+\s*")
+
+
 def classify_connection(model_id: str, base_url: str, exc: BaseException, tries: str) -> Verdict | None:
     """A transport failure → DNS, TLS, refused or dropped connection; None when it is a plain timeout."""
     chain = _chain(exc)
     for cls, retry, test, say in _CONNECTION_KINDS:
         hit = next((e for e in chain if test(e)), None)
         if hit is not None:
-            detail = " ".join((str(hit).strip() or type(hit).__name__).split())[:120]
+            detail = " ".join((str(hit).strip() or type(hit).__name__).split())
+            detail = _AIOHTTP_PREFIX.sub("", detail)
+            if detail.startswith("[") and detail.endswith("]"):
+                detail = detail[1:-1]
+            detail = detail[:120]
             err = cls(
                 f"model {model_id}: cannot reach the server at {base_url}: {say} ({detail}) {tries}",
                 model=model_id,
@@ -460,14 +467,16 @@ class OpenAICompatBackend(Backend):
     ) -> httpx.Response:
         """Send ``body`` through the window, the breaker and the retry policy. ``probing``: a refusal is
         the answer being looked for, so only overload (429, 503, timeouts) is retried."""
+        breaker = self.breaker
+        breaker.check()  # before anything else: an open circuit costs nothing
         client, limiter = await self._bind()
         loop = asyncio.get_running_loop()
-        breaker = self.breaker
         used = used_capabilities(request, form)
         cap: float | None = None
         attempt, last_text = 0, None
         while True:
-            breaker.check()
+            if attempt:
+                breaker.check()  # another request may have opened the circuit while this one waited
             seq = await limiter.acquire()
             start = loop.time()
             cap = cap if cap is not None else start + self.deadline
@@ -505,18 +514,18 @@ class OpenAICompatBackend(Backend):
                 limiter.release(seq, verdict.signal if verdict is not None else signal, latency)
             if verdict.verify:
                 verdict = await self._verify(verdict, form) or verdict
-            if not verdict.retry or attempt >= self.max_retries or loop.time() >= cap:
+            delay = min(self.backoff_max, self.backoff * (2**attempt)) * (0.5 + random.random() / 2)
+            if verdict.retry_after is not None:
+                delay = min(self.backoff_max, max(delay, verdict.retry_after))
+            if not verdict.retry or attempt >= self.max_retries or loop.time() + delay >= cap:
                 if isinstance(verdict.error, CapabilityError):
                     if verdict.error.capability == "images":
                         self.supports_images = False  # type: ignore[misc]
                 elif verdict.error.fatal:
                     breaker.failure(verdict.error)
                 raise verdict.error
-            delay = min(self.backoff_max, self.backoff * (2**attempt)) * (0.5 + random.random() / 2)
-            if verdict.retry_after is not None:
-                delay = min(self.backoff_max, max(delay, verdict.retry_after))
             attempt += 1
-            await asyncio.sleep(max(0.0, min(delay, cap - loop.time())))
+            await asyncio.sleep(delay)
 
     def _timeout(self, past_deadline: bool, tries: str) -> Verdict:
         what = (

@@ -159,8 +159,14 @@ def parse_json_answer(text: str | None, schema: dict[str, Any], model: str) -> A
     return value
 
 
-def parse_tool_arguments(tool_calls: list[dict[str, Any]], model: str) -> None:
-    """Check that every tool call's ``arguments`` is a JSON object string (OpenAI format)."""
+def parse_tool_arguments(tool_calls: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
+    """The tool calls, each checked for an ``arguments`` JSON object string (OpenAI format).
+
+    A call whose arguments are not one (malformed JSON, ``""`` for a no-argument tool, a JSON list) is
+    not an error of the whole answer: it comes back unchanged, raw arguments kept, with a
+    ``parse_error`` line added, so an agent loop can show the model a recoverable tool error instead of
+    losing the turn. The input dicts are not modified."""
+    out = []
     for call in tool_calls:
         fn = call.get("function") or {}
         args = fn.get("arguments")
@@ -168,9 +174,11 @@ def parse_tool_arguments(tool_calls: list[dict[str, Any]], model: str) -> None:
             decoded = json.loads(args) if isinstance(args, str) else None
         except ValueError:
             decoded = None
-        if not isinstance(decoded, dict):
-            raise ModelOutputError(
-                f"model {model} called tool {fn.get('name')!r} with arguments that are not a JSON object",
-                model=model,
-                raw_text=str(args),
-            )
+            problem = "are not valid JSON" if isinstance(args, str) and args.strip() else "are empty"
+        else:
+            problem = "are not a JSON object" if args is not None else "are missing"
+        if isinstance(decoded, dict):
+            out.append(call)
+        else:
+            out.append({**call, "parse_error": f"the arguments {problem}"})
+    return out
