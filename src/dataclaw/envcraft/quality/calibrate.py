@@ -230,15 +230,18 @@ async def repair_verifier(
 
 
 async def audit_verifier(task: Any) -> str | None:
-    """The default re-audit: claw tasks through the C.6 code audit (defect or floor failures), tool tasks
-    through the code audit of ``dataclaw tasks audit`` (:func:`tool_task_problems`: a well-formed
-    verifier, gold replay at 1.0, a failing initial state). None when the verifier is valid."""
+    """The default re-audit: claw tasks through the C.6 code audit, counting only the failures a new
+    verifier can change (:attr:`AuditReport.verifier_failures`: the verifier runs, no credit for nothing,
+    paths, objective, data, solution) — never warnings, and never prompt- or builder-side findings a
+    repaired verifier cannot fix; tool tasks through the code audit of ``dataclaw tasks audit``
+    (:func:`tool_task_problems`: a well-formed verifier, gold replay at 1.0, a failing initial state).
+    None when the verifier is valid."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 
     if isinstance(task, WorkspaceTask):
         from dataclaw.envcraft.tasks.workspace_audit import audit_task
 
         report = await asyncio.to_thread(audit_task, task)
-        return "; ".join(f"{c.name}: {c.message}" for c in report.failures) or None
+        return "; ".join(f"{c.name}: {c.message}" for c in report.verifier_failures) or None
     failed = [c for c in await asyncio.to_thread(tool_task_problems, task) if not c["passed"]]
     return failed[0]["message"] if failed else None

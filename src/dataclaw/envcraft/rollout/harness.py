@@ -5,7 +5,10 @@
   reward is binary (1.0 only when every assertion holds, D.3).
 * :class:`ClawTaskHarness` — a claw workspace task (four-file protocol): the builder makes the workspace
   in the sandbox, the agent gets the claw tools, ``verify_workplace.py`` scores the final workspace in
-  [0, 1].
+  [0, 1] as ``total_score`` over the declared maximum (the score file's or the task YAML's, else the C.5
+  convention of 100) — never over the details an early-exiting verifier happened to write, so an agent
+  that does nothing cannot collect a large share. A verifier that writes a valid score file and then
+  exits non-zero is scored from its file (the exit status is kept in the score detail), not a defect.
 
 Harness methods are synchronous (they touch files and the sandbox); the loop runs them in threads.
 """
@@ -177,13 +180,15 @@ class ClawTaskHarness(Harness):
         self.claw: ClawTools | None = None
 
     def setup(self) -> None:
-        from dataclaw.envcraft.tasks.workspace import run_builder
+        from dataclaw.envcraft.tasks.workspace import BUILDER_NAME, crash_summary, run_builder
 
         self._tmp = tempfile.mkdtemp(prefix="dataclaw-claw-", dir=self.scratch)
         self.workspace = Path(self._tmp) / "workspace"
         out = run_builder(self.task, self.workspace, policy=self.policy)
         if not out.ok:
-            raise SetupError(f"building the workspace ({out.status}: {out.message})")
+            mount = str(self.workspace.resolve()) if self.policy.unsafe else self.policy.workspace_mount
+            why = crash_summary(out.stderr, BUILDER_NAME, mount, out.message)
+            raise SetupError(f"building the workspace ({out.status}: {why})")
         self.claw = ClawTools(self.workspace, policy=self.policy)
 
     def tools(self) -> list[dict[str, Any]]:
@@ -208,7 +213,7 @@ class ClawTaskHarness(Harness):
         if vr.defect:
             raise VerifierError(f"running verify_workplace.py ({vr.problem})")
         assert vr.score is not None
-        return Score(vr.score, {"workplace_score": vr.report})
+        return Score(vr.score, {"workplace_score": vr.report, **vr.metrics()})
 
     def cleanup(self) -> None:
         if self._tmp is not None:

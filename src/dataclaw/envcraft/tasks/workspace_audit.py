@@ -380,6 +380,16 @@ def _is_path_call(func: ast.AST, methods: tuple[str, ...] = ("joinpath",)) -> bo
     return isinstance(func, ast.Attribute) and func.attr in methods
 
 
+def _join(parts: list[str | None]) -> str | None:
+    """``os.path.join`` of resolved parts: None when one is unknown; an absolute part restarts the path."""
+    out = ""
+    for part in parts:
+        if part is None:
+            return None
+        out = part if part.startswith("/") else f"{out}/{part}" if out else part
+    return out
+
+
 def _resolve(node: ast.AST, env: dict[str, str], *, base: bool) -> str | None:
     """The workspace-relative path ``node`` evaluates to, when it can be read off the source. Unknown
     non-constant bases (argv[1], a parameter) are taken as the workspace root; unknown parts after
@@ -391,19 +401,19 @@ def _resolve(node: ast.AST, env: dict[str, str], *, base: bool) -> str | None:
             return env[node.id]
         return _ROOT if base else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-        left = _resolve(node.left, env, base=True)
-        right = _resolve(node.right, env, base=False)
-        return None if left is None or right is None else f"{left}/{right}"
+        return _join([_resolve(node.left, env, base=True), _resolve(node.right, env, base=False)])
     if isinstance(node, ast.Call):
         args = node.args
         if _is_join(node.func) or _is_path_ctor(node.func):
             if not args:
                 return _ROOT if _is_path_ctor(node.func) else None
-            parts = [_resolve(args[0], env, base=True)] + [_resolve(a, env, base=False) for a in args[1:]]
-            return None if any(p is None for p in parts) else "/".join(p for p in parts if p is not None)
+            return _join(
+                [_resolve(args[0], env, base=True)] + [_resolve(a, env, base=False) for a in args[1:]]
+            )
         if isinstance(node.func, ast.Attribute) and node.func.attr == "joinpath":
-            parts = [_resolve(node.func.value, env, base=True)] + [_resolve(a, env, base=False) for a in args]
-            return None if any(p is None for p in parts) else "/".join(p for p in parts if p is not None)
+            return _join(
+                [_resolve(node.func.value, env, base=True)] + [_resolve(a, env, base=False) for a in args]
+            )
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute", "expanduser"):
             return _resolve(node.func.value, env, base=True)
         return _ROOT if base else None
