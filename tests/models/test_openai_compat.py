@@ -120,12 +120,19 @@ def test_bare_function_tools_are_wrapped_and_tool_choice_sent(server):
     assert body["tool_choice"] == "required"
 
 
-def test_tool_call_with_non_json_arguments_is_an_output_error(server):
-    server.enqueue(Reply.tool_call("get_order", "{not json"))
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [("{not json", "not valid JSON"), ("", "empty"), ("[1]", "not a JSON object")],
+)
+def test_tool_call_with_unusable_arguments_keeps_them_raw_with_a_parse_error(server, raw, why):
+    # not an error of the whole answer: an agent loop turns it into a recoverable tool error
+    server.enqueue(Reply.tool_call("get_order", raw), Reply.tool_call("get_order", {"order_id": "W1"}))
     tools = [{"name": "get_order", "parameters": {"type": "object"}}]
-    with pytest.raises(ModelOutputError, match="get_order") as err:
-        _run(get_model(f"{server.base_url}::m", cache=False).complete("x", tools=tools))
-    assert err.value.raw_text == "{not json"
+    model = get_model(f"{server.base_url}::m", cache=False)
+    bad, good = (_run(model.complete(f"x{i}", tools=tools)) for i in range(2))
+    assert bad.tool_calls[0]["function"] == {"name": "get_order", "arguments": raw}
+    assert why in bad.tool_calls[0]["parse_error"]
+    assert "parse_error" not in good.tool_calls[0]
 
 
 def test_retries_429_then_succeeds(server):

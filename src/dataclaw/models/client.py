@@ -216,15 +216,14 @@ class Model:
         self, request: ChatRequest, generation: Generation, *, cached: bool, latency_s: float
     ) -> Completion:
         parsed = None
-        if generation.tool_calls:
-            parse_tool_arguments(generation.tool_calls, self.model_id)
-        elif request.json_schema is not None:
+        tool_calls = parse_tool_arguments(generation.tool_calls)
+        if not tool_calls and request.json_schema is not None:
             parsed = parse_json_answer(generation.text, request.json_schema, self.model_id)
         cost, priced = self._cost(generation)
         return Completion(
             text=generation.text,
             parsed=parsed,
-            tool_calls=generation.tool_calls,
+            tool_calls=tool_calls,
             usage=generation.usage,
             cost_usd=0.0 if cached else cost,
             priced=priced,
@@ -232,6 +231,10 @@ class Model:
             cached=cached,
             latency_s=latency_s,
             finish_reason=generation.finish_reason,
+            reasoning=generation.reasoning,
+            logprobs=generation.logprobs,
+            token_ids=generation.token_ids,
+            prompt_token_ids=generation.prompt_token_ids,
         )
 
     async def aclose(self) -> None:

@@ -287,6 +287,22 @@ def classify_connection(model_id: str, base_url: str, exc: BaseException, tries:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# messages in each server kind's form
+
+
+def _string_contents(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """llama_cpp.server validates ``content`` as a string: an assistant turn that only calls tools must
+    say ``""`` rather than ``null`` (HTTP 500 otherwise, which breaks every second rollout turn)."""
+    return [{**m, "content": ""} if m.get("content") is None else m for m in messages]
+
+
+MESSAGE_FORMS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
+    "llama-cpp-python": _string_contents,
+}
+"""Server kind → how its messages must look, where that differs from OpenAI's form."""
+
+
+# ---------------------------------------------------------------------------------------------------------
 # the backend
 
 
@@ -445,7 +461,8 @@ class OpenAICompatBackend(Backend):
                 why = caps.detail.get("images") or "the images probe failed"
                 raise capability_error(self.model_id, "images", self.form, why, None)
         form = self.form
-        body = {"model": self.model_name, "messages": request.messages, **self.body(request, form)}
+        messages = MESSAGE_FORMS[form](request.messages) if form in MESSAGE_FORMS else request.messages
+        body = {"model": self.model_name, "messages": messages, **self.body(request, form)}
         return self._generation(await self._post(body, request, form))
 
     async def post_json(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -594,6 +611,7 @@ class OpenAICompatBackend(Backend):
             for i, c in enumerate(msg.get("tool_calls") or [])
         ]
         usage = data.get("usage") or {}
+        logprobs = choice.get("logprobs")
         return Generation(
             text=msg.get("content"),
             tool_calls=calls,
@@ -602,6 +620,12 @@ class OpenAICompatBackend(Backend):
                 completion_tokens=usage.get("completion_tokens") or 0,
             ),
             finish_reason=choice.get("finish_reason"),
+            # vLLM/SGLang/DeepSeek: reasoning_content (vLLM >= 0.11 also: reasoning); token ids only
+            # where the request asked for them (vLLM return_token_ids)
+            reasoning=msg.get("reasoning_content") or msg.get("reasoning") or None,
+            logprobs=logprobs.get("content") if isinstance(logprobs, dict) else None,
+            token_ids=choice.get("token_ids") or None,
+            prompt_token_ids=data.get("prompt_token_ids") or choice.get("prompt_token_ids") or None,
         )
 
     async def aclose(self) -> None:

@@ -159,7 +159,7 @@ def parse_json_answer(text: str | None, schema: dict[str, Any], model: str) -> A
     return value
 
 
-def parse_tool_arguments(tool_calls: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
+def parse_tool_arguments(tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tool calls, each checked for an ``arguments`` JSON object string (OpenAI format).
 
     A call whose arguments are not one (malformed JSON, ``""`` for a no-argument tool, a JSON list) is

@@ -66,6 +66,14 @@ class Generation(BaseModel):
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
+    reasoning: str | None = None
+    """The model's reasoning text, where the server returns it apart (``reasoning_content``)."""
+    logprobs: list[dict[str, Any]] | None = None
+    """Per-token log-probabilities (``choices[0].logprobs.content``) when they were asked for."""
+    token_ids: list[int] | None = None
+    """The completion's token ids, where the server returns them (vLLM ``return_token_ids``)."""
+    prompt_token_ids: list[int] | None = None
+    """The prompt's token ids as the server rendered it (vLLM ``return_token_ids``)."""
 
 
 class Completion(BaseModel):
@@ -75,7 +83,8 @@ class Completion(BaseModel):
     parsed: Any = None
     """The answer decoded from JSON when a schema was given (already validated against it)."""
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    """OpenAI format: ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``."""
+    """OpenAI format: ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``;
+    a call whose arguments are not a JSON object keeps them raw and carries a ``parse_error`` line."""
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
     """What this call cost; 0 for cache hits, local models and models without a price."""
@@ -85,6 +94,11 @@ class Completion(BaseModel):
     cached: bool = False
     latency_s: float = 0.0
     finish_reason: str | None = None
+    reasoning: str | None = None
+    logprobs: list[dict[str, Any]] | None = None
+    token_ids: list[int] | None = None
+    prompt_token_ids: list[int] | None = None
+    """Reasoning text, log-probabilities and token ids as in :class:`Generation` (None when absent)."""
 
 
 @runtime_checkable
