@@ -662,7 +662,7 @@ def _leaks(task: WorkspaceTask, inputs: dict[str, bytes], solved: dict[str, byte
         if all(a in words or (" " in a and a in task.prompt) for a in answer):
             found.append(" + ".join(answer))
     prompt_numbers = {_as_number(t) for t in _NUMBER.findall(task.prompt)}
-    found += [f"{x:g}" for x in sorted(numbers) if x in prompt_numbers]
+    found += [f"{x:.15g}" for x in sorted(numbers) if x in prompt_numbers]
     return found
 
 
