@@ -43,3 +43,18 @@ def test_the_unsafe_warning_is_printed_once_per_run(workspace) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("UNSAFE: running untrusted code WITHOUT the sandbox") == 1, proc.stderr
+
+
+@pytest.mark.usefixtures("require_bwrap")
+def test_stdlib_only_and_disk_quota_options(workspace, tmp_path):
+    script = tmp_path / "third_party.py"
+    script.write_text("import yaml\n")
+    res = runner.invoke(app, ["run", "-w", str(workspace), "--python", str(script)])
+    assert res.exit_code == 0, res.output  # dataclaw's own environment has PyYAML
+    res = runner.invoke(app, ["run", "-w", str(workspace), "--stdlib-only", "--python", str(script)])
+    assert res.exit_code == 1
+    assert json.loads(res.stdout)["module"] == "yaml"
+    writer = "for i in $(seq 64); do head -c 1000000 /dev/zero > f$i; done"
+    res = runner.invoke(app, ["run", "-w", str(workspace), "--disk-mb", "8", "--", "bash", "-c", writer])
+    out = json.loads(res.stdout)
+    assert res.exit_code == 1 and (out["status"], out["resource"]) == ("resource_limit", "disk")

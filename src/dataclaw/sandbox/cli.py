@@ -48,6 +48,10 @@ def run(
     timeout: Annotated[float, typer.Option(help="Wall-clock timeout in seconds.")] = 60.0,
     cpu: Annotated[float, typer.Option(help="CPU seconds.")] = 30.0,
     memory_mb: Annotated[int, typer.Option(help="Address space per process in MB.")] = 2048,
+    disk_mb: Annotated[int, typer.Option(help="How much the workspace may grow in the run (MB).")] = 256,
+    stdlib_only: Annotated[
+        bool, typer.Option(help="Python sees the standard library only (base interpreter, -I -S, no venv).")
+    ] = False,
     ro: Annotated[
         list[Path] | None, typer.Option("--ro", help="Extra read-only host path (repeatable).")
     ] = None,
@@ -61,7 +65,7 @@ def run(
         if not python_file.is_file():
             raise ConfigError(f"--python {str(python_file)!r} is not a file")
         program = python_file.read_text(encoding="utf-8")
-    limits = Limits(cpu_s=cpu, memory_mb=memory_mb, wall_s=timeout)
+    limits = Limits(cpu_s=cpu, memory_mb=memory_mb, wall_s=timeout, disk_mb=disk_mb, stdlib_only=stdlib_only)
     policy = SandboxPolicy(ro_paths=tuple(p.resolve() for p in ro or []), unsafe=unsafe)
     outcome = sandbox_run(program, workspace, limits, policy=policy)
     typer.echo(json.dumps(outcome.to_dict(), ensure_ascii=False))

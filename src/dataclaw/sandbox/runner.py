@@ -358,7 +358,7 @@ def _supervise(
         watch.check()  # what the last poll did not see
     records = _inner.parse_records(bytes(got["status"]))
     return _Raw(
-        exit_code=None if got["timed_out"] else proc.returncode,
+        exit_code=None if got["timed_out"] or got["killed"] else proc.returncode,
         stdout=bytes(got["stdout"]),
         stderr=bytes(got["stderr"]),
         truncated=got["truncated"],
@@ -387,6 +387,7 @@ def _pump(
     sel.register(pidfd, selectors.EVENT_READ, "exit")
     deadline = t0 + limits.wall_s
     open_streams, exited, timed_out, truncated, grace = set(streams), False, False, False, 0.0
+    killed = False
     try:
         while open_streams or not exited:
             now = time.monotonic()
@@ -394,7 +395,7 @@ def _pump(
                 timed_out, grace = True, now
                 kill_group(proc)
             if watch is not None and not grace and watch.due(now) and watch.check():
-                grace = now
+                grace, killed = now, True
                 kill_group(proc)  # the workspace outgrew its quota
             if grace and now > grace + 2.0:
                 break  # something outside our reach holds a pipe; stop waiting for it
@@ -423,7 +424,7 @@ def _pump(
     finally:
         sel.close()
         os.close(pidfd)
-    return {**bufs, "truncated": truncated, "timed_out": timed_out}
+    return {**bufs, "truncated": truncated, "timed_out": timed_out, "killed": killed}
 
 
 def _outcome(raw: _Raw, kind: str, limits: Limits, *, sandboxed: bool) -> Outcome:
