@@ -41,7 +41,7 @@ def _colour(body: dict[str, Any]) -> str | None:
         for part in m.get("content") if isinstance(m.get("content"), list) else []:
             url = (part.get("image_url") or {}).get("url", "")
             if url.startswith("data:"):
-                r, g, b = (
+                r, _g, b = (
                     Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
                     .convert("RGB")
                     .getpixel((0, 0))
@@ -138,3 +138,160 @@ def test_intent_and_request_are_exclusive(tmp_path: Path, capsys) -> None:
             "--request", "anything"]  # fmt: skip
     assert _run(argv) == 1
     assert "not both" in capsys.readouterr().err
+
+
+# run directories that tell the truth -------------------------------------------------------------------
+VIDEO_INTENTS = ["--intent", "video_generation_segment", "--intent", "world_model_prediction"]
+ROBOT_INTENTS = [
+    "--intent", "describe_current_subtask", "--intent", "predict_next_subtask",
+    "--intent", "robot_fault_recovery",
+]  # fmt: skip
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DATACLAW = str(Path(sys.executable).parent / "dataclaw")
+
+
+def _cli_env(tmp_path: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "DATACLAW_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def _slow_answers(delay: float):
+    """Probe answers at once; the pipeline's requests take ``delay`` seconds and get an empty object."""
+
+    def reply(req: Any) -> Reply:
+        props = _props(req.body or {})
+        if props is None:
+            return Reply.text(_colour(req.body or {}) or "OK")
+        if "probe" in props:
+            return Reply.json({"probe": 7})
+        return Reply.json({}, delay=delay)
+
+    return reply
+
+
+def test_sigkill_mid_run_leaves_a_manifest_that_counts_every_request(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import time
+
+    run = tmp_path / "run"
+    with OpenAIServer(responder=_slow_answers(0.4)) as server:
+        model = f"{server.base_url}::vlm"
+        argv = [
+            DATACLAW, "tailor", "run", str(shared_data / "lerobot_g1"), "--out", str(run), *ROBOT_INTENTS,
+            "--model", model, "--extractors", "proprio", "--workers", "1", "--concurrency", "4", "--json",
+        ]  # fmt: skip
+        proc = subprocess.Popen(argv, env=_cli_env(tmp_path), stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and model_calls(server) < 6 and proc.poll() is None:
+            time.sleep(0.02)
+        assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read()}"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        time.sleep(0.6)  # requests already at the server finish there
+        received = model_calls(server)
+    manifest = json.loads((run / "manifest.json").read_text())
+    sent = manifest["models"]["requests"]["by_model"][model]
+    assert received >= 6
+    assert received <= sent["started"] <= received + 4, "every request that reached the server is counted"
+    assert sent["answered"] + sent["failed"] + sent["in_flight"] == sent["started"]
+    usage = manifest["models"]["usage"]["by_model"][model]
+    assert 0 < usage["calls"] <= sent["started"] and usage["prompt_tokens"] > 0, "tokens saved as it went"
+
+
+def test_a_changed_model_makes_new_answers_and_supersedes_the_old(
+    shared_data: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    from dataclaw.core.store import RunStore
+
+    monkeypatch.setenv("DATACLAW_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    with OpenAIServer(responder=answer) as server:
+        model_a, model_b = f"{server.base_url}::model-a", f"{server.base_url}::model-b"
+        base = [
+            "tailor", "run", str(shared_data / "videos/dj_video1.mp4"), "--out", str(run), *VIDEO_INTENTS,
+            "--extractors", "shots,motion", "--workers", "1", "--json",
+        ]  # fmt: skip
+        assert _run([*base, "--model", model_a]) == 0
+        first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        asked_a = model_calls(server)
+        assert _run([*base, "--model", model_b]) == 0
+        second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        bodies = [b for b in server.chat_bodies() if (_props(b) or {}).keys() - {"probe"}]
+    n = first["requests"]
+    assert n >= 2 and second["requests"] == n
+    assert len(bodies) == 2 * n and {b["model"] for b in bodies[asked_a:]} == {"model-b"}, "asked model b"
+    store = RunStore(run)
+    assert {r["model"] for r in store.records("responses")} == {model_b}
+    assert len((run / "responses.jsonl").read_text().splitlines()) == 2 * n, "old answers stay in the file"
+    samples = list(store.records("samples"))
+    assert len(samples) == n and {s["route"]["model"] for s in samples} == {model_b}
+    exported = [json.loads(x) for x in (run / "export/jsonl/samples.jsonl").read_text().splitlines()]
+    assert {s["route"]["model"] for s in exported} == {model_b} and len(exported) == n
+    assert second["counts"]["samples"] == n and second["counts"]["responses"] == n
+
+
+def test_a_second_run_on_the_same_directory_refuses(shared_data: Path, tmp_path: Path, capsys) -> None:
+    import subprocess
+    import time
+
+    run = tmp_path / "run"
+    with OpenAIServer(responder=_slow_answers(5.0)) as server:
+        argv = [
+            "tailor", "run", str(shared_data / "lerobot_g1"), "--out", str(run), *ROBOT_INTENTS,
+            "--model", f"{server.base_url}::vlm", "--extractors", "proprio", "--workers", "1",
+        ]  # fmt: skip
+        proc = subprocess.Popen([DATACLAW, *argv], env=_cli_env(tmp_path), stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 60
+            while model_calls(server) == 0:  # the first run is in synthesis, holding the directory
+                assert time.time() < deadline and proc.poll() is None
+                time.sleep(0.05)
+            assert _run(argv) == 1
+            err = capsys.readouterr().err
+            assert f"in use by pid {proc.pid} on " in err and "tailor run" in err and "since" in err
+            assert len(err.strip().splitlines()) == 1
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_unreachable_model_stops_before_ingest_with_one_line(tmp_path: Path, capsys) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = tmp_path / "run"
+    argv = [
+        "tailor", "run", str(EXAMPLES / "lerobot_g1"), "--out", str(run), *ROBOT_INTENTS,
+        "--model", f"http://127.0.0.1:{port}/v1::vlm", "--extractors", "proprio", "--workers", "1",
+    ]  # fmt: skip
+    assert _run(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and str(port) in err[0]
+    assert not (run / "streams.jsonl").exists(), "checked before ingest"
+
+
+def test_a_run_whose_every_request_fails_exits_non_zero(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("DATACLAW_CACHE_DIR", str(tmp_path / "cache"))
+
+    def refuse(req: Any) -> Reply:
+        props = _props(req.body or {})
+        if props is None:
+            return Reply.text(_colour(req.body or {}) or "OK")
+        if "probe" in props:
+            return Reply.json({"probe": 7})
+        return Reply.error(400, "this request is too long for the model's context window")
+
+    with OpenAIServer(responder=refuse) as server:
+        argv = [
+            "tailor", "run", str(EXAMPLES / "lerobot_g1"), "--out", str(tmp_path / "run"), *ROBOT_INTENTS,
+            "--model", f"{server.base_url}::vlm", "--extractors", "proprio", "--workers", "1",
+        ]  # fmt: skip
+        assert _run(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:"), err
