@@ -1,0 +1,222 @@
+"""Specification expansion (EnvCraft §3.1): a model turns a scenario into E_spec, then T_spec.
+
+Two JSON-schema-constrained calls: E_spec from the scenario, then T_spec from the scenario and the
+E_spec's state (its ``state_fields_affected`` is an enum of the declared state fields). Each answer is
+validated by code (:func:`~.spec.check_e_spec`, :func:`~.spec.check_t_spec`); an invalid part is sent
+back with its issues for repair, E_spec first, at most ``repair_rounds`` repair calls in all (default 2).
+What is still invalid after that is an invalid :class:`SpecResult` with its issues (a reject, never an
+exception). Prompts are short and list only what the schema cannot say, so the embedded SmolLM2-135M
+can follow them; greedy decoding (temperature 0) keeps reruns and the response cache in agreement.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ValidationError
+
+from dataclaw.envcraft.scenarios import ScenarioSpec
+from dataclaw.envcraft.synth.spec import (
+    ESpec,
+    Issue,
+    IssueCode,
+    TSpec,
+    check_e_spec,
+    check_t_spec,
+    e_spec_schema,
+    t_spec_schema,
+)
+from dataclaw.models import ModelOutputError
+
+REPAIR_ROUNDS = 2
+E_SPEC_TOKENS = 1200
+T_SPEC_TOKENS = 1200
+FREQUENCY_PENALTY = 0.3
+"""Damps the loops small models fall into inside long JSON strings."""
+MAX_ISSUES_SHOWN = 8
+"""Issues listed in a repair prompt (the first ones; a weak model cannot use more)."""
+
+SYSTEM = "You design simulated tool environments for training AI agents. Answer with JSON only."
+
+E_TASK = """Write the environment specification as JSON:
+- entities: the record types, each with snake_case attributes; id_field is one of its attributes.
+- state_fields: the top-level state. A "collection" holds the records of one entity (name it in "entity").
+- business_rules: rules that decide which changes are valid.
+- world_data.records: example records; their fields use the entity's attributes.
+- scenarios: tasks with an ISO base_time, the entities used, gold_facts and scoring_rules (weight > 0)."""
+
+T_TASK = """Write the tools an agent calls in this environment (4 to 8), as JSON.
+- "read" tools change nothing: modifies_state false, state_fields_affected empty.
+- "write" tools change state: modifies_state true, state_fields_affected names the fields they change.
+- At least one read tool and one write tool. Names and parameters are snake_case."""
+
+
+class SpecReason(StrEnum):
+    """Why a scenario did not become a specification."""
+
+    INVALID_SPEC = "invalid_spec"
+    """Still invalid after the repair rounds (the issues are in the reject's detail)."""
+    MODEL_ERROR = "model_error"
+    """The model could not be asked (unreachable, refused the request, replay miss)."""
+
+
+@dataclass
+class SpecResult:
+    """The outcome of one expansion: the parts (when they parsed), the remaining issues and the history."""
+
+    scenario_id: str
+    e_spec: ESpec | None = None
+    t_spec: TSpec | None = None
+    issues: list[Issue] = field(default_factory=list)
+    repairs: int = 0
+    calls: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.e_spec is not None and self.t_spec is not None and not self.issues
+
+
+def _scenario_line(scenario: ScenarioSpec) -> str:
+    return f"Scenario: {scenario.name} ({scenario.category.value}). {scenario.description}"
+
+
+def e_prompt(scenario: ScenarioSpec, previous: str | None, issues: list[Issue]) -> list[dict[str, str]]:
+    """Messages asking for E_spec (or, with ``issues``, for its repair)."""
+    body = f"{_scenario_line(scenario)}\n\n{E_TASK}"
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": body + _repair(previous, issues)},
+    ]
+
+
+def _state_summary(spec: ESpec) -> str:
+    entities = {e.name: e for e in spec.entities}
+    lines = []
+    for f in spec.state_fields:
+        ent = entities.get(f.entity)
+        attrs = f": {', '.join(a.name for a in ent.attributes)}" if ent is not None else ""
+        what = f"{f.kind} of {f.entity}{attrs}" if f.entity else f.kind
+        lines.append(f"- {f.name} ({what})")
+    return "\n".join(lines)
+
+
+def t_prompt(
+    scenario: ScenarioSpec, spec: ESpec, previous: str | None, issues: list[Issue]
+) -> list[dict[str, str]]:
+    """Messages asking for T_spec over ``spec``'s state (or, with ``issues``, for its repair)."""
+    body = f"{_scenario_line(scenario)}\n\nState fields:\n{_state_summary(spec)}\n\n{T_TASK}"
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": body + _repair(previous, issues)},
+    ]
+
+
+def _repair(previous: str | None, issues: list[Issue]) -> str:
+    if not issues:
+        return ""
+    shown = "\n".join(f"- {i.line()}" for i in issues[:MAX_ISSUES_SHOWN])
+    more = f"\n- and {len(issues) - MAX_ISSUES_SHOWN} more" if len(issues) > MAX_ISSUES_SHOWN else ""
+    before = (
+        f"\n\nYour previous answer:\n{previous}" if previous else "\n\nYour previous answer was unusable."
+    )
+    return f"{before}\n\nFix these problems and answer with the whole corrected JSON:\n{shown}{more}"
+
+
+def _schema_issue(exc: Exception) -> Issue:
+    """The answer did not parse or fit the schema. The model's own name is cut from the message: the
+    repair prompt must not depend on which backend answered (recordings replay under another name)."""
+    text = " ".join(str(exc).split())
+    model = getattr(exc, "model", "")
+    if model and text.startswith(f"model {model} "):
+        text = text[len(f"model {model} ") :]
+    return Issue(code=IssueCode.SCHEMA, path="$", message=f"not JSON of the requested schema: {text[:200]}")
+
+
+async def _ask(
+    model: Any, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int
+) -> tuple[dict[str, Any] | None, Issue | None]:
+    """One constrained call: (parsed answer, None) or (None, the schema issue). ModelError other than
+    a bad answer propagates (the caller turns it into a model_error reject)."""
+    try:
+        done = await model.complete(
+            messages,
+            schema=schema,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            frequency_penalty=FREQUENCY_PENALTY,
+        )
+    except ModelOutputError as exc:
+        return None, _schema_issue(exc)
+    return done.parsed, None
+
+
+def _as_e_spec(scenario: ScenarioSpec, answer: dict[str, Any]) -> ESpec:
+    """The framework owns the name and the task description: they come from the scenario."""
+    return ESpec.model_validate(
+        {**answer, "environment_name": scenario.id, "task_description": scenario.description}
+    )
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+async def expand_scenario(
+    model: Any,
+    scenario: ScenarioSpec,
+    *,
+    repair_rounds: int = REPAIR_ROUNDS,
+    e_tokens: int = E_SPEC_TOKENS,
+    t_tokens: int = T_SPEC_TOKENS,
+) -> SpecResult:
+    """Expand ``scenario`` into a validated (E_spec, T_spec), repairing at most ``repair_rounds`` times.
+
+    Raises :class:`~dataclaw.models.ModelError` only when the model cannot be asked at all."""
+    result = SpecResult(scenario_id=scenario.id)
+
+    async def part(name: str, messages: list[dict[str, str]], schema: dict[str, Any], tokens: int):
+        answer, issue = await _ask(model, messages, schema, tokens)
+        result.calls += 1
+        parsed: Any = None
+        issues = [issue] if issue else []
+        if answer is not None:
+            try:
+                parsed = _as_e_spec(scenario, answer) if name == "e_spec" else TSpec.model_validate(answer)
+            except ValidationError as exc:
+                issues = [_schema_issue(exc)]
+        if parsed is not None:
+            issues = check_e_spec(parsed) if name == "e_spec" else check_t_spec(parsed, result.e_spec)
+        result.history.append(
+            {"part": name, "call": result.calls, "issues": sorted({i.code for i in issues})}
+        )
+        return answer, parsed, issues
+
+    answer, e_spec, issues = await part("e_spec", e_prompt(scenario, None, []), e_spec_schema(), e_tokens)
+    while issues and result.repairs < repair_rounds:
+        result.repairs += 1
+        prev = _compact(answer) if answer is not None else None
+        answer, e_spec, issues = await part(
+            "e_spec", e_prompt(scenario, prev, issues), e_spec_schema(), e_tokens
+        )
+    result.e_spec = e_spec
+    if issues:
+        result.issues = issues
+        return result
+    if e_spec is None:  # unreachable: no issues means the answer parsed
+        raise RuntimeError("expand_scenario: E_spec without issues did not parse")
+    fields = [f.name for f in e_spec.state_fields]
+    schema = t_spec_schema(fields)
+    answer, t_spec, issues = await part("t_spec", t_prompt(scenario, e_spec, None, []), schema, t_tokens)
+    while issues and result.repairs < repair_rounds:
+        result.repairs += 1
+        prev = _compact(answer) if answer is not None else None
+        answer, t_spec, issues = await part(
+            "t_spec", t_prompt(scenario, e_spec, prev, issues), schema, t_tokens
+        )
+    result.t_spec = t_spec
+    result.issues = issues
+    return result

@@ -1,0 +1,702 @@
+"""E_spec and T_spec (EnvCraft §3.1, C.2, C.3): what an environment must model and the tools it exposes.
+
+E_spec follows the C.2 input schema (domains, world data, scenarios with gold/stale facts, allowed and
+forbidden claims, scoring rules, constraints) plus what §3.2 says it defines: entity types with their
+state attributes, the state fields that hold them, and business rules. C.2's id-keyed maps (accounts,
+contacts, attachments, scoring rules) are lists with an id field here, so ids can be checked unique and
+JSON-schema grammars stay small. T_spec is a list of tools in the C.3 unified schema — exactly what
+:meth:`dataclaw.envcraft.runtime.tools.ToolSpec.unified_schema` renders, so a compiler can target it.
+
+The JSON schemas sent to the model (:func:`e_spec_schema`, :func:`t_spec_schema`) carry no string-length
+bounds (llama.cpp grammars would not compile); lengths, identifiers and referential integrity are
+checked here by code (:func:`check_spec`), each problem an :class:`Issue` with a :class:`IssueCode`.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+IDENT_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+"""Names the runtime can use as Python identifiers, state keys and CLI command names."""
+RESERVED_STATE_FIELDS = frozenset(
+    {"session_id", "scenario_id", "created_at", "meta", "workspace_account", "actions"}
+)
+"""Top-level session keys the runtime owns (C.1 state template): a spec may not declare them."""
+ATTRIBUTE_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+PARAM_TYPES = ATTRIBUTE_TYPES
+FIELD_KINDS = ("collection", "log", "counter", "setting")
+MAX_TEXT = 2000
+"""Longest description/prompt/fact a spec may carry (checked in code, not in the schema)."""
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class Attribute(BaseModel):
+    model_config = _STRICT
+    name: str
+    type: Literal["string", "integer", "number", "boolean", "array", "object"]
+    description: str = ""
+
+
+class Entity(BaseModel):
+    """A domain entity type: its state attributes, its id attribute and (optional) status values."""
+
+    model_config = _STRICT
+    name: str
+    description: str = ""
+    id_field: str
+    attributes: list[Attribute]
+    statuses: list[str] = Field(default_factory=list)
+
+
+class StateField(BaseModel):
+    """A top-level session-state field: a collection of one entity's records, a log, a counter or a
+    setting. Tools name these in ``state_fields_affected``."""
+
+    model_config = _STRICT
+    name: str
+    kind: Literal["collection", "log", "counter", "setting"]
+    entity: str = ""
+    description: str = ""
+
+
+class BusinessRule(BaseModel):
+    """A rule governing valid state transitions, over the entities it names."""
+
+    model_config = _STRICT
+    rule_id: str
+    description: str
+    entities: list[str] = Field(default_factory=list)
+
+
+class Account(BaseModel):
+    model_config = _STRICT
+    account_id: str
+    name: str
+    role: str = ""
+    persona: str = ""
+
+
+class Contact(BaseModel):
+    model_config = _STRICT
+    contact_id: str
+    name: str
+    org: str = ""
+    role: str = ""
+
+
+class Attachment(BaseModel):
+    model_config = _STRICT
+    attachment_id: str
+    filename: str
+    content: str = ""
+
+
+class WorldRecord(BaseModel):
+    """One record of immutable world data (C.2 ``domain_artifacts``): an entity instance."""
+
+    model_config = _STRICT
+    record_id: str
+    entity: str
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorldData(BaseModel):
+    model_config = _STRICT
+    accounts: list[Account] = Field(default_factory=list)
+    contacts: list[Contact] = Field(default_factory=list)
+    attachments: list[Attachment] = Field(default_factory=list)
+    records: list[WorldRecord] = Field(default_factory=list)
+
+
+class ScoringRule(BaseModel):
+    model_config = _STRICT
+    dimension: str
+    weight: float
+    rule: str
+
+
+class SpecScenario(BaseModel):
+    """A C.2 scenario: task prompt, base time, the entities it involves, facts, claims and scoring."""
+
+    model_config = _STRICT
+    scenario_id: str
+    task_prompt: str
+    base_time: str
+    entities: list[str] = Field(default_factory=list)
+    gold_facts: list[str] = Field(default_factory=list)
+    stale_facts: list[str] = Field(default_factory=list)
+    required_attachments: list[str] = Field(default_factory=list)
+    required_replies: list[str] = Field(default_factory=list)
+    allowed_claims: list[str] = Field(default_factory=list)
+    forbidden_claims: list[str] = Field(default_factory=list)
+    scoring_rules: list[ScoringRule] = Field(default_factory=list)
+
+
+class Constraints(BaseModel):
+    model_config = _STRICT
+    max_turns: int | None = None
+    required_reading_order: list[str] = Field(default_factory=list)
+    forbidden_action_sequences: list[list[str]] = Field(default_factory=list)
+
+
+class ESpec(BaseModel):
+    """The environment specification. ``environment_name`` is the framework's (the scenario id)."""
+
+    model_config = _STRICT
+    environment_name: str
+    task_description: str
+    domains: list[str] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+    state_fields: list[StateField] = Field(default_factory=list)
+    business_rules: list[BusinessRule] = Field(default_factory=list)
+    world_data: WorldData = Field(default_factory=WorldData)
+    scenarios: list[SpecScenario] = Field(default_factory=list)
+    constraints: Constraints = Field(default_factory=Constraints)
+
+
+class ParamDecl(BaseModel):
+    """A parameter: JSON type, description, default (optional parameters), and the runtime's ``enum`` and
+    ``items`` refinements when present."""
+
+    model_config = _STRICT
+    type: Literal["string", "integer", "number", "boolean", "array", "object"]
+    description: str = ""
+    default: Any = None
+    enum: list[Any] | None = None
+    items: dict[str, Any] | None = None
+
+
+class Parameters(BaseModel):
+    model_config = _STRICT
+    type: Literal["object"] = "object"
+    properties: dict[str, ParamDecl] = Field(default_factory=dict)
+    required: list[str] = Field(default_factory=list)
+
+
+class Returns(BaseModel):
+    model_config = _STRICT
+    type: Literal["object"] = "object"
+    description: str = ""
+    success_keys: list[str] = Field(default_factory=list)
+    error_format: dict[str, str] = Field(
+        default_factory=lambda: {"error": "human-readable, agent-safe message"}
+    )
+
+
+class ToolDecl(BaseModel):
+    """One tool in the C.3 unified schema (the shape ``ToolSpec.unified_schema()`` renders)."""
+
+    model_config = _STRICT
+    name: str
+    description: str
+    parameters: Parameters = Field(default_factory=Parameters)
+    returns: Returns = Field(default_factory=Returns)
+    side_effect: Literal["read", "write"]
+    modifies_state: bool
+    state_fields_affected: list[str] = Field(default_factory=list)
+
+    def unified_schema(self) -> dict[str, Any]:
+        """The C.3 dict as the runtime renders it: optional parameters carry their ``default`` (also
+        ``None``), required ones none; absent ``enum``/``items`` are left out."""
+        out = self.model_dump(mode="json")
+        required = set(self.parameters.required)
+        for name, prop in out["parameters"]["properties"].items():
+            for key in ("enum", "items"):
+                if prop[key] is None:
+                    del prop[key]
+            if name in required:
+                del prop["default"]
+        return out
+
+
+class TSpec(BaseModel):
+    """The tool specification: the environment's tools."""
+
+    model_config = _STRICT
+    tools: list[ToolDecl] = Field(default_factory=list)
+
+    def reads(self) -> list[ToolDecl]:
+        return [t for t in self.tools if t.side_effect == "read"]
+
+    def writes(self) -> list[ToolDecl]:
+        return [t for t in self.tools if t.side_effect == "write"]
+
+
+# ---- issues -------------------------------------------------------------------------------------------
+
+
+class IssueCode(StrEnum):
+    """What is wrong with a spec (machine-readable; the model is shown these when it repairs)."""
+
+    SCHEMA = "schema"
+    """The answer is not JSON of the requested schema."""
+    EMPTY = "empty"
+    DUPLICATE_ID = "duplicate_id"
+    BAD_IDENTIFIER = "bad_identifier"
+    RESERVED_NAME = "reserved_name"
+    UNKNOWN_ENTITY = "unknown_entity"
+    UNKNOWN_ATTRIBUTE = "unknown_attribute"
+    UNKNOWN_STATE_FIELD = "unknown_state_field"
+    UNKNOWN_REFERENCE = "unknown_reference"
+    UNKNOWN_TOOL = "unknown_tool"
+    UNSTORED_ENTITY = "unstored_entity"
+    BAD_TIME = "bad_time"
+    BAD_WEIGHT = "bad_weight"
+    CONTRADICTION = "contradiction"
+    TEXT_TOO_LONG = "text_too_long"
+    BAD_SIDE_EFFECT = "bad_side_effect"
+    BAD_PARAMETER = "bad_parameter"
+    NO_READ_TOOL = "no_read_tool"
+    NO_WRITE_TOOL = "no_write_tool"
+
+
+class Issue(BaseModel):
+    """One problem: code, where (a JSON-path-like location) and a sentence saying what to change."""
+
+    model_config = ConfigDict(frozen=True)
+    code: IssueCode
+    path: str
+    message: str
+
+    def line(self) -> str:
+        return f"{self.code.value} at {self.path}: {self.message}"
+
+
+def _ident(name: str, path: str, what: str) -> list[Issue]:
+    if IDENT_RE.match(name) and not keyword.iskeyword(name):
+        return []
+    return [
+        Issue(
+            code=IssueCode.BAD_IDENTIFIER,
+            path=path,
+            message=f"{what} {name!r} must be snake_case (a-z, 0-9, _; starts with a letter; <= 48 chars)",
+        )
+    ]
+
+
+def _unique(names: Iterable[str], path: str, what: str) -> list[Issue]:
+    counts = Counter(names)
+    return [
+        Issue(code=IssueCode.DUPLICATE_ID, path=path, message=f"{what} {n!r} is declared {c} times")
+        for n, c in counts.items()
+        if c > 1
+    ]
+
+
+def _texts(items: Iterable[tuple[str, str]]) -> list[Issue]:
+    return [
+        Issue(code=IssueCode.TEXT_TOO_LONG, path=p, message=f"is {len(t)} characters (at most {MAX_TEXT})")
+        for p, t in items
+        if len(t) > MAX_TEXT
+    ]
+
+
+def _unknown(code: IssueCode, path: str, what: str, name: str, known: Iterable[str]) -> Issue:
+    names = sorted(known)
+    listed = ", ".join(names[:12]) if names else "none declared"
+    return Issue(code=code, path=path, message=f"{what} {name!r} is not declared (declared: {listed})")
+
+
+def check_e_spec(spec: ESpec) -> list[Issue]:
+    """Problems of an E_spec on its own (ids, identifiers, references between its parts)."""
+    out: list[Issue] = []
+    if not spec.task_description.strip():
+        out.append(Issue(code=IssueCode.EMPTY, path="task_description", message="must not be empty"))
+    if not spec.entities:
+        out.append(Issue(code=IssueCode.EMPTY, path="entities", message="declare at least one entity"))
+    if not spec.state_fields:
+        out.append(
+            Issue(code=IssueCode.EMPTY, path="state_fields", message="declare at least one state field")
+        )
+    if not spec.scenarios:
+        out.append(Issue(code=IssueCode.EMPTY, path="scenarios", message="declare at least one scenario"))
+    entities = {e.name: e for e in spec.entities}
+    out += _unique((e.name for e in spec.entities), "entities", "entity")
+    for i, ent in enumerate(spec.entities):
+        where = f"entities[{i}]"
+        out += _ident(ent.name, f"{where}.name", "entity name")
+        attrs = [a.name for a in ent.attributes]
+        if not attrs:
+            out.append(Issue(code=IssueCode.EMPTY, path=f"{where}.attributes", message="list its attributes"))
+        out += _unique(attrs, f"{where}.attributes", "attribute")
+        for j, name in enumerate(attrs):
+            out += _ident(name, f"{where}.attributes[{j}].name", "attribute name")
+        if ent.id_field not in attrs:
+            out.append(
+                _unknown(IssueCode.UNKNOWN_ATTRIBUTE, f"{where}.id_field", "id field", ent.id_field, attrs)
+            )
+        out += _unique(ent.statuses, f"{where}.statuses", "status")
+    fields = [f.name for f in spec.state_fields]
+    out += _unique(fields, "state_fields", "state field")
+    for i, fld in enumerate(spec.state_fields):
+        where = f"state_fields[{i}]"
+        out += _ident(fld.name, f"{where}.name", "state field name")
+        if fld.name in RESERVED_STATE_FIELDS:
+            out.append(
+                Issue(
+                    code=IssueCode.RESERVED_NAME,
+                    path=f"{where}.name",
+                    message=f"{fld.name!r} is a session key the runtime owns; pick another name",
+                )
+            )
+        if fld.entity and fld.entity not in entities:
+            out.append(_unknown(IssueCode.UNKNOWN_ENTITY, f"{where}.entity", "entity", fld.entity, entities))
+        if fld.kind == "collection" and not fld.entity:
+            out.append(
+                Issue(
+                    code=IssueCode.UNKNOWN_ENTITY,
+                    path=f"{where}.entity",
+                    message="a collection must name the entity whose records it holds",
+                )
+            )
+    stored = {f.entity for f in spec.state_fields if f.kind == "collection"}
+    for i, ent in enumerate(spec.entities):
+        if ent.name not in stored:
+            out.append(
+                Issue(
+                    code=IssueCode.UNSTORED_ENTITY,
+                    path=f"entities[{i}]",
+                    message=f"no collection state field holds {ent.name!r} records",
+                )
+            )
+    out += _unique((r.rule_id for r in spec.business_rules), "business_rules", "rule id")
+    for i, rule in enumerate(spec.business_rules):
+        for j, name in enumerate(rule.entities):
+            if name not in entities:
+                path = f"business_rules[{i}].entities[{j}]"
+                out.append(_unknown(IssueCode.UNKNOWN_ENTITY, path, "entity", name, entities))
+    out += _check_world(spec, entities)
+    out += _check_scenarios(spec, entities)
+    out += _texts(
+        [("task_description", spec.task_description)]
+        + [(f"entities[{i}].description", e.description) for i, e in enumerate(spec.entities)]
+        + [(f"business_rules[{i}].description", r.description) for i, r in enumerate(spec.business_rules)]
+        + [(f"scenarios[{i}].task_prompt", s.task_prompt) for i, s in enumerate(spec.scenarios)]
+    )
+    return out
+
+
+def _check_world(spec: ESpec, entities: dict[str, Entity]) -> list[Issue]:
+    world = spec.world_data
+    out = _unique((a.account_id for a in world.accounts), "world_data.accounts", "account id")
+    out += _unique((c.contact_id for c in world.contacts), "world_data.contacts", "contact id")
+    out += _unique((a.attachment_id for a in world.attachments), "world_data.attachments", "attachment id")
+    out += _unique(
+        (f"{r.entity}/{r.record_id}" for r in world.records), "world_data.records", "entity/record id"
+    )
+    for i, rec in enumerate(world.records):
+        where = f"world_data.records[{i}]"
+        ent = entities.get(rec.entity)
+        if ent is None:
+            out.append(_unknown(IssueCode.UNKNOWN_ENTITY, f"{where}.entity", "entity", rec.entity, entities))
+            continue
+        attrs = {a.name for a in ent.attributes}
+        for name in rec.fields:
+            if name not in attrs:
+                out.append(
+                    _unknown(
+                        IssueCode.UNKNOWN_ATTRIBUTE,
+                        f"{where}.fields.{name}",
+                        f"{ent.name} attribute",
+                        name,
+                        attrs,
+                    )
+                )
+    return out
+
+
+def _check_scenarios(spec: ESpec, entities: dict[str, Entity]) -> list[Issue]:
+    out = _unique((s.scenario_id for s in spec.scenarios), "scenarios", "scenario id")
+    attachments = {a.attachment_id for a in spec.world_data.attachments}
+    for i, sc in enumerate(spec.scenarios):
+        where = f"scenarios[{i}]"
+        out += _ident(sc.scenario_id, f"{where}.scenario_id", "scenario id")
+        if not sc.task_prompt.strip():
+            out.append(Issue(code=IssueCode.EMPTY, path=f"{where}.task_prompt", message="must not be empty"))
+        try:
+            datetime.fromisoformat(sc.base_time.replace("Z", "+00:00"))
+        except ValueError:
+            out.append(
+                Issue(
+                    code=IssueCode.BAD_TIME,
+                    path=f"{where}.base_time",
+                    message=f"{sc.base_time!r} is not an ISO-8601 time like 2026-03-02T09:00:00Z",
+                )
+            )
+        if not sc.entities:
+            out.append(
+                Issue(code=IssueCode.EMPTY, path=f"{where}.entities", message="name the entities used")
+            )
+        for j, name in enumerate(sc.entities):
+            if name not in entities:
+                out.append(
+                    _unknown(IssueCode.UNKNOWN_ENTITY, f"{where}.entities[{j}]", "entity", name, entities)
+                )
+        if not sc.gold_facts:
+            out.append(
+                Issue(code=IssueCode.EMPTY, path=f"{where}.gold_facts", message="state the gold facts")
+            )
+        for j, att in enumerate(sc.required_attachments):
+            if att not in attachments:
+                path = f"{where}.required_attachments[{j}]"
+                out.append(_unknown(IssueCode.UNKNOWN_REFERENCE, path, "attachment", att, attachments))
+        for a, b, what in (
+            (sc.gold_facts, sc.stale_facts, "fact is both gold and stale"),
+            (sc.allowed_claims, sc.forbidden_claims, "claim is both allowed and forbidden"),
+        ):
+            for text in sorted(set(a) & set(b)):
+                out.append(Issue(code=IssueCode.CONTRADICTION, path=where, message=f"{what}: {text!r}"))
+        if not sc.scoring_rules:
+            out.append(
+                Issue(code=IssueCode.EMPTY, path=f"{where}.scoring_rules", message="add scoring rules")
+            )
+        out += _unique((r.dimension for r in sc.scoring_rules), f"{where}.scoring_rules", "dimension")
+        for j, rule in enumerate(sc.scoring_rules):
+            if not rule.weight > 0:
+                out.append(
+                    Issue(
+                        code=IssueCode.BAD_WEIGHT,
+                        path=f"{where}.scoring_rules[{j}].weight",
+                        message=f"weight {rule.weight} must be > 0",
+                    )
+                )
+    return out
+
+
+def check_t_spec(tools: TSpec, spec: ESpec) -> list[Issue]:
+    """Problems of a T_spec against its E_spec: names, side effects, parameters, affected fields."""
+    out: list[Issue] = []
+    fields = {f.name for f in spec.state_fields}
+    if not tools.tools:
+        out.append(Issue(code=IssueCode.EMPTY, path="tools", message="declare the tools"))
+    out += _unique((t.name for t in tools.tools), "tools", "tool name")
+    for i, t in enumerate(tools.tools):
+        where = f"tools[{i}]"
+        out += _ident(t.name, f"{where}.name", "tool name")
+        if not t.description.strip():
+            out.append(Issue(code=IssueCode.EMPTY, path=f"{where}.description", message="describe the tool"))
+        if t.modifies_state != (t.side_effect == "write"):
+            out.append(
+                Issue(
+                    code=IssueCode.BAD_SIDE_EFFECT,
+                    path=f"{where}.modifies_state",
+                    message=f"must be {str(t.side_effect == 'write').lower()} for a {t.side_effect} tool",
+                )
+            )
+        if t.side_effect == "write" and not t.state_fields_affected:
+            out.append(
+                Issue(
+                    code=IssueCode.BAD_SIDE_EFFECT,
+                    path=f"{where}.state_fields_affected",
+                    message="a write tool must name the state fields it changes",
+                )
+            )
+        if t.side_effect == "read" and t.state_fields_affected:
+            out.append(
+                Issue(
+                    code=IssueCode.BAD_SIDE_EFFECT,
+                    path=f"{where}.state_fields_affected",
+                    message="a read tool changes no state field: leave it empty",
+                )
+            )
+        for j, name in enumerate(t.state_fields_affected):
+            if name not in fields:
+                path = f"{where}.state_fields_affected[{j}]"
+                out.append(_unknown(IssueCode.UNKNOWN_STATE_FIELD, path, "state field", name, fields))
+        props = t.parameters.properties
+        for name in props:
+            out += _ident(name, f"{where}.parameters.properties.{name}", "parameter name")
+            if name == "session":
+                out.append(
+                    Issue(
+                        code=IssueCode.RESERVED_NAME,
+                        path=f"{where}.parameters.properties.{name}",
+                        message="'session' is the runtime's first tool argument; rename the parameter",
+                    )
+                )
+        for name in t.parameters.required:
+            if name not in props:
+                out.append(
+                    Issue(
+                        code=IssueCode.BAD_PARAMETER,
+                        path=f"{where}.parameters.required",
+                        message=f"required parameter {name!r} is not in properties",
+                    )
+                )
+            elif props[name].default is not None:
+                out.append(
+                    Issue(
+                        code=IssueCode.BAD_PARAMETER,
+                        path=f"{where}.parameters.properties.{name}.default",
+                        message=f"required parameter {name!r} cannot have a default",
+                    )
+                )
+        out += _unique(t.parameters.required, f"{where}.parameters.required", "required parameter")
+        out += _texts([(f"{where}.description", t.description)])
+    if tools.tools and not tools.reads():
+        out.append(Issue(code=IssueCode.NO_READ_TOOL, path="tools", message="add at least one read tool"))
+    if tools.tools and not tools.writes():
+        out.append(Issue(code=IssueCode.NO_WRITE_TOOL, path="tools", message="add at least one write tool"))
+    names = {t.name for t in tools.tools}
+    for i, seq in enumerate(spec.constraints.forbidden_action_sequences):
+        for j, name in enumerate(seq):
+            if name not in names:
+                path = f"constraints.forbidden_action_sequences[{i}][{j}]"
+                out.append(_unknown(IssueCode.UNKNOWN_TOOL, path, "tool", name, names))
+    readable = {a.attachment_id for a in spec.world_data.attachments} | {
+        r.record_id for r in spec.world_data.records
+    }
+    for i, name in enumerate(spec.constraints.required_reading_order):
+        if name not in readable | names:
+            path = f"constraints.required_reading_order[{i}]"
+            out.append(
+                _unknown(IssueCode.UNKNOWN_REFERENCE, path, "attachment, record or tool", name, readable)
+            )
+    return out
+
+
+def check_spec(spec: ESpec, tools: TSpec) -> list[Issue]:
+    """Every problem of the pair (empty when the spec is valid)."""
+    return check_e_spec(spec) + check_t_spec(tools, spec)
+
+
+# ---- the schemas the model answers in -------------------------------------------------------------------
+
+NAME: dict[str, Any] = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,39}$"}
+"""Ids and names: snake_case by grammar (a short bound: the grammar stays small)."""
+OPT_NAME: dict[str, Any] = {"type": "string", "pattern": "^([a-z][a-z0-9_]{0,39})?$"}
+"""A name or the empty string (a state field that holds no entity)."""
+TEXT: dict[str, Any] = {"type": "string", "maxLength": 240}
+"""Prose: one short bound that caps a weak model's runaway strings (kept short so grammars compile)."""
+TIME: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$",
+}
+
+
+def _list(items: dict[str, Any], max_items: int, min_items: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "array", "items": items, "maxItems": max_items}
+    if min_items:
+        out["minItems"] = min_items
+    return out
+
+
+def _obj(props: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": list(props if required is None else required),
+        "additionalProperties": False,
+    }
+
+
+def e_spec_schema() -> dict[str, Any]:
+    """JSON schema of the model's E_spec answer (no ``environment_name`` and ``task_description``: the
+    framework sets them from the scenario). Small ``maxItems`` keep a weak model inside its budget."""
+    scalar = {"type": ["string", "number", "integer", "boolean"]}
+    attribute = _obj(
+        {"name": NAME, "type": {"enum": list(ATTRIBUTE_TYPES)}, "description": TEXT}, ["name", "type"]
+    )
+    entity = _obj(
+        {
+            "name": NAME,
+            "description": TEXT,
+            "id_field": NAME,
+            "attributes": _list(attribute, 6, 1),
+            "statuses": _list(NAME, 5),
+        },
+        ["name", "id_field", "attributes"],
+    )
+    field = _obj(
+        {"name": NAME, "kind": {"enum": list(FIELD_KINDS)}, "entity": OPT_NAME, "description": TEXT},
+        ["name", "kind"],
+    )
+    rule = _obj(
+        {"rule_id": NAME, "description": TEXT, "entities": _list(NAME, 3)}, ["rule_id", "description"]
+    )
+    record = _obj(
+        {"record_id": NAME, "entity": NAME, "fields": {"type": "object", "additionalProperties": scalar}}
+    )
+    scenario = _obj(
+        {
+            "scenario_id": NAME,
+            "task_prompt": TEXT,
+            "base_time": TIME,
+            "entities": _list(NAME, 4, 1),
+            "gold_facts": _list(TEXT, 3, 1),
+            "stale_facts": _list(TEXT, 2),
+            "required_attachments": _list(NAME, 2),
+            "required_replies": _list(TEXT, 2),
+            "allowed_claims": _list(TEXT, 2),
+            "forbidden_claims": _list(TEXT, 2),
+            "scoring_rules": _list(
+                _obj({"dimension": NAME, "weight": {"type": "number"}, "rule": TEXT}), 3, 1
+            ),
+        },
+        ["scenario_id", "task_prompt", "base_time", "entities", "gold_facts", "scoring_rules"],
+    )
+    world = _obj(
+        {
+            "accounts": _list(
+                _obj({"account_id": NAME, "name": TEXT, "role": TEXT}, ["account_id", "name"]), 2
+            ),
+            "contacts": _list(
+                _obj({"contact_id": NAME, "name": TEXT, "org": TEXT}, ["contact_id", "name"]), 2
+            ),
+            "attachments": _list(_obj({"attachment_id": NAME, "filename": TEXT, "content": TEXT}), 2),
+            "records": _list(record, 4),
+        },
+        ["records"],
+    )
+    return _obj(
+        {
+            "domains": _list(NAME, 3, 1),
+            "entities": _list(entity, 3, 1),
+            "state_fields": _list(field, 5, 1),
+            "business_rules": _list(rule, 3),
+            "world_data": world,
+            "scenarios": _list(scenario, 2, 1),
+        },
+        ["domains", "entities", "state_fields", "business_rules", "world_data", "scenarios"],
+    )
+
+
+def t_spec_schema(state_fields: Iterable[str]) -> dict[str, Any]:
+    """JSON schema of the model's T_spec answer. ``state_fields_affected`` items are an enum of the
+    E_spec's state fields, so a grammar-constrained model cannot name one that does not exist."""
+    fields = sorted(set(state_fields))
+    field_item: dict[str, Any] = {"enum": fields} if fields else NAME
+    scalar_or_null = {"type": ["string", "number", "integer", "boolean", "null"]}
+    param = _obj(
+        {"type": {"enum": list(PARAM_TYPES)}, "description": TEXT, "default": scalar_or_null},
+        ["type", "description"],
+    )
+    tool = _obj(
+        {
+            "name": NAME,
+            "description": TEXT,
+            "parameters": _obj(
+                {
+                    "type": {"const": "object"},
+                    "properties": {"type": "object", "additionalProperties": param, "maxProperties": 5},
+                    "required": _list(NAME, 5),
+                }
+            ),
+            "returns": _obj(
+                {"type": {"const": "object"}, "description": TEXT, "success_keys": _list(NAME, 3)}
+            ),
+            "side_effect": {"enum": ["read", "write"]},
+            "modifies_state": {"type": "boolean"},
+            "state_fields_affected": _list(field_item, 3),
+        }
+    )
+    return _obj({"tools": _list(tool, 10, 2)})

@@ -1,0 +1,149 @@
+"""Specification expansion driven by recorded model answers (record once from a scripted server, replay
+through ``replay:``): a good answer passes, a broken one is repaired in round two, one that never becomes
+valid ends as a reject with reasons; the stage writes records and rejects through the store and resumes;
+one slow test runs the real embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dataclaw.core.store import RunStore
+from dataclaw.envcraft.scenarios import load_catalogue
+from dataclaw.envcraft.synth import IssueCode, SpecStage, expand_scenario, scenario_record
+from dataclaw.envcraft.synth.expand import SpecResult
+from dataclaw.models import get_model
+from dataclaw.pipeline import run_stage
+from dataclaw.pipeline.executors import LocalExecutor
+from support.openai_server import OpenAIServer, Reply
+
+SCENARIO = load_catalogue().get("support_ticketing")
+
+
+def _record(path: Path, replies: list[Any], repair_rounds: int = 2) -> tuple[SpecResult, list[dict]]:
+    """Run expansion live against a scripted server, recording every answer to ``path``."""
+    with OpenAIServer() as server:
+        server.enqueue(*[r if isinstance(r, Reply) else Reply.json(r) for r in replies])
+        live = get_model(f"{server.base_url}::writer", cache=False, record_to=path)
+        result = asyncio.run(expand_scenario(live, SCENARIO, repair_rounds=repair_rounds))
+        bodies = server.chat_bodies()
+    return result, bodies
+
+
+def _replay(path: Path, repair_rounds: int = 2) -> SpecResult:
+    return asyncio.run(expand_scenario(get_model(f"replay:{path}"), SCENARIO, repair_rounds=repair_rounds))
+
+
+def _same(a: SpecResult, b: SpecResult) -> None:
+    assert (a.valid, a.repairs, a.calls, a.history) == (b.valid, b.repairs, b.calls, b.history)
+    assert a.issues == b.issues and a.e_spec == b.e_spec and a.t_spec == b.t_spec
+
+
+def test_good_answers_pass_first_time(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
+    record = tmp_path / "answers.jsonl"
+    live, bodies = _record(record, [e_answer, t_answer])
+    assert live.valid and (live.repairs, live.calls) == (0, 2)
+    assert live.e_spec.environment_name == "support_ticketing"  # the framework's name, not the model's
+    assert [t["name"] for t in (x.unified_schema() for x in live.t_spec.tools)] == [
+        "list_tickets",
+        "assign_ticket",
+    ]
+    # both calls were schema-constrained; T_spec's affected fields are an enum of E_spec's state fields
+    e_schema = bodies[0]["response_format"]["json_schema"]["schema"]
+    t_schema = bodies[1]["response_format"]["json_schema"]["schema"]
+    assert "entities" in e_schema["properties"]
+    item = t_schema["properties"]["tools"]["items"]["properties"]["state_fields_affected"]["items"]
+    assert item == {"enum": ["agents", "audit_log", "tickets"]}
+    assert "Support Ticketing" in bodies[0]["messages"][1]["content"]
+    assert "- tickets (collection of ticket: ticket_id, title" in bodies[1]["messages"][1]["content"]
+    _same(_replay(record), live)
+
+
+def test_broken_answer_is_repaired_in_round_two(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
+    broken = copy.deepcopy(e_answer)
+    broken["scenarios"][0]["entities"] = ["ticket", "customer"]
+    record = tmp_path / "answers.jsonl"
+    live, bodies = _record(record, [broken, e_answer, t_answer])
+    assert live.valid and (live.repairs, live.calls) == (1, 3)
+    assert live.history[0] == {"part": "e_spec", "call": 1, "issues": [IssueCode.UNKNOWN_ENTITY]}
+    repair = bodies[1]["messages"][1]["content"]
+    assert "unknown_entity at scenarios[0].entities[1]: entity 'customer' is not declared" in repair
+    assert '"customer"' in repair  # the previous answer is shown
+    _same(_replay(record), live)
+
+
+def test_never_valid_ends_as_a_reject_with_reasons(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
+    no_write = {"tools": [t_answer["tools"][0], dict(t_answer["tools"][0], name="get_ticket")]}
+    record = tmp_path / "answers.jsonl"
+    live, _ = _record(record, [e_answer, Reply.json({"tools": "list_tickets"}), no_write, no_write])
+    assert not live.valid and (live.repairs, live.calls) == (2, 4)
+    assert [h["issues"] for h in live.history] == [
+        [],
+        [IssueCode.SCHEMA],
+        [IssueCode.NO_WRITE_TOOL],
+        [IssueCode.NO_WRITE_TOOL],
+    ]
+    assert [i.code for i in live.issues] == [IssueCode.NO_WRITE_TOOL]
+    _same(_replay(record), live)
+
+
+def test_stage_writes_specs_and_rejects_and_resumes(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
+    other = load_catalogue().get("scheduling_reminders")
+    record = tmp_path / "answers.jsonl"
+    broken = copy.deepcopy(e_answer)
+    broken["world_data"]["records"][0]["entity"] = "invoice"
+
+    def answer(req: Any) -> Reply:  # support_ticketing gets good answers; scheduling_reminders never valid
+        prompt = req.body["messages"][1]["content"]
+        if "Scheduling & Reminders" in prompt:
+            return Reply.json(broken)
+        return Reply.json(t_answer if "State fields:" in prompt else e_answer)
+
+    with OpenAIServer(responder=answer) as server:  # records run concurrently: answer by prompt
+        stage = SpecStage("unused", repair_rounds=2)
+        stage._model = get_model(f"{server.base_url}::writer", cache=False, record_to=record)
+        items = [scenario_record(SCENARIO), scenario_record(other)]
+        with RunStore(tmp_path / "run") as store:
+            stats = run_stage(stage, items, store, LocalExecutor(workers=1))
+            assert (stats.outputs, stats.rejects) == (1, 1)
+    with RunStore(tmp_path / "run") as store:
+        (spec,) = store.records("specs")
+        (reject,) = store.rejects("specs")
+        assert spec["scenario_id"] == "support_ticketing" and spec["id"].startswith(items[0]["id"] + "/spec-")
+        assert spec["t_spec"][1]["state_fields_affected"] == ["tickets", "audit_log"]
+        assert spec["archetypes"][0]["name"] == "transactional_workspace"
+        assert all(not Path(p).is_absolute() for a in spec["archetypes"] for p in a["reference_files"])
+        assert reject["record_id"] == items[1]["id"] and reject["reason"] == "invalid_spec"
+        assert reject["detail"]["issues"][0]["code"] == "unknown_entity" and reject["detail"]["repairs"] == 2
+        # a rerun (replaying the recording) skips both scenarios: resume is per record
+        stats = run_stage(SpecStage(f"replay:{record}"), items, store, LocalExecutor(workers=1))
+        assert (stats.skipped, stats.processed) == (2, 0)
+    json.dumps(spec)  # records are plain JSON
+
+
+def test_unreachable_model_is_a_model_error_reject(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    with RunStore(tmp_path / "run") as store:
+        stats = run_stage(
+            SpecStage(f"replay:{empty}"), [scenario_record(SCENARIO)], store, LocalExecutor(workers=1)
+        )
+        assert stats.rejects == 1
+        assert store.rejects("specs")[0]["reason"] == "model_error"
+
+
+@pytest.mark.slow
+def test_embedded_model_gives_a_valid_spec_or_a_clean_reject(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    model = get_model("local:smollm2-135m", cache=False)
+    result = asyncio.run(expand_scenario(model, SCENARIO, repair_rounds=1, e_tokens=900, t_tokens=900))
+    assert result.calls <= 3 and result.repairs <= 1
+    if result.valid:
+        assert result.t_spec.reads() and result.t_spec.writes()
+    else:
+        assert result.issues and all(isinstance(i.code, IssueCode) and i.message for i in result.issues)
