@@ -87,3 +87,73 @@ def test_quickstart_ingest_part(tmp_path: Path, shared_data: Path, monkeypatch: 
     monkeypatch.setattr(quickstart, "EXAMPLES", tmp_path / "empty")
     with pytest.raises(ConfigError, match="no bundled Tailor examples"):
         quickstart._ingest_part(tmp_path / "out2", "unused")
+
+
+def _children() -> dict[int, int]:
+    """pid → parent pid of every live process."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in ("Z", "X"):
+            out[int(stat.parent.name)] = int(fields[1])
+    return out
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Live descendants of ``pid`` with their command names."""
+    parents = _children()
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        p = frontier.pop()
+        for child, parent in parents.items():
+            if parent == p and child not in found:
+                try:
+                    found[child] = Path(f"/proc/{child}/comm").read_text().strip()
+                except OSError:
+                    continue
+                frontier.append(child)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_killed_ingest_leaves_no_worker_tesseract_or_temp_folder(tmp_path: Path, sig: str) -> None:
+    import os
+    import signal
+    import time
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    run = tmp_path / "run"
+    exe = shutil.which("dataclaw", path=str(BIN)) or "dataclaw"
+    args = [
+        exe, "tailor", "ingest", str(examples / "opencua_recording"), str(examples / "lectures"),
+        str(examples / "videos"), "--out", str(run), "--extractors", "ocr", "--workers", "2",
+    ]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen: dict[int, str] = {}
+    deadline = time.time() + 120
+    while time.time() < deadline and "tesseract" not in seen.values() and proc.poll() is None:
+        seen.update(_descendants(proc.pid))
+        time.sleep(0.05)
+    assert "tesseract" in seen.values(), f"tesseract never ran: {proc.stderr.read() if proc.poll() else seen}"
+    temp = [p for p in (run / "_tmp").rglob("*")]
+    assert temp, "OCR pages are written under the run's scratch folder"
+    proc.send_signal(getattr(signal, sig))
+    proc.wait(60)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(p in _children() for p in seen):
+        time.sleep(0.1)
+    survivors = {p: seen[p] for p in seen if p in _children()}
+    for p in survivors:
+        os.kill(p, signal.SIGKILL)
+    assert not survivors, f"left behind by a {sig}ed ingest: {survivors}"
+    assert not (run / "_tmp").exists(), f"temp files left: {list((run / '_tmp').rglob('*'))}"
+    if sig == "SIGTERM":
+        assert proc.returncode == 143 and len(proc.stderr.read().strip().splitlines()) == 1
+    res = dataclaw("tailor", "ingest", *args[3:6], "--out", str(run), "--extractors", "ocr", "--json")
+    assert res.returncode == 0, res.stderr  # and the run resumes
+    assert json.loads(res.stdout.strip().splitlines()[-1])["anchors"]["ocr_text"] > 100

@@ -76,6 +76,13 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _interrupted() -> int:
+    term = bool(_signalled)
+    what = "terminated (SIGTERM)" if term else "interrupted"
+    typer.secho(f"error: {what}: stopped; rerun the same command to resume", fg=typer.colors.RED, err=True)
+    return 143 if term else 130
+
+
 def _run(argv: list[str]) -> int:
     """Run the app; a DataclawError (or any unexpected error) becomes one line on stderr, not a traceback.
     An interrupt (Ctrl-C, or SIGTERM under :func:`main`) exits 130 (143) after the command cleaned up."""
@@ -83,17 +90,12 @@ def _run(argv: list[str]) -> int:
     debug = "--debug" in argv
     try:
         app(args=argv, prog_name="dataclaw")
-    except SystemExit as exc:  # typer/click exit: help, usage errors, typer.Exit
+    except SystemExit as exc:  # typer/click exit: help, usage errors, typer.Exit, an interrupt (130)
+        if _signalled:
+            return _interrupted()
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
-        term = bool(_signalled)
-        what = "terminated (SIGTERM)" if term else "interrupted"
-        typer.secho(
-            f"error: {what}: stopped, rerun the same command to resume",
-            fg=typer.colors.RED,
-            err=True,
-        )
-        return 143 if term else 130
+        return _interrupted()
     except DataclawError as exc:
         if debug:
             raise

@@ -92,8 +92,15 @@ _WORKER_TMP: Path | None = None
 
 
 def _worker_cleanup() -> None:
+    """Remove this worker's temp folder, and the stage's and run's scratch folders once they are empty
+    (the last worker of a SIGKILLed run leaves nothing behind)."""
     if _WORKER_TMP is not None:
         shutil.rmtree(_WORKER_TMP, ignore_errors=True)
+        for parent in (_WORKER_TMP.parent, _WORKER_TMP.parent.parent):
+            try:
+                parent.rmdir()
+            except OSError:
+                break
 
 
 def _worker_exit(code: int = 1) -> None:
