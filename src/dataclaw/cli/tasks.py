@@ -201,12 +201,16 @@ def _run_model(spec: str, run: Path, ledger: Any) -> Any:
     return get_model(spec, cache=run / "model_cache.sqlite", ledger=ledger)
 
 
-def _rollout_config(max_turns: int, timeout: float, max_tokens: int, strict: bool) -> object:
+def _rollout_config(max_turns: int, timeout: float, max_tokens: int, strict: bool, **sampling: Any) -> object:
     from dataclaw.envcraft.rollout import RolloutConfig
 
     try:
         return RolloutConfig(
-            max_turns=max_turns, timeout_s=timeout, max_tokens=max_tokens, strict_tool_calls=strict
+            max_turns=max_turns,
+            timeout_s=timeout,
+            max_tokens=max_tokens,
+            strict_tool_calls=strict,
+            **sampling,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -433,13 +437,27 @@ def rollout(
     samples: Annotated[int, typer.Option("-n", help="Rollouts per task.")] = 1,
     max_turns: Annotated[int, typer.Option(help="Model turns per rollout.")] = 32,
     timeout: Annotated[float, typer.Option(help="Wall-clock seconds per rollout.")] = 300.0,
-    max_tokens: Annotated[int, typer.Option(help="Tokens per model answer.")] = 1024,
+    max_tokens: Annotated[
+        int, typer.Option(help="Tokens per model answer (thinking models reason out of this budget).")
+    ] = 4096,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (server default).")] = None,
+    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling top-p (server default).")] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Base seed: sample j of every task sends seed + j (default: j).")
+    ] = None,
+    logprobs: Annotated[bool, typer.Option(help="Keep per-token logprobs of every model turn.")] = False,
+    token_ids: Annotated[
+        bool, typer.Option(help="Keep prompt/completion token ids (vLLM return_token_ids).")
+    ] = False,
     concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     strict_calls: Annotated[bool, typer.Option(help="An invalid tool call ends the rollout.")] = False,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
-    """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``."""
+    """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``.
+
+    The -n samples of a task are independent: each sends its own seed, so none is a cached copy of
+    another; trajectories keep per-turn usage, reasoning text and (asked for) logprobs and token ids."""
     import asyncio
 
     from dataclaw.core.progress import progress_bar
@@ -448,7 +466,10 @@ def rollout(
 
     if samples < 1:
         raise ConfigError(f"-n must be at least 1, got {samples}")
-    config = _rollout_config(max_turns, timeout, max_tokens, strict_calls)
+    sampling = {"temperature": temperature, "top_p": top_p, "seed": seed}
+    config = _rollout_config(
+        max_turns, timeout, max_tokens, strict_calls, **sampling, logprobs=logprobs, token_ids=token_ids
+    )
     loaded = load_task_source(tasks, limit)
     with RunStore(out) as store, _usage(store) as ledger:
         broken = _unloadable(loaded, store, "rollouts", tasks)
@@ -462,12 +483,19 @@ def rollout(
                     config,
                     samples=samples,
                     concurrency=concurrency,
+                    # an explicit seed is part of each rollout's id: a rerun with another seed is new work
+                    seeds=(lambda j: seed + j) if seed is not None else (lambda j: None),
                     policy=SandboxPolicy(unsafe=unsafe),
                     progress=bar,
                 )
             )
         summary = {**rollout_summary(recs), "unloadable": len(broken)}
-        store.update_manifest(rollout={"model": model, "samples": samples, "summary": summary})
+        store.update_manifest(
+            rollout={
+                "model": model, "samples": samples, "summary": summary,
+                "sampling": {**sampling, "max_tokens": max_tokens},
+            }
+        )  # fmt: skip
     _rollout_table("rollouts", summary)
 
 
@@ -499,7 +527,7 @@ def calibrate(
         cal_config = CalibrationConfig(k=k, success_threshold=threshold, concurrency=concurrency)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    config = _rollout_config(max_turns, timeout, 1024, False)
+    config = _rollout_config(max_turns, timeout, 4096, False)
     loaded = load_task_source(tasks, limit)
     with RunStore(out) as store, _usage(store) as ledger:
         broken = _unloadable(loaded, store, "calibration", tasks)

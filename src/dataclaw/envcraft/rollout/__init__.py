@@ -14,14 +14,28 @@ from dataclaw.envcraft.rollout.errors import (
     boundary,
 )
 from dataclaw.envcraft.rollout.harness import ClawTaskHarness, Harness, Score, ToolTaskHarness, harness_for
-from dataclaw.envcraft.rollout.loop import RolloutConfig, Step, Trajectory, run_rollout, run_rollouts
+from dataclaw.envcraft.rollout.loop import (
+    DEFAULT_MAX_TOKENS,
+    METRIC_KEYS,
+    STOP_CONTEXT_OVERFLOW,
+    ContextOverflow,
+    RolloutConfig,
+    Step,
+    Trajectory,
+    run_rollout,
+    run_rollouts,
+)
 
 __all__ = [
     "CLAW_TOOL_NAMES",
+    "DEFAULT_MAX_TOKENS",
+    "METRIC_KEYS",
+    "STOP_CONTEXT_OVERFLOW",
     "Boundary",
     "ClawErrorKind",
     "ClawTaskHarness",
     "ClawTools",
+    "ContextOverflow",
     "Harness",
     "ModelCallError",
     "RolloutConfig",

@@ -7,6 +7,14 @@ simulated user says the next of the task's decomposed turns; after the last one 
 the episode ends and the verifier assigns the reward: binary for tool tasks, [0, 1] for claw tasks.
 Limits: ``max_turns`` model turns (default 32) and a wall-clock ``timeout_s`` (default 300 s).
 
+Fit for RL (issue 14): a tool call whose arguments are not a JSON object is an ``invalid_call``
+observation the model can recover from (``""`` for a tool without parameters is taken as ``{}``), counted
+in :attr:`Trajectory.metrics`; every sample ``j`` of a task sends its own ``seed`` (``config.seed + j``),
+so K samples are K requests and K cache entries, not one answer repeated; a context-length error ends the
+episode with stop reason ``context_overflow`` and the state reached is still scored; each model turn's
+usage, finish reason, reasoning text and (when asked for) logprobs and token ids are kept in
+:attr:`Trajectory.model_turns`.
+
 Failures are classified at their boundary (:mod:`.errors`) and recorded once on the trajectory; a failed
 rollout gets reward 0.0, and a verifier failure marks the trajectory as a *data defect* (D.6), which
 calibration keeps apart from agent failures.
@@ -34,8 +42,24 @@ from dataclaw.envcraft.rollout.errors import (
     boundary,
 )
 from dataclaw.envcraft.rollout.harness import TERMINAL_TOOLS, Harness
+from dataclaw.models.errors import ContextLengthError
 
 log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOKENS = 4096
+STOP_CONTEXT_OVERFLOW = "context_overflow"
+METRIC_KEYS = (
+    "tool_calls",
+    "tool_errors",
+    "invalid_calls",
+    "malformed_arguments",
+    "empty_arguments",
+    "unknown_tools",
+    "truncated_answers",
+)
+"""Counters of :attr:`Trajectory.metrics`: calls made, calls that came back as an error (any kind),
+invalid calls (unknown tool or arguments that are not a JSON object), of which malformed arguments and
+unknown tools; ``""`` arguments taken as ``{}``; answers cut at ``max_tokens`` (finish reason length)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +72,15 @@ class RolloutConfig:
     """Wall-clock budget of the whole rollout, model time included."""
     temperature: float | None = None
     top_p: float | None = None
-    max_tokens: int | None = 1024
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
+    """Tokens per model answer; sized for thinking models, whose reasoning comes out of this budget."""
+    seed: int | None = None
+    """Base seed: sample ``j`` sends ``seed + j`` (``j`` when None), so samples differ and replay."""
+    logprobs: bool = False
+    """Ask for per-token log-probabilities (OpenAI ``logprobs``); kept per model turn."""
+    top_logprobs: int | None = None
+    token_ids: bool = False
+    """Ask for prompt and completion token ids (vLLM ``return_token_ids``; other servers may refuse it)."""
     strict_tool_calls: bool = False
     """End the rollout (reward 0) at the first call of an unknown tool or with unparsable arguments,
     as in the paper's training setup; off by default so the error stays a recoverable observation."""
@@ -58,14 +90,31 @@ class RolloutConfig:
             raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
         if self.timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if self.temperature is not None and self.temperature < 0:
+            raise ValueError(f"temperature must not be negative, got {self.temperature}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
+    def sample_seed(self, sample: int) -> int:
+        """The seed sample ``sample`` sends: base seed plus the sample index."""
+        return (self.seed or 0) + sample
 
     def sampling(self, seed: int | None) -> dict[str, Any]:
+        """The request's sampling parameters (they are part of the response-cache key)."""
         out: dict[str, Any] = {}
         for key in ("temperature", "top_p", "max_tokens"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if seed is not None:
             out["seed"] = seed
+        if self.logprobs:
+            out["logprobs"] = True
+            if self.top_logprobs is not None:
+                out["top_logprobs"] = self.top_logprobs
+        if self.token_ids:
+            out["return_token_ids"] = True
         return out
 
 
@@ -105,6 +154,13 @@ class Trajectory:
     model_s: float = 0.0
     env_s: float = 0.0
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    seed: int | None = None
+    """The seed this sample's requests carried."""
+    metrics: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METRIC_KEYS, 0))
+    model_turns: list[dict[str, Any]] = field(default_factory=list)
+    """Per model turn: ``turn``, ``prompt_tokens``, ``completion_tokens``, ``finish_reason``, ``cached``,
+    ``latency_s``, and where the server returned them ``reasoning_content``, ``logprobs``, ``token_ids``,
+    ``prompt_token_ids`` (what on-policy RL needs)."""
 
     def to_record(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,11 +172,20 @@ def rollout_id(task_id: str, model_id: str, sample: int, seed: int | None = None
     return child_id(task_id, "rollout", key, label=f"s{sample}")
 
 
+class ContextOverflow(RolloutError):
+    """The conversation no longer fits the model's context: the episode ends, the state is scored."""
+
+    boundary = Boundary.MODEL
+
+
 def _parse_args(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Arguments → dict, or the agent-facing reason they cannot be used. Empty means ``{}``."""
     if isinstance(raw, dict):
         return raw, None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
     try:
-        value = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+        value = json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
         return None, "the arguments are not valid JSON"
     if not isinstance(value, dict):
@@ -128,19 +193,59 @@ def _parse_args(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-def _assistant_message(completion: Any) -> dict[str, Any]:
+def _assistant_message(completion: Any) -> tuple[dict[str, Any], list[Any]]:
+    """The assistant turn as stored (with ``reasoning_content``) and sent back (without it), and each
+    call's raw arguments. Arguments that are not a JSON object are sent back as ``"{}"`` — servers that
+    render tool calls through a chat template decode them and would refuse the whole conversation — and
+    kept raw in the step."""
     # "" rather than null: some chat templates (llama.cpp's) concatenate content as a string
     msg: dict[str, Any] = {"role": "assistant", "content": completion.text or ""}
+    if getattr(completion, "reasoning", None):
+        msg["reasoning_content"] = completion.reasoning
+    raws: list[Any] = []
     if completion.tool_calls:
-        msg["tool_calls"] = [
-            {
-                "id": c.get("id") or f"call_{i}",
-                "type": "function",
-                "function": {"name": c["function"]["name"], "arguments": c["function"].get("arguments", "")},
-            }
-            for i, c in enumerate(completion.tool_calls)
-        ]
-    return msg
+        calls = []
+        for i, c in enumerate(completion.tool_calls):
+            fn = c.get("function") or {}
+            raw = fn.get("arguments")
+            args, _ = _parse_args(raw)
+            sent = raw if isinstance(raw, str) and args is not None and raw.strip() else "{}"
+            name = str(fn.get("name") or "")
+            fid = c.get("id") or f"call_{i}"
+            calls.append({"id": fid, "type": "function", "function": {"name": name, "arguments": sent}})
+            raws.append(raw)
+        msg["tool_calls"] = calls
+    return msg, raws
+
+
+def _for_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as sent: reasoning text is not sent back (DeepSeek-style APIs refuse it; chat
+    templates drop earlier turns' reasoning anyway)."""
+    return [
+        {k: v for k, v in m.items() if k != "reasoning_content"} if "reasoning_content" in m else m
+        for m in messages
+    ]
+
+
+def _turn_record(turn: int, done: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "turn": turn,
+        "prompt_tokens": done.usage.prompt_tokens,
+        "completion_tokens": done.usage.completion_tokens,
+        "finish_reason": done.finish_reason,
+        "cached": bool(getattr(done, "cached", False)),
+        "latency_s": round(float(getattr(done, "latency_s", 0.0)), 4),
+    }
+    for key, attr in (
+        ("reasoning_content", "reasoning"),
+        ("logprobs", "logprobs"),
+        ("token_ids", "token_ids"),
+        ("prompt_token_ids", "prompt_token_ids"),
+    ):
+        value = getattr(done, attr, None)
+        if value:
+            rec[key] = value
+    return rec
 
 
 class _Run:
@@ -150,7 +255,7 @@ class _Run:
         self.model = model
         self.harness = harness
         self.config = config
-        self.seed = seed
+        self.seed = seed if seed is not None else config.sample_seed(sample)
         self.t0 = time.monotonic()
         self.traj = Trajectory(
             id=rollout_id(harness.task_id, model.model_id, sample, seed),
@@ -158,6 +263,7 @@ class _Run:
             kind=harness.kind,
             model=model.model_id,
             sample=sample,
+            seed=self.seed,
         )
 
     def remaining(self) -> float:
@@ -176,12 +282,16 @@ class _Run:
     async def ask(self, tools: list[dict[str, Any]]) -> Any:
         left = self.remaining()
         t = time.perf_counter()
+        messages = _for_request(self.traj.messages)
         try:
             with boundary(ModelCallError, f"model call at turn {self.traj.turns}"):
-                done = await asyncio.wait_for(
-                    self.model.complete(self.traj.messages, tools=tools, **self.config.sampling(self.seed)),
-                    timeout=left,
-                )
+                try:
+                    done = await asyncio.wait_for(
+                        self.model.complete(messages, tools=tools, **self.config.sampling(self.seed)),
+                        timeout=left,
+                    )
+                except ContextLengthError as exc:
+                    raise ContextOverflow(f"model call at turn {self.traj.turns}", exc) from exc
         except ModelCallError as exc:
             if isinstance(exc.__cause__, TimeoutError):
                 raise RolloutTimeout(f"waiting for the model at turn {self.traj.turns}") from exc
@@ -190,32 +300,49 @@ class _Run:
             self.traj.model_s += time.perf_counter() - t
         self.traj.usage["prompt_tokens"] += done.usage.prompt_tokens
         self.traj.usage["completion_tokens"] += done.usage.completion_tokens
+        self.traj.model_turns.append(_turn_record(self.traj.turns, done))
+        if done.finish_reason == "length":
+            self.traj.metrics["truncated_answers"] += 1
         return done
 
-    async def call_tool(self, turn: int, call: dict[str, Any], names: set[str]) -> ToolResult:
+    async def call_tool(self, turn: int, call: dict[str, Any], raw: Any, names: set[str]) -> ToolResult:
         name = call["function"]["name"]
-        args, problem = _parse_args(call["function"].get("arguments"))
+        args, problem = _parse_args(raw)
+        counts = self.traj.metrics
+        counts["tool_calls"] += 1
+        if args == {} and not isinstance(raw, dict) and (raw is None or not str(raw).strip()):
+            counts["empty_arguments"] += 1
         t = time.perf_counter()
         if problem is not None or name not in names:
-            why = problem or f"unknown tool {name!r}; available: {', '.join(sorted(names))}"
+            counts["invalid_calls"] += 1
+            if problem is not None:
+                counts["malformed_arguments"] += 1
+                why = f"{problem}; call {name!r} again with a JSON object of its parameters"
+            else:
+                counts["unknown_tools"] += 1
+                why = f"unknown tool {name!r}; available: {', '.join(sorted(names))}"
             result = ToolResult(f"error (invalid_call): {why}", ok=False, error_kind="invalid_call")
             if self.config.strict_tool_calls:
-                self._record(turn, call, args, result, t)
+                self._record(turn, call, args, raw, result, t)
                 raise ToolInfraError(f"invalid tool call at turn {turn}: {why}")
         else:
             with boundary(ToolInfraError, f"executing {name} at turn {turn}"):
                 result = await self.env(self.harness.execute, name, args)
-        self._record(turn, call, args, result, t)
+        self._record(turn, call, args, raw, result, t)
         return result
 
-    def _record(self, turn: int, call: dict[str, Any], args: Any, result: ToolResult, t: float) -> None:
+    def _record(
+        self, turn: int, call: dict[str, Any], args: Any, raw: Any, result: ToolResult, t: float
+    ) -> None:
+        if not result.ok:
+            self.traj.metrics["tool_errors"] += 1
         self.traj.messages.append({"role": "tool", "tool_call_id": call["id"], "content": result.content})
         self.traj.steps.append(
             Step(
                 turn=turn,
                 call_id=call["id"],
                 tool=call["function"]["name"],
-                arguments=args if args is not None else call["function"].get("arguments"),
+                arguments=args if args is not None else raw,
                 ok=result.ok,
                 error_kind=result.error_kind,
                 observation=result.content,
@@ -238,8 +365,21 @@ class _Run:
         said = 1
         while self.traj.turns < self.config.max_turns:
             self.traj.turns += 1
-            done = await self.ask(tools)
-            msg = _assistant_message(done)
+            try:
+                done = await self.ask(tools)
+            except ContextOverflow as exc:
+                cause = exc.__cause__
+                self.traj.model_turns.append(
+                    {
+                        "turn": self.traj.turns,
+                        "error": STOP_CONTEXT_OVERFLOW,
+                        "limit": getattr(cause, "limit", None),
+                        "requested": getattr(cause, "requested", None),
+                    }
+                )
+                log.info("%s: %s", self.traj.id, exc)
+                return STOP_CONTEXT_OVERFLOW
+            msg, raws = _assistant_message(done)
             self.traj.messages.append(msg)
             if not msg.get("tool_calls"):
                 if said < len(turns):
@@ -248,8 +388,8 @@ class _Run:
                     continue
                 return "agent_stopped"
             finished = False
-            for call in msg["tool_calls"]:
-                result = await self.call_tool(self.traj.turns, call, names)
+            for call, raw in zip(msg["tool_calls"], raws, strict=True):
+                result = await self.call_tool(self.traj.turns, call, raw, names)
                 finished = finished or (result.finished and call["function"]["name"] in TERMINAL_TOOLS)
             if finished:
                 return "finished"
