@@ -39,6 +39,9 @@ PROGRESS = "_progress"
 SCRATCH = lock.SCRATCH
 
 
+_ABSENT: Any = object()
+
+
 def _repair_torn_tail(path: Path) -> int:
     """Cut a partial or unparsable last line left by a crash; return the bytes removed."""
     torn, keep = _torn_tail(path)
@@ -91,21 +94,38 @@ class StageFile:
         self.producer = producer
         self._before_write = before_write
         self.torn_bytes, self._valid_bytes = _torn_tail(path)
-        self._producers: dict[str, set[str | None]] = {}
+        # id -> its producer, or the set of its producers when it has several (kept small: a run can
+        # hold millions of ids, nearly all with one producer)
+        self._producers: dict[str, str | set[str | None] | None] = {}
         for rec in self.read():
-            self._producers.setdefault(rec["id"], set()).add(rec.get("producer"))
+            self._add(rec["id"], rec.get("producer"))
         self._fh = None
 
-    def _is_current(self, producers: set[str | None]) -> bool:
-        return self.producer is None or self.producer in producers
+    def _add(self, rid: str, producer: str | None) -> None:
+        have = self._producers.get(rid, _ABSENT)
+        if have is _ABSENT:
+            self._producers[rid] = producer
+        elif isinstance(have, set):
+            have.add(producer)
+        elif have != producer:
+            self._producers[rid] = {have, producer}
+
+    def _has(self, rid: str, producer: str | None) -> bool:
+        have = self._producers.get(rid, _ABSENT)
+        return producer in have if isinstance(have, set) else have is not _ABSENT and have == producer
+
+    def _is_current(self, producers: str | set[str | None] | None) -> bool:
+        if self.producer is None:
+            return True
+        return self.producer in producers if isinstance(producers, set) else producers == self.producer
 
     def is_current(self, record: dict[str, Any]) -> bool:
         """Whether ``record`` (a line of this file) is by the stage's current producer."""
         return self.producer is None or record.get("producer") == self.producer
 
     def __contains__(self, record_id: str) -> bool:
-        producers = self._producers.get(record_id)
-        return producers is not None and self._is_current(producers)
+        producers = self._producers.get(record_id, _ABSENT)
+        return producers is not _ABSENT and self._is_current(producers)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return sum(1 for ps in self._producers.values() if self._is_current(ps))
@@ -148,7 +168,7 @@ class StageFile:
         if self.producer is not None and "producer" not in record:
             record = {**record, "producer": self.producer}
         producer = record.get("producer")
-        if producer in self._producers.get(rid, ()):
+        if self._has(rid, producer):
             return False
         if self._fh is None:
             if self._before_write is not None:
@@ -160,7 +180,7 @@ class StageFile:
             self._fh = self.path.open("a", encoding="utf-8")
         self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self._fh.flush()
-        self._producers.setdefault(rid, set()).add(producer)
+        self._add(rid, producer)
         return True
 
     def close(self) -> None:

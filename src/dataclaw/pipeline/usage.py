@@ -119,14 +119,21 @@ class LiveUsage:
         return {"usage": merge_summaries(invocations.values()), "invocations": invocations}
 
     def save(self, force: bool = True) -> None:
-        """Write the counts (now, or when ``interval`` has passed since the last write)."""
+        """Write the counts now (``force``, cheap: the stage counts are left as they are) or when
+        ``interval`` has passed since the last write (then the stage counts are refreshed too)."""
         now = time.monotonic()
         with self._lock:
-            if not self._dirty or (not force and now - self._last < self.interval):
+            timed = now - self._last >= self.interval
+            if not self._dirty or not (force or timed):
                 return
             self._dirty = False
-            self._last = now
-        self.store.merge_manifest(models={**self.usage(), "requests": self.requests()})
+            if timed:
+                self._last = now
+        fields = {"models": {**self.usage(), "requests": self.requests()}}
+        if timed:
+            self.store.update_manifest(**fields)
+        else:
+            self.store.merge_manifest(**fields)
 
     def close(self) -> None:
         """Final save (also on errors and interrupts)."""
