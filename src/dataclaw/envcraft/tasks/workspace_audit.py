@@ -240,6 +240,7 @@ class AuditReport:
             self.checks.append(Check(name, False, problem[0], problem[1], Severity.ERROR))
 
     def to_record(self) -> dict[str, Any]:
+        """The audit record: warnings are the checks with ``severity: warning`` (one place, not two)."""
         return {
             "id": self.task_id,
             "passed": self.passed,
@@ -247,7 +248,6 @@ class AuditReport:
             "untouched_score": self.untouched_score,
             "solved_score": self.solved_score,
             "checks": [c.to_dict() for c in self.checks],
-            "warnings": [c.to_dict() for c in self.warnings],
             "metrics": self.metrics,
             "inferred": self.inferred,
         }
