@@ -130,12 +130,17 @@ class Model:
         start = time.perf_counter()
         request = self.build_request(messages, schema, tools, images, **params)
         try:
-            return await self._answer(request, start, use_cache)
-        except CapabilityError as exc:
-            if exc.capability != "images" or not self.drop_images or not has_images(request.messages):
-                raise
-            downgraded = request.model_copy(update={"messages": self._downgrade(request.messages, str(exc))})
-            return await self._answer(downgraded, start, use_cache)
+            try:
+                return await self._answer(request, start, use_cache)
+            except CapabilityError as exc:
+                if exc.capability != "images" or not self.drop_images or not has_images(request.messages):
+                    raise
+                messages = self._downgrade(request.messages, str(exc))
+                return await self._answer(request.model_copy(update={"messages": messages}), start, use_cache)
+        except ModelError as exc:
+            if not isinstance(exc, ModelOutputError):  # bad answers are counted where they are found
+                self.ledger.record_error(self.model_id, exc, latency_s=time.perf_counter() - start)
+            raise
 
     def _downgrade(self, messages: list[Message], reason: str) -> list[Message]:
         """``messages`` without their images (text parts kept), recorded in the ledger."""
@@ -162,11 +167,10 @@ class Model:
                     latency_s=0.0,
                 )
                 return completion
-        sent = time.perf_counter()
         try:
             generation = await self.backend.generate(request)
-        except ModelError as exc:
-            self.ledger.record_error(self.model_id, exc, latency_s=time.perf_counter() - sent)
+        except ModelOutputError as exc:  # the server's answer is not a completion at all
+            self.ledger.record_error(self.model_id, exc, latency_s=time.perf_counter() - start)
             raise
         finally:
             window = getattr(self.backend, "concurrency_state", None)

@@ -241,7 +241,7 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
         if not caps.tools:
             caps.detail["tools"] = "tools accepted but the model answered without a parsable tool call"
     answers = {}
-    for colour, rgb in PROBE_COLOURS.items():
+    for colour, rgb in PROBE_COLOURS.items():  # stops at the first miss: a blind model costs one request
         question = _user(
             "What colour is this image? Answer with one word: red, green or blue.", solid_png(rgb)
         )
@@ -249,6 +249,8 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
         if data is None:
             break
         answers[colour] = " ".join(str(_content(data)[0] or "").split())[:60]
+        if colour not in answers[colour].lower():
+            break
     caps.images = len(answers) == len(PROBE_COLOURS) and all(c in a.lower() for c, a in answers.items())
     if answers and not caps.images:
         said = ", ".join(f"{c} image: {a!r}" for c, a in answers.items())
