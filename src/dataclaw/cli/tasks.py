@@ -1,6 +1,7 @@
 """``dataclaw tasks``: EnvCraft task synthesis. ``sample`` writes tool chains, ``synth`` grounds them and
-writes verifiable tasks; ``audit``, ``calibrate`` and ``rollout`` check and run tasks; ``claw-synth`` writes
-claw workspace tasks. Each writes into a run directory and prints a summary."""
+writes verifiable tasks; ``audit``, ``calibrate`` and ``rollout`` check and run tasks; ``export`` writes
+them for TRL or VERL; ``claw-synth`` writes claw workspace tasks. Each writes into a run directory and
+prints a summary."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.envcraft.export.cli import export_command
 from dataclaw.sandbox import SandboxPolicy
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
@@ -607,3 +609,7 @@ def claw_synth(
         paper=True,
     )
     console.print(f"tasks in {root}; audit records in {out / 'code_audit.jsonl'}")
+
+
+# the export command lives with the exporters (dataclaw/envcraft/export)
+app.command("export")(export_command)

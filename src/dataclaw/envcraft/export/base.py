@@ -1,0 +1,289 @@
+"""What every trainer export shares: reading a task set, checking it, locating its environment's code,
+naming its tools, and writing the export folder's manifest and tasks.
+
+An export serves **one environment group** (one environment, or one cross-environment group ``a+b``): a
+trainer's environment class (TRL) or tool config (VERL) offers one tool set. A task set that mixes groups
+is refused with the groups listed; ``group=`` picks one. Built-in archetypes are loaded from the installed
+dataclaw (light core); any other environment package is statically audited and copied into
+``envs/<package>/`` so the export does not depend on where it was made.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from dataclaw import __version__
+from dataclaw.core.errors import ConfigError
+from dataclaw.envcraft.export.episode import MANIFEST, REWARD_MODES, TASKS_FILE
+
+REQUIRED = ("id", "env", "scenario_id", "initial_state", "verifier")
+RESERVED_METHODS = frozenset({"reset", "get_reward"})
+
+
+class ExportError(ConfigError):
+    """The task set cannot be exported as asked (one clear line: which input, what is wrong)."""
+
+
+def group_of(task: dict[str, Any]) -> str:
+    """The environment group a task runs in (``env``, ``a+b`` for a cross-environment task)."""
+    envs = task.get("envs")
+    return "+".join(envs) if envs and len(envs) > 1 else str(task["env"])
+
+
+def read_tasks(path: str | Path) -> tuple[Path, list[dict[str, Any]]]:
+    """Tool tasks from a ``tasks.jsonl`` (or a run folder holding one), checked for the keys an export
+    needs; claw workspace tasks are refused (they run in a sandboxed workspace, not a session)."""
+    src = Path(path)
+    if src.is_dir():
+        src = src / TASKS_FILE
+    if not src.is_file():
+        raise ExportError(f"{path}: no tasks file (give a tasks.jsonl or a run folder holding one)")
+    tasks = []
+    for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            raise ExportError(f"{src}:{n}: not JSON ({exc})") from None
+        if not isinstance(rec, dict):
+            raise ExportError(f"{src}:{n}: a task must be a JSON object")
+        if rec.get("kind") == "claw_workspace":
+            raise ExportError(
+                f"{src}:{n}: task {rec.get('id')!r} is a claw workspace task; only tool tasks (from "
+                "`dataclaw tasks synth`) export to trainers"
+            )
+        missing = [k for k in REQUIRED if k not in rec]
+        if missing:
+            raise ExportError(f"{src}:{n}: task {rec.get('id')!r} lacks {', '.join(missing)}")
+        if not (rec.get("instruction") or rec.get("user_turns")):
+            raise ExportError(f"{src}:{n}: task {rec['id']!r} has no instruction and no user turns")
+        tasks.append(rec)
+    if not tasks:
+        raise ExportError(f"{src}: no tasks")
+    ids = Counter(t["id"] for t in tasks)
+    dup = [i for i, c in ids.items() if c > 1]
+    if dup:
+        raise ExportError(f"{src}: task id {dup[0]!r} appears {ids[dup[0]]} times")
+    return src, tasks
+
+
+def select_group(tasks: list[dict[str, Any]], group: str | None, source: Path) -> list[dict[str, Any]]:
+    """The tasks of one environment group: ``group``, or the only one present."""
+    counts = Counter(group_of(t) for t in tasks)
+    listed = ", ".join(f"{g} ({n} tasks)" for g, n in counts.most_common())
+    if group is not None:
+        if group not in counts:
+            raise ExportError(f"{source}: no task runs in environment group {group!r}; it holds {listed}")
+        return [t for t in tasks if group_of(t) == group]
+    if len(counts) > 1:
+        raise ExportError(
+            f"{source} mixes environment groups: {listed}. A trainer environment serves one tool set: "
+            "export one group at a time with --env GROUP"
+        )
+    return tasks
+
+
+@dataclass
+class EnvCode:
+    """Where the export finds an environment's code: a built-in archetype, or a package it copies."""
+
+    env: str
+    archetype: str | None = None
+    package: Path | None = None
+
+    def manifest(self) -> dict[str, str]:
+        if self.archetype:
+            return {"archetype": self.archetype}
+        assert self.package is not None
+        return {"path": f"envs/{self.package.name}"}
+
+
+def locate_env(task: dict[str, Any], env: str) -> EnvCode:
+    """The code of ``env`` as named by ``task`` (``env_module`` / ``env_modules``)."""
+    from dataclaw.envcraft import archetypes
+    from dataclaw.envcraft.runtime import load_env_package
+
+    modules = task.get("env_modules") or {}
+    module = modules.get(env) or (task.get("env_module") if env == task["env"] else None)
+    builtin = f"{archetypes.__name__}.{env}"
+    if env in archetypes.names() and module in (None, builtin):
+        return EnvCode(env, archetype=env)
+    try:
+        pkg = load_env_package(module or env)
+    except Exception as exc:  # noqa: BLE001 - whatever stops it loading, the user needs to know which env
+        raise ExportError(
+            f"task {task['id']!r}: cannot load environment {env!r} from {module or env!r}: {exc}"
+        ) from None
+    if pkg.name != env:
+        raise ExportError(f"task {task['id']!r}: {module!r} holds environment {pkg.name!r}, not {env!r}")
+    return EnvCode(env, package=pkg.path)
+
+
+def audit_env(code: EnvCode) -> None:
+    """Refuse a non-built-in package that fails the static audit (Table 15 rules, contract layout)."""
+    if code.package is None:
+        return
+    from dataclaw.envcraft.audit import audit_package
+
+    report = audit_package(code.package, dynamic=False)
+    if not report.passed:
+        reasons = "; ".join(report.reasons()[:3])
+        raise ExportError(
+            f"environment {code.env!r} ({code.package}) fails its audit: {reasons} "
+            f"(see `dataclaw env audit {code.package}`)"
+        )
+
+
+def method_name(tool: str) -> str:
+    """The agent-facing name of an environment tool: ``env.tool`` → ``env__tool`` (a Python identifier,
+    a valid OpenAI function name)."""
+    name = tool.replace(".", "__")
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise ExportError(f"tool {tool!r} has no valid method name ({name!r} is not a Python identifier)")
+    if name in RESERVED_METHODS:
+        raise ExportError(f"tool {tool!r} clashes with the trainer's reserved method {name}()")
+    return name
+
+
+def check_gold(env_cls: Any, tasks: list[dict[str, Any]]) -> None:
+    """Replay every task's gold chain from S0: the verifier must score it 1.0 (a stale task set — the
+    environment changed since synthesis — would otherwise train on rewards nobody can earn)."""
+    from dataclaw.envcraft.tasks.execute import run_calls
+    from dataclaw.envcraft.tasks.verifier import evaluate
+
+    bad = []
+    for t in tasks:
+        if not t.get("gold_chain"):
+            continue
+        _, final = run_calls(env_cls, t["scenario_id"], t["initial_state"], t["gold_chain"])
+        if not evaluate(t["verifier"], final)["passed"]:
+            bad.append(t["id"])
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise ExportError(
+            f"the gold chain of {len(bad)} task(s) no longer passes its verifier "
+            f"({', '.join(bad[:3])}{more}): the environment changed since the tasks were made; "
+            "resynthesise them (or pass --no-check)"
+        )
+
+
+@dataclass
+class Prepared:
+    """A checked task set of one group, ready to be written in a trainer's format."""
+
+    source: Path
+    group: str
+    tasks: list[dict[str, Any]]
+    env_cls: Any
+    envs: list[EnvCode]
+    tools: dict[str, str]  # agent-facing name -> environment tool name
+    reward: str
+
+
+def prepare(
+    tasks_path: str | Path, *, group: str | None = None, reward: str = "binary", check: bool = True
+) -> Prepared:
+    """Read, select one group, locate and audit its environments, name its tools, check gold chains."""
+    from dataclaw.envcraft.tasks.stages import record_env
+
+    if reward not in REWARD_MODES:
+        raise ExportError(f"reward must be one of {', '.join(REWARD_MODES)}, not {reward!r}")
+    source, tasks = read_tasks(tasks_path)
+    tasks = select_group(tasks, group, source)
+    first = tasks[0]
+    names = list(first["envs"]) if first.get("envs") and len(first["envs"]) > 1 else [first["env"]]
+    envs = [locate_env(first, e) for e in names]
+    for code in envs:
+        audit_env(code)
+    try:
+        env_cls = record_env(first)
+    except Exception as exc:  # noqa: BLE001 - name the task and the environment, not a traceback
+        where = f"task {first['id']!r}: cannot load environment {group_of(first)!r}"
+        raise ExportError(f"{where}: {exc}") from None
+    scenarios = env_cls.scenarios()
+    for t in tasks:
+        if t["scenario_id"] not in scenarios:
+            raise ExportError(
+                f"task {t['id']!r}: environment {group_of(t)!r} has no scenario {t['scenario_id']!r}"
+            )
+    tools = {method_name(spec.name): spec.name for spec in env_cls.tools}
+    if len(tools) != len(env_cls.tools):
+        raise ExportError(f"environment {group_of(first)!r}: two tools map to the same method name")
+    if check:
+        check_gold(env_cls, tasks)
+    return Prepared(source, group_of(first), tasks, env_cls, envs, tools, reward)
+
+
+@dataclass
+class ExportResult:
+    """What an exporter wrote."""
+
+    format: str
+    out: Path
+    group: str
+    tasks: int
+    files: list[str] = field(default_factory=list)
+    usage: str = ""
+
+
+class Exporter:
+    """A trainer format: ``write(prepared, out)`` fills ``out`` and returns the files it wrote."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def write(self, prep: Prepared, out: Path) -> ExportResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def write_common(prep: Prepared, out: Path, fmt: str, extra: dict[str, Any] | None = None) -> list[str]:
+    """The manifest, the tasks and copies of non-built-in environment packages."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = [MANIFEST, TASKS_FILE]
+    for code in prep.envs:
+        if code.package is not None:
+            dest = out / "envs" / code.package.name
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(code.package, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            files.append(f"envs/{code.package.name}/")
+    with open(out / TASKS_FILE, "w", encoding="utf-8") as fh:
+        for t in prep.tasks:
+            fh.write(json.dumps(t, ensure_ascii=False) + "\n")
+    manifest = {
+        "format": fmt,
+        "dataclaw_version": __version__,
+        "group": prep.group,
+        "envs": [c.env for c in prep.envs],
+        "sources": {c.env: c.manifest() for c in prep.envs},
+        "reward": prep.reward,
+        "tools": prep.tools,
+        "tasks": len(prep.tasks),
+        "source": str(prep.source),
+        **(extra or {}),
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return files
+
+
+def class_name(group: str) -> str:
+    """``transactional_workspace`` → ``TransactionalWorkspaceEnv``; ``a+b`` → ``APlusBEnv``."""
+    parts = [p for chunk in group.split("+") for p in ("plus", *chunk.replace("-", "_").split("_"))][1:]
+    name = "".join(p[:1].upper() + p[1:] for p in parts if p) + "Env"
+    return name if name.isidentifier() else "DataclawEnv"
+
+
+def docstring_literal(text: str, indent: str) -> str:
+    """``text`` as a docstring literal indented by ``indent`` (triple-quoted when that is safe)."""
+    if '"""' in text or "\\" in text or text.endswith('"'):
+        return indent + repr(text)
+    lines = text.splitlines()
+    body = "\n".join((indent + ln) if ln else "" for ln in lines[1:])
+    return f'{indent}"""{lines[0]}\n{body}\n{indent}"""' if len(lines) > 1 else f'{indent}"""{text}"""'
