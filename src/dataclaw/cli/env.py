@@ -16,7 +16,7 @@ from dataclaw.sandbox.cli import UNSAFE_OPTION
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
-    help="EnvCraft environments: list, show, tools, call, contract, audit, graph, scenarios.",
+    help="EnvCraft environments: list, show, tools, call, contract, audit, graph, scenarios, serve.",
 )
 _DEFAULT_ROOT = Path(".envcraft_state")
 
@@ -275,3 +275,39 @@ def scenarios(
         envs = "" if s.paper_envs is None else str(s.paper_envs)
         table.add_row(s.id, s.category.value, s.name, envs, s.description)
     Console().print(table)
+
+
+@app.command()
+def serve(
+    name: str = typer.Argument(..., help="Built-in archetype name (a+b for a cross-environment task group)."),
+    tasks: Annotated[
+        Path | None,
+        typer.Option("--tasks", help="tasks.jsonl (or a run directory holding one); default: the scenarios."),
+    ] = None,
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (default: this machine only)."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    max_sessions: int = typer.Option(64, "--max-sessions", help="Concurrent client sessions."),
+    max_steps: int = typer.Option(64, "--max-steps", help="Tool steps per episode before it is scored."),
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+) -> None:
+    """Serve an environment and its tasks as an OpenEnv server (needs the [openenv] extra).
+
+    reset(task_id=…) loads a task's S0 (seed= and index= pick one too), MCP tools list and call the
+    task's tools, finish ends the episode with the verifier's reward. Reach it with OpenEnv's
+    MCPToolClient / EnvClient (TRL, verifiers) at http://HOST:PORT."""
+    from dataclaw.envcraft.serve import build_app, load_catalogue, require_openenv
+
+    require_openenv()
+    if max_sessions < 1 or max_steps < 1 or not 0 < port < 65536:
+        raise ConfigError("--max-sessions and --max-steps must be at least 1 and --port in 1..65535")
+    catalogue = load_catalogue(name, tasks, limit)
+    app_ = build_app(catalogue, max_sessions=max_sessions, max_steps=max_steps)
+    skipped = ", ".join(f"{n} of {k}" for k, n in sorted(catalogue.skipped.items()))
+    typer.echo(
+        f"serving {len(catalogue)} {catalogue.kind} of {name} at http://{host}:{port} "
+        f"(OpenEnv: /ws, /mcp, /reset, /{name}/tasks){'; left out: ' + skipped if skipped else ''}",
+        err=True,
+    )
+    import uvicorn
+
+    uvicorn.run(app_, host=host, port=port, log_level="warning")

@@ -1,0 +1,195 @@
+"""What ``dataclaw env serve`` serves: the episodes of one environment, each a task the trainer can
+``reset`` into (its S0, its tools, its verifier), independent of the OpenEnv library.
+
+* With ``--tasks``: the tool tasks of a ``tasks.jsonl`` (or a run directory holding one) whose ``env``
+  is the served environment — S0 is the task's ``initial_state``, the reward its verifier (binary, D.3).
+* Without: the environment's own scenarios — S0 is the scenario, the reward the environment's evaluator
+  (``overall_score`` in [0, 1]).
+
+Only built-in archetypes (and tasks made from them) are served: they run in-process. Every other
+environment must go through the sandboxed env worker, which does not exist yet; such an environment is
+refused with a clear error instead of being imported into the server.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dataclaw.core.errors import ConfigError
+from dataclaw.envcraft.rollout.claw_tools import ToolResult
+from dataclaw.envcraft.rollout.errors import SetupError, VerifierError
+from dataclaw.envcraft.rollout.harness import TOOL_SYSTEM_PROMPT, Harness, Score, ToolTaskHarness
+
+FINISH_TOOL = "finish"
+FINISH_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": FINISH_TOOL,
+        "description": "Call this once the user's request is complete: it ends the episode and the final "
+        "state is checked.",
+        "parameters": {
+            "type": "object",
+            "properties": {"summary": {"type": "string", "description": "What was done, in one line."}},
+            "additionalProperties": False,
+        },
+    },
+}
+SERVE_SYSTEM_PROMPT = (
+    TOOL_SYSTEM_PROMPT.removesuffix(
+        "When the request is complete, reply to the user in plain text without calling a tool."
+    )
+    + f"When the request is complete, call {FINISH_TOOL}."
+)
+
+
+class ScenarioHarness(Harness):
+    """One scenario of a built-in environment: a fresh session from the scenario, the environment's
+    tools, the environment's evaluator as the reward."""
+
+    kind = "scenario"
+
+    def __init__(self, env_cls: Any, scenario_id: str) -> None:
+        super().__init__(f"{env_cls.name}:{scenario_id}")
+        self.env_cls = env_cls
+        self.scenario_id = scenario_id
+        self._tmp: str | None = None
+        self.env: Any = None
+        self.session_id = ""
+
+    def setup(self) -> None:
+        try:
+            self._tmp = tempfile.mkdtemp(prefix="dataclaw-serve-")
+            self.env = self.env_cls(Path(self._tmp))
+            self.session_id = self.env.create_session(self.scenario_id)
+        except Exception as exc:
+            raise SetupError(f"creating a session of scenario {self.scenario_id!r}", exc) from exc
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.env_cls.tools.openai_schemas()
+
+    def system_prompt(self) -> str:
+        return TOOL_SYSTEM_PROMPT
+
+    def user_turns(self) -> list[str]:
+        return [self.env_cls.scenario(self.scenario_id).task_prompt]
+
+    def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
+        import json
+
+        envelope = self.env.call(self.session_id, name, **args)
+        content = json.dumps(envelope, ensure_ascii=False, default=str)
+        if envelope.get("status") == "ok":
+            return ToolResult(content)
+        return ToolResult(content, ok=False, error_kind=str(envelope.get("error", {}).get("category")))
+
+    def score(self) -> Score:
+        try:
+            result = self.env.evaluate_session(self.session_id)
+        except Exception as exc:
+            raise VerifierError("evaluating the scenario", exc) from exc
+        return Score(float(result["overall_score"]), {"evaluation": result})
+
+    def cleanup(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+@dataclass
+class Catalogue:
+    """The served environment's episodes, in a fixed order (``reset(seed=s)`` picks ``s mod n``)."""
+
+    env: str
+    kind: str
+    """``tasks`` (a task file) or ``scenarios`` (the environment's own)."""
+    ids: list[str]
+    records: dict[str, Any] = field(default_factory=dict)
+    env_cls: Any = None
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Tasks of the file that are not this environment's, counted by what they are."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def pick(self, task_id: str | None, seed: int | None, index: int | None) -> str:
+        """The episode ``reset`` asked for; ValueError with an agent-safe line when there is none."""
+        if task_id is not None:
+            if task_id not in self.records:
+                shown = ", ".join(self.ids[:5]) + (" …" if len(self.ids) > 5 else "")
+                raise ValueError(f"unknown task_id {task_id!r}; this server has {len(self)} tasks ({shown})")
+            return task_id
+        if index is not None:
+            if not 0 <= index < len(self):
+                raise ValueError(f"task index {index} is out of range (0..{len(self) - 1})")
+            return self.ids[index]
+        return self.ids[(seed or 0) % len(self)]
+
+    def harness(self, task_id: str) -> Harness:
+        if self.kind == "scenarios":
+            return ScenarioHarness(self.env_cls, self.records[task_id])
+        return ToolTaskHarness(self.records[task_id])
+
+    def spec(self, task_id: str) -> dict[str, Any]:
+        """What the OpenEnv Task API lists for one episode (no verifier, no S0: nothing to copy)."""
+        rec = self.records[task_id]
+        if self.kind == "scenarios":
+            prompt = self.env_cls.scenario(rec).task_prompt
+            return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": prompt}
+        turns = rec.get("user_turns") or [rec.get("instruction", "")]
+        return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": turns[0]}
+
+
+def _builtin(name: str) -> bool:
+    from dataclaw.envcraft import archetypes
+
+    return name in archetypes.names()
+
+
+def _refuse_unsandboxed(env: str) -> ConfigError:
+    from dataclaw.envcraft import archetypes
+
+    return ConfigError(
+        f"env serve runs built-in archetypes (and tasks made from them) in-process; {env!r} is not one, and "
+        "other environments must run in the sandboxed env worker, which env serve cannot use yet. "
+        f"Built-in: {', '.join(archetypes.names())}"
+    )
+
+
+def load_catalogue(env: str, tasks: Path | None = None, limit: int | None = None) -> Catalogue:
+    """The episodes of ``env`` (an archetype name, or ``a+b`` for cross-environment tasks)."""
+    from dataclaw.envcraft import archetypes
+
+    parts = env.split("+")
+    if not all(_builtin(p) for p in parts):
+        raise _refuse_unsandboxed(env)
+    for part in parts:
+        if FINISH_TOOL in archetypes.get(part).env_cls.tools:
+            raise ConfigError(f"{part!r} has its own tool named {FINISH_TOOL!r}, which env serve reserves")
+    if tasks is None:
+        if len(parts) > 1:
+            raise ConfigError(f"{env!r} is a group of environments: serve it with --tasks (its tasks.jsonl)")
+        env_cls = archetypes.get(env).env_cls
+        ids = sorted(env_cls.scenarios())
+        return Catalogue(env, "scenarios", ids, dict(zip(ids, ids, strict=True)), env_cls)
+    from dataclaw.envcraft.quality.runs import load_task_source
+
+    loaded = load_task_source(tasks, None)
+    records: dict[str, Any] = {}
+    others: dict[str, int] = {}
+    for rec in loaded.tasks:
+        if not isinstance(rec, dict):
+            others["claw workspace tasks"] = others.get("claw workspace tasks", 0) + 1
+        elif rec.get("env") != env:
+            key = f"env {rec.get('env')!r}"
+            others[key] = others.get(key, 0) + 1
+        else:
+            records.setdefault(str(rec["id"]), rec)
+    if not records:
+        seen = ", ".join(f"{n} of {k}" for k, n in sorted(others.items())) or "none"
+        raise ConfigError(f"{tasks}: no task of environment {env!r} (tasks found: {seen})")
+    ids = list(records)[:limit]
+    return Catalogue(env, "tasks", ids, {i: records[i] for i in ids}, skipped=others)
