@@ -275,6 +275,10 @@ def run(
     for choice in summary["intent_choices"]:
         typer.echo(f"{choice['candidate_kind']}: {', '.join(choice['chosen']) or '-'} ({choice['reason']})")
     typer.echo(render_summary({"by_model": summary["usage_by_model"], "total": summary["usage"]}))
+    for name, sent in summary["model_requests"].items():  # what reached the server, failures included
+        errors = ", ".join(f"{k} {v}" for k, v in sent["errors"].items())
+        counts = f"{sent['started']} sent, {sent['answered']} answered, {sent['failed']} failed"
+        typer.echo(f"requests to {name}: {counts}" + (f" ({errors})" if errors else ""))
     if summary["export"]:
         typer.echo(f"exported {summary['export']['samples']} samples → {summary['export']['out_dir']}")
 

@@ -56,6 +56,8 @@ def acquire(root: str | os.PathLike[str], command: str | None = None) -> None:
         if key in _held:
             _held[key][1] += 1
             return
+        if key.exists() and not key.is_dir():
+            raise ConfigError(f"run directory {root} exists and is not a directory")
         key.mkdir(parents=True, exist_ok=True)
         fd = os.open(key / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
