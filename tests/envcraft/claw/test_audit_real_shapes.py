@@ -142,12 +142,39 @@ def test_a_verifier_checking_an_output_the_prompt_never_asks_for_is_flagged(tmp_
     assert "ops/audit_log.json" in report.failures[0].message
 
 
-def test_an_output_the_prompt_asks_for_but_the_verifier_never_checks_is_flagged(tmp_path: Path) -> None:
-    shape = review_task("wp_unchecked__000")
-    shape.prompt += "另外把引用关系导出到 `ops/citations.csv`。\n"
+def test_a_prompt_output_the_verifier_looks_for_elsewhere_is_a_path_mismatch(tmp_path: Path) -> None:
+    shape = review_task("wp_moved__000")
+    shape.prompt = shape.prompt.replace("ops/review_summary.json", "ops/summary.json")
     report = audit_task(_load(tmp_path, shape))
-    assert _failed(report) == {R.PATH_MISMATCH}
-    assert "ops/citations.csv" in report.failures[0].message
+    assert _failed(report) == {R.PATH_MISMATCH, R.OBJECTIVE_MISMATCH}
+    path = next(c for c in report.failures if c.reason is R.PATH_MISMATCH)
+    assert "ops/summary.json" in path.message
+
+
+def test_a_further_file_the_prompt_names_but_nothing_checks_is_a_warning(tmp_path: Path) -> None:
+    """The verifier checks every output it is about; a further name in the prose may be an example."""
+    shape = review_task("wp_unchecked__000")
+    shape.prompt += "格式可以参考去年的 `ops/review_2023.json`（已经删了）。\n"
+    report = audit_task(_load(tmp_path, shape))
+    assert report.passed, [c.to_dict() for c in report.failures]
+    path = next(c for c in report.checks if c.name == "path_consistency")
+    assert path.severity is Severity.WARNING and "ops/review_2023.json" in path.message
+
+
+def test_a_verifier_reading_the_workspace_from_the_environment_is_not_credential_access(
+    tmp_path: Path,
+) -> None:
+    shape = review_task("wp_envws__000")
+    shape.verifier = shape.verifier.replace(
+        'workspace = sys.argv[1] if len(sys.argv) > 1 else "."',
+        'workspace = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("WORKSPACE", ".")',
+    )
+    assert audit_task(_load(tmp_path, shape)).passed
+    shape = replace(shape, task_id="wp_envkey__000")
+    shape.verifier = shape.verifier.replace(
+        'os.environ.get("WORKSPACE", ".")', 'os.environ.get("OPENAI_API_KEY")'
+    )
+    assert R.FORBIDDEN_CAPABILITY in _failed(audit_task(_load(tmp_path, shape)))
 
 
 def test_field_names_with_the_answer_spelled_out_are_told_apart(tmp_path: Path) -> None:
@@ -302,7 +329,16 @@ def test_builds_that_differ_only_in_record_order_warn_and_new_data_fails(tmp_pat
     drawn = replace(shuffled, task_id="wp_drawn__000")
     drawn.builder = drawn.builder.replace('"year": 2019', '"year": random.randint(1, 10**9)')
     report = audit_task(_load(tmp_path, drawn))
-    assert R.NON_DETERMINISTIC in _failed(report)
+    assert R.NON_DETERMINISTIC in _failed(report)  # the verifier's answer is fixed, the data is not
+    derived = replace(drawn, task_id="wp_derived__000")
+    derived.verifier = derived.verifier.replace(
+        'ops_dir = os.path.join(workspace, "ops")\n',
+        'ops_dir = os.path.join(workspace, "ops")\n'
+        'source = os.path.join(workspace, "db_dumps", "papers.json")\n',
+    )
+    report = audit_task(_load(tmp_path, derived))
+    uniq = next(c for c in report.checks if c.name == "answer_uniqueness")
+    assert uniq.severity is Severity.WARNING and "db_dumps/papers.json" in uniq.message  # it reads them
 
 
 # ---- bad input -------------------------------------------------------------------------------------------

@@ -146,6 +146,7 @@ FORBIDDEN_MODULES = frozenset(
 )
 FORBIDDEN_CALLS = frozenset({"getenv", "environ", "system", "popen", "execv", "execve", "spawnv", "fork"})
 _OS_NAMES = frozenset({"os", "posix", "_os"})
+_CREDENTIAL = re.compile(r"key|token|secret|pass|cred|auth|api|session|cookie", re.IGNORECASE)
 LEAK_WORDS = ("workplace_score", "verify_workplace", "total_score", "max_score")
 """Scoring internals a request must never show (C.5): a prompt holding them is rejected."""
 SOFT_LEAK_WORDS = ("verifier", "scoring rule", "score file", "grader")
@@ -272,6 +273,38 @@ def _guarded_imports(tree: ast.AST) -> set[int]:
     return out
 
 
+def _harmless_env_reads(tree: ast.AST) -> set[int]:
+    """ids of ``os.environ`` / ``os.getenv`` nodes read with a constant, non-credential key
+    (``os.environ.get("WORKSPACE")``): where a harness passes the workspace, not a secret."""
+
+    def os_attr(node: ast.AST, attr: str) -> bool:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == attr
+            and isinstance(node.value, ast.Name)
+            and node.value.id in _OS_NAMES
+        )
+
+    def harmless(key: ast.AST | None) -> bool:
+        return (
+            isinstance(key, ast.Constant) and isinstance(key.value, str) and not _CREDENTIAL.search(key.value)
+        )
+
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and harmless(node.args[0]):
+            func = node.func
+            if os_attr(func, "getenv"):
+                out.add(id(func))
+            elif isinstance(func, ast.Attribute) and func.attr == "get" and os_attr(func.value, "environ"):
+                out.add(id(func.value))
+        elif isinstance(node, ast.Subscript) and os_attr(node.value, "environ") and harmless(node.slice):
+            out.add(id(node.value))
+        elif isinstance(node, ast.Compare) and harmless(node.left):
+            out |= {id(c) for c in node.comparators if os_attr(c, "environ")}
+    return out
+
+
 def code_problems(source: str, what: str, *, verifier: bool) -> Problem | None:
     """Non-stdlib imports (both scripts); network/subprocess/env access (verifier)."""
     try:
@@ -280,6 +313,7 @@ def code_problems(source: str, what: str, *, verifier: bool) -> Problem | None:
         return ClawAuditReason.SYNTAX_ERROR, f"{what} does not parse: line {exc.lineno}: {exc.msg}"
     stdlib = sys.stdlib_module_names
     optional = _guarded_imports(tree)
+    env_ok = _harmless_env_reads(tree)
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
@@ -313,6 +347,7 @@ def code_problems(source: str, what: str, *, verifier: bool) -> Problem | None:
             and node.attr in FORBIDDEN_CALLS
             and isinstance(node.value, ast.Name)
             and node.value.id in _OS_NAMES
+            and id(node) not in env_ok
         ):
             return ClawAuditReason.FORBIDDEN_CAPABILITY, f"{what} uses os.{node.attr} (environment/process)"
     return None
@@ -390,6 +425,32 @@ def _join(parts: list[str | None]) -> str | None:
     return out
 
 
+def _concat_parts(node: ast.AST) -> tuple[ast.AST, str]:
+    """(base expression, constant tail) of ``base + "/a/b"`` or ``f"{base}/a/b"``."""
+    if isinstance(node, ast.BinOp):
+        assert isinstance(node.right, ast.Constant)
+        return node.left, str(node.right.value)
+    assert isinstance(node, ast.JoinedStr) and isinstance(node.values[0], ast.FormattedValue)
+    return node.values[0].value, "".join(str(v.value) for v in node.values[1:] if isinstance(v, ast.Constant))
+
+
+def _is_concat(node: ast.AST) -> bool:
+    """A string built as a base path plus a constant tail that starts with a slash."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        right = node.right
+        return (
+            isinstance(right, ast.Constant) and isinstance(right.value, str) and right.value.startswith("/")
+        )
+    if isinstance(node, ast.JoinedStr) and len(node.values) >= 2:
+        first, rest = node.values[0], node.values[1:]
+        return (
+            isinstance(first, ast.FormattedValue)
+            and all(isinstance(v, ast.Constant) for v in rest)
+            and str(getattr(rest[0], "value", "")).startswith("/")
+        )
+    return False
+
+
 def _resolve(node: ast.AST, env: dict[str, str], *, base: bool) -> str | None:
     """The workspace-relative path ``node`` evaluates to, when it can be read off the source. Unknown
     non-constant bases (argv[1], a parameter) are taken as the workspace root; unknown parts after
@@ -402,6 +463,9 @@ def _resolve(node: ast.AST, env: dict[str, str], *, base: bool) -> str | None:
         return _ROOT if base else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
         return _join([_resolve(node.left, env, base=True), _resolve(node.right, env, base=False)])
+    if _is_concat(node):  # workspace + "/ops/x.json", f"{workspace}/ops/x.json"
+        head, tail = _concat_parts(node)
+        return _join([_resolve(head, env, base=True), tail.removeprefix("/")])
     if isinstance(node, ast.Call):
         args = node.args
         if _is_join(node.func) or _is_path_ctor(node.func):
@@ -437,7 +501,13 @@ def constructed_paths(source: str) -> set[str]:
             if node.value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
                 continue
             value = node.value
-            if isinstance(value, ast.Constant) or not isinstance(value, ast.BinOp | ast.Call | ast.Name):
+            if isinstance(value, ast.Constant) or not isinstance(
+                value, ast.BinOp | ast.Call | ast.Name | ast.JoinedStr
+            ):
+                continue
+            if isinstance(value, ast.BinOp | ast.JoinedStr) and not (
+                _is_concat(value) or (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div))
+            ):
                 continue
             if isinstance(value, ast.Call) and not _is_path_call(
                 value.func, ("joinpath", "resolve", "absolute")
@@ -448,10 +518,12 @@ def constructed_paths(source: str) -> set[str]:
                 env[targets[0].id] = path
     out: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp | ast.Call):
+        if isinstance(node, ast.BinOp | ast.Call | ast.JoinedStr):
             if isinstance(node, ast.Call) and not _is_path_call(node.func):
                 continue
-            if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Div):
+            if isinstance(node, ast.BinOp | ast.JoinedStr) and not (
+                _is_concat(node) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div))
+            ):
                 continue
             path = _resolve(node, env, base=True)
             if (
@@ -742,7 +814,8 @@ def _dynamic_checks(
     _consistency_checks(task, report, inputs, input_dirs, untouched, after)
     solved, solved_run = _solution_check(task, report, tmp, policy, wall_s, mount)
     _details_check(report, untouched, solved_run)
-    _uniqueness_check(task, report, tmp, inputs, untouched, policy, wall_s)
+    reads = _verifier_reads(task, untouched, solved_run)
+    _uniqueness_check(task, report, tmp, inputs, untouched, reads, policy, wall_s)
     _separation_check(task, report, inputs, solved)
 
 
@@ -803,13 +876,39 @@ def _consistency_checks(
         if p not in exact and "/" not in p and any(c.endswith("/" + p) for c in checked)
     ]
     unchecked = [p for p in prompt_outputs if p not in exact and p not in loose]
-    if unchecked:
+
+    def extra_outputs(paths: set[str]) -> list[str]:
+        out = []
+        for v in sorted(paths):
+            if v in exists or v == SCORE_FILE or _input_reference(v, inputs, dirs):
+                continue
+            if any(_matches(v, p) or p.startswith(v + "/") for p in prompt_outputs):
+                continue  # the requested output, or its folder (ops/ for ops/review_summary.json)
+            if "/" not in v and any(k.endswith("/" + v) for k in (*traced, *built)):
+                continue  # a bare name the verifier joins onto a folder at run time
+            out.append(v)
+        return out
+
+    observed = extra_outputs(traced | statics)
+    if unchecked and (observed or not (exact or loose)):
+        # the verifier inspects none of the requested outputs, or looks somewhere the prompt never names
         report.add(
             "path_consistency",
             (
                 ClawAuditReason.PATH_MISMATCH,
                 f"output paths requested by the prompt but not inspected by the verifier: {unchecked}",
             ),
+        )
+    elif unchecked:
+        # the requested outputs it does check are there; the rest may be prose (a file named as an example)
+        report.add(
+            "path_consistency",
+            (
+                ClawAuditReason.PATH_MISMATCH,
+                f"the prompt names {unchecked} besides {sorted(exact + loose)}, and the verifier never "
+                "inspects them",
+            ),
+            warning=True,
         )
     elif loose:
         report.add(
@@ -830,19 +929,6 @@ def _consistency_checks(
     else:
         report.add("path_consistency", None)
 
-    def extra_outputs(paths: set[str]) -> list[str]:
-        out = []
-        for v in sorted(paths):
-            if v in exists or v == SCORE_FILE or _input_reference(v, inputs, dirs):
-                continue
-            if any(_matches(v, p) or p.startswith(v + "/") for p in prompt_outputs):
-                continue  # the requested output, or its folder (ops/ for ops/review_summary.json)
-            if "/" not in v and any(k.endswith("/" + v) for k in (*traced, *built)):
-                continue  # a bare name the verifier joins onto a folder at run time
-            out.append(v)
-        return out
-
-    observed = extra_outputs(traced | statics)
     inferred_only = [p for p in extra_outputs(built) if p not in observed]
     added = sorted(set(after) - set(inputs))
     changed = sorted(k for k in inputs if after.get(k) != inputs[k])
@@ -949,12 +1035,23 @@ def _canonical(rel: str, data: bytes) -> Any:
     return sorted(text.splitlines())
 
 
+def _verifier_reads(task: WorkspaceTask, *runs: VerifierRun | None) -> set[str]:
+    """Workspace paths the verifier touches in a run or names in its source."""
+    out = constructed_paths(task.verifier)
+    out |= {_norm(s) for s in _string_constants(task.verifier) if _PATH_TOKEN.fullmatch(s.removeprefix("./"))}
+    for vr in runs:
+        if vr is not None:
+            out |= {_norm(p) for p in vr.inspected}
+    return out - {""}
+
+
 def _uniqueness_check(
     task: WorkspaceTask,
     report: AuditReport,
     tmp: Path,
     inputs: dict[str, bytes],
     first: VerifierRun,
+    reads: set[str],
     policy: SandboxPolicy,
     wall_s: float | None,
 ) -> None:
@@ -983,10 +1080,21 @@ def _uniqueness_check(
         or k not in second_inputs
         or _canonical(k, inputs[k]) != _canonical(k, second_inputs[k])
     ]
-    if real:
+    hardcoded = [k for k in real if not any(_matches(k, r) for r in reads)]
+    if hardcoded:
         report.add(
             "answer_uniqueness",
-            (ClawAuditReason.NON_DETERMINISTIC, f"two builds differ in {real[:5]}: no single answer"),
+            (ClawAuditReason.NON_DETERMINISTIC, f"two builds differ in {hardcoded[:5]}: no single answer"),
+        )
+    elif real:
+        report.add(
+            "answer_uniqueness",
+            (
+                ClawAuditReason.NON_DETERMINISTIC,
+                f"two builds differ in {real[:5]}, which the verifier reads (it may derive its answer from "
+                "them)",
+            ),
+            warning=True,
         )
     else:
         report.add(
