@@ -1,5 +1,7 @@
 """Model-call orchestration throughput: with concurrency C=32 against an OpenAI-compatible server that answers
-after a fixed 200 ms, the client must reach ≥ 0.9 × C / 0.2 s requests/s (the ideal is C / 0.2 s).
+after a fixed 200 ms, the client must reach ≥ 0.9 × C / 0.2 s requests/s (the ideal is C / 0.2 s), with the
+adaptive concurrency window on (``adaptive=true``, the default): a server that keeps up must not be throttled,
+so the window must still be C at the end.
 
 The server (tests/support/openai_server.py, threaded) runs in its own process so its work does not share
 the client's GIL, and reports how many requests it really had in flight at once. Every prompt is distinct
@@ -44,10 +46,12 @@ async def _burst(model, n: int, tag: str) -> None:
     await asyncio.gather(*(model.complete(f"{tag} request {i}", schema=schema) for i in range(n)))
 
 
-async def _measure(base_url: str, conn) -> tuple[float, float]:
-    from dataclaw.models import get_model
+async def _measure(base_url: str, conn) -> tuple[float, float, dict[str, int]]:
+    from dataclaw.models import UsageLedger, get_model
 
-    model = get_model(f"{base_url}::bench-model?concurrency={CONCURRENCY}&max_retries=0", cache=False)
+    ledger = UsageLedger()
+    spec = f"{base_url}::bench-model?concurrency={CONCURRENCY}&max_retries=0&adaptive=true"
+    model = get_model(spec, cache=False, ledger=ledger)
     await _burst(model, CONCURRENCY, "warm-up")  # opens the connection pool
     conn.send("reset")
     conn.recv()
@@ -55,7 +59,7 @@ async def _measure(base_url: str, conn) -> tuple[float, float]:
     await _burst(model, CONCURRENCY * ROUNDS, "measured")
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     await model.aclose()
-    return elapsed, cpu
+    return elapsed, cpu, ledger.summary()["by_model"][model.model_id]["concurrency"]
 
 
 def main() -> int:
@@ -64,7 +68,7 @@ def main() -> int:
     proc.start()
     try:
         base_url = parent.recv()
-        elapsed, client_cpu = asyncio.run(_measure(base_url, parent))
+        elapsed, client_cpu, window = asyncio.run(_measure(base_url, parent))
         parent.send("stop")
         seen = parent.recv()
     finally:
@@ -75,7 +79,12 @@ def main() -> int:
     ideal = CONCURRENCY / DELAY_S
     rate = n / elapsed
     target = TARGET_FRACTION * ideal
-    ok = rate >= target and seen["requests"] == n and seen["max_in_flight"] == CONCURRENCY
+    ok = (
+        rate >= target
+        and seen["requests"] == n
+        and seen["max_in_flight"] == CONCURRENCY
+        and window["effective"] == window["lowest"] == CONCURRENCY
+    )
     print(
         json.dumps(
             {
@@ -93,6 +102,7 @@ def main() -> int:
                 "load_average_1m": round(os.getloadavg()[0], 2),
                 "server_requests": seen["requests"],
                 "server_max_in_flight": seen["max_in_flight"],
+                "adaptive_window": window,
                 "ok": ok,
             }
         )

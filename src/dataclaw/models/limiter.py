@@ -23,7 +23,6 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
 from enum import StrEnum
 
 from dataclaw.models.errors import CircuitOpenError, ModelError
@@ -57,6 +56,7 @@ class AdaptiveLimiter:
         self._decreased_at = -1  # sequence number of the last request sent before the last decrease
         self._latency: float | None = None  # EWMA of answer latencies
         self._timers: dict[asyncio.Timeout, tuple[float, float]] = {}  # in-flight clocks: (timeout, cap)
+        self._moved_at = float("-inf")  # loop time the clocks were last moved
 
     @property
     def window(self) -> int:
@@ -119,25 +119,31 @@ class AdaptiveLimiter:
                 self.limit = min(float(self.configured), self.limit + 1.0 / self.limit)
         self._wake()
 
-    @contextlib.asynccontextmanager
-    async def answer_timeout(self, timeout: float, cap: float) -> AsyncIterator[asyncio.Timeout]:
-        """``asyncio.timeout`` for one request's answer: ``timeout`` seconds without any answer from the
-        endpoint, never past the loop time ``cap``. Raises TimeoutError when it expires."""
-        loop = asyncio.get_running_loop()
-        async with asyncio.timeout_at(min(loop.time() + timeout, cap)) as clock:
-            self._timers[clock] = (timeout, cap)
-            try:
-                yield clock
-            finally:
-                self._timers.pop(clock, None)
+    def answer_timeout(self, timeout: float, cap: float) -> asyncio.Timeout:
+        """An ``asyncio.timeout`` for one request's answer: ``timeout`` seconds without any answer from the
+        endpoint, never past the loop time ``cap``; hand it to :meth:`done` afterwards."""
+        clock = asyncio.timeout_at(min(asyncio.get_running_loop().time() + timeout, cap))
+        self._timers[clock] = (timeout, cap)
+        return clock
 
-    def answered(self) -> None:
+    def done(self, clock: asyncio.Timeout) -> None:
+        """Stop moving ``clock`` (its request has ended)."""
+        self._timers.pop(clock, None)
+
+    def answered(self, own: asyncio.Timeout | None = None) -> None:
         """The endpoint answered a request: every other request's clock starts again (it is queued behind
-        ours, not lost)."""
+        ours, not lost). Clocks move at most once per twentieth of the timeout, so a busy endpoint does
+        not pay a timer reschedule per request in flight per answer (a clock may run 5% short)."""
         if not self._timers:
             return
         now = asyncio.get_running_loop().time()
+        timeout = next(iter(self._timers.values()))[0]
+        if now - self._moved_at < timeout / 20:
+            return
+        self._moved_at = now
         for clock, (timeout, cap) in self._timers.items():
+            if clock is own:  # the answered request's own clock has finished
+                continue
             when = min(now + timeout, cap)
             current = clock.when()
             if current is not None and when > current:
@@ -172,6 +178,8 @@ class CircuitBreaker:
         )
 
     def success(self) -> None:
+        if not self.failures and self.opened_at is None:  # the common case, without the lock
+            return
         with self._lock:
             self.failures = 0
             self.opened_at = None

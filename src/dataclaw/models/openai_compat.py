@@ -383,15 +383,19 @@ class OpenAICompatBackend(Backend):
         self._probe_lock: asyncio.Lock | None = None
         self._closer: AsyncIterator[None] | None = None
         self._state: dict[str, int] = {}
+        self._breaker: CircuitBreaker | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickles without its loop-bound clients; the copy makes its own on first use."""
-        loop_bound = ("_loop", "_client", "_limiter", "_probe_lock", "_closer")
+        loop_bound = ("_loop", "_client", "_limiter", "_probe_lock", "_closer", "_breaker")
         return {**self.__dict__, **dict.fromkeys(loop_bound)}
 
     @property
     def breaker(self) -> CircuitBreaker:
-        return breaker_for(self.model_id, self.breaker_threshold)
+        """The endpoint's breaker, shared by every backend on it in this process."""
+        if self._breaker is None:
+            self._breaker = breaker_for(self.model_id, self.breaker_threshold)
+        return self._breaker
 
     @property
     def form(self) -> str:
@@ -499,20 +503,21 @@ class OpenAICompatBackend(Backend):
             cap = cap if cap is not None else start + self.deadline
             signal, latency, verdict = Signal.NEUTRAL, None, None
             tries = f"after {attempt + 1} attempt(s)"
+            clock = limiter.answer_timeout(self.timeout, cap)
             try:
-                async with limiter.answer_timeout(self.timeout, cap):
+                async with clock:
                     # the SDK's low-level post: the same auth and error classes as
                     # chat.completions.create, without re-walking our (already JSON-ready) body or
                     # building typed models we would turn back into dicts
                     resp = await client.post("/chat/completions", cast_to=httpx.Response, body=body)
                 signal, latency = Signal.OK, loop.time() - start
-                limiter.answered()
+                limiter.answered(clock)
                 breaker.success()
                 return resp
             except TimeoutError:
                 verdict = self._timeout(loop.time() >= cap, tries)
             except openai.APIStatusError as exc:
-                limiter.answered()  # an error answer is an answer: the server is alive
+                limiter.answered(clock)  # an error answer is an answer: the server is alive
                 text = _server_message(exc)
                 verdict = classify_status(
                     self.model_id, exc.status_code, text, exc.response.text, used, form, tries
@@ -528,6 +533,7 @@ class OpenAICompatBackend(Backend):
                     loop.time() >= cap, tries
                 )
             finally:
+                limiter.done(clock)
                 limiter.release(seq, verdict.signal if verdict is not None else signal, latency)
             if verdict.verify:
                 verdict = await self._verify(verdict, form) or verdict
