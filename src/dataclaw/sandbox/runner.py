@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.sandbox import _inner, bwrap
+from dataclaw.sandbox import _inner, bwrap, pool
 from dataclaw.sandbox.quota import DiskWatch
 from dataclaw.sandbox.types import (
     Limits,
@@ -122,6 +122,10 @@ def run(
     avail = bwrap.sandbox_available()
     if not avail:
         raise SandboxUnavailable(avail.refusal)
+    workers = pool.active()
+    if workers is not None and workers.accepts(program, policy, stdin):
+        inner_cwd(policy.workspace_mount, ws, cwd)  # the same checks of cwd as below
+        return workers.run(str(program), ws, limits, policy, env, args, cwd)
     uid = sandbox_uid(policy)
     python = bwrap.interpreter(policy, limits)
     files: dict[str, bytes] = {}

@@ -211,10 +211,12 @@ def _audit_one(task: Any, floor: float, policy: SandboxPolicy | None) -> dict[st
     """One claw task's report. A bug in the checks is this task's reject (``audit_error``), not the end of
     the run; a sandbox that cannot run at all still stops it (every later task would fail the same way)."""
     from dataclaw.envcraft.tasks.workspace_audit import audit_task
+    from dataclaw.sandbox.pool import reuse_workers
 
     t0 = time.perf_counter()
     try:
-        rec = audit_task(task, floor=floor, policy=policy).to_record()
+        with reuse_workers():  # builder and verifier runs on one workspace share a warm sandbox worker
+            rec = audit_task(task, floor=floor, policy=policy).to_record()
     except SandboxError:
         raise
     except Exception as exc:  # noqa: BLE001 - failures are data: one task's crash never stops the run
