@@ -146,3 +146,20 @@ def test_t_spec_is_the_runtime_unified_schema(name: str) -> None:
     unchanged: T_spec and the runtime speak one format, so a compiler can target it."""
     for unified in archetypes.get(name).env_cls.tools.unified_schemas():
         assert ToolDecl.model_validate(unified).unified_schema() == unified
+
+
+def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
+    from dataclaw.envcraft.synth.expand import limits_for
+    from dataclaw.envcraft.synth.spec import COMPACT, FULL
+
+    assert limits_for("local:smollm2-135m") is COMPACT and limits_for("openai:gpt-4o") is FULL
+    compact = e_spec_schema(COMPACT)
+    ent = compact["properties"]["entities"]
+    assert ent["maxItems"] == 2 and ent["items"]["properties"]["description"] == {
+        "type": "string",
+        "maxLength": 80,
+    }
+    assert compact["properties"]["scenarios"]["items"]["properties"]["gold_facts"]["minItems"] == 1
+    with pytest.raises(jsonschema.ValidationError):  # three entities are over the compact bound
+        jsonschema.validate({**e_answer, "entities": e_answer["entities"] * 2}, compact)
+    assert t_spec_schema(["tickets"], COMPACT)["properties"]["tools"]["maxItems"] == 4

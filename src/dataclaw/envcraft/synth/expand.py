@@ -20,9 +20,12 @@ from pydantic import ValidationError
 
 from dataclaw.envcraft.scenarios import ScenarioSpec
 from dataclaw.envcraft.synth.spec import (
+    COMPACT,
+    FULL,
     ESpec,
     Issue,
     IssueCode,
+    SchemaLimits,
     TSpec,
     check_e_spec,
     check_t_spec,
@@ -78,6 +81,12 @@ class SpecResult:
     @property
     def valid(self) -> bool:
         return self.e_spec is not None and self.t_spec is not None and not self.issues
+
+
+def limits_for(model_id: str) -> SchemaLimits:
+    """The schema bounds for a model: compact for the embedded ``local:`` models (a small model fills every
+    bound, so the worst case must fit its budget), full for served models."""
+    return COMPACT if model_id.startswith("local:") else FULL
 
 
 def _scenario_line(scenario: ScenarioSpec) -> str:
@@ -172,11 +181,15 @@ async def expand_scenario(
     repair_rounds: int = REPAIR_ROUNDS,
     e_tokens: int = E_SPEC_TOKENS,
     t_tokens: int = T_SPEC_TOKENS,
+    limits: SchemaLimits | None = None,
 ) -> SpecResult:
-    """Expand ``scenario`` into a validated (E_spec, T_spec), repairing at most ``repair_rounds`` times.
+    """Expand ``scenario`` into a validated (E_spec, T_spec), repairing at most ``repair_rounds`` times
+    (``limits``: schema bounds, default :func:`limits_for` the model).
 
     Raises :class:`~dataclaw.models.ModelError` only when the model cannot be asked at all."""
     result = SpecResult(scenario_id=scenario.id)
+    limits = limits or limits_for(getattr(model, "model_id", ""))
+    e_schema = e_spec_schema(limits)
 
     async def part(name: str, messages: list[dict[str, str]], schema: dict[str, Any], tokens: int):
         answer, issue = await _ask(model, messages, schema, tokens)
@@ -195,13 +208,11 @@ async def expand_scenario(
         )
         return answer, parsed, issues
 
-    answer, e_spec, issues = await part("e_spec", e_prompt(scenario, None, []), e_spec_schema(), e_tokens)
+    answer, e_spec, issues = await part("e_spec", e_prompt(scenario, None, []), e_schema, e_tokens)
     while issues and result.repairs < repair_rounds:
         result.repairs += 1
         prev = _compact(answer) if answer is not None else None
-        answer, e_spec, issues = await part(
-            "e_spec", e_prompt(scenario, prev, issues), e_spec_schema(), e_tokens
-        )
+        answer, e_spec, issues = await part("e_spec", e_prompt(scenario, prev, issues), e_schema, e_tokens)
     result.e_spec = e_spec
     if issues:
         result.issues = issues
@@ -209,7 +220,7 @@ async def expand_scenario(
     if e_spec is None:  # unreachable: no issues means the answer parsed
         raise RuntimeError("expand_scenario: E_spec without issues did not parse")
     fields = [f.name for f in e_spec.state_fields]
-    schema = t_spec_schema(fields)
+    schema = t_spec_schema(fields, limits)
     answer, t_spec, issues = await part("t_spec", t_prompt(scenario, e_spec, None, []), schema, t_tokens)
     while issues and result.repairs < repair_rounds:
         result.repairs += 1

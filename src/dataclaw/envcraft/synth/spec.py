@@ -18,6 +18,7 @@ import keyword
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -571,23 +572,46 @@ def check_spec(spec: ESpec, tools: TSpec) -> list[Issue]:
 
 # ---- the schemas the model answers in -------------------------------------------------------------------
 
-NAME: dict[str, Any] = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,39}$"}
-"""Ids and names: snake_case by grammar (a short bound: the grammar stays small)."""
-OPT_NAME: dict[str, Any] = {"type": "string", "pattern": "^([a-z][a-z0-9_]{0,39})?$"}
-"""A name or the empty string (a state field that holds no entity)."""
-TEXT: dict[str, Any] = {"type": "string", "maxLength": 240}
-"""Prose: one short bound that caps a weak model's runaway strings (kept short so grammars compile)."""
-TIME: dict[str, Any] = {
-    "type": "string",
-    "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$",
-}
+
+@dataclass(frozen=True)
+class SchemaLimits:
+    """Bounds of the model-facing schemas. Short ones only (long string bounds make llama.cpp grammars
+    too large to compile). A weak model fills every string and list to its bound, so the worst-case answer
+    must fit its token budget: :data:`COMPACT` is sized for the embedded SmolLM2-135M."""
+
+    name_len: int = 40
+    text_len: int = 240
+    max_items: int = 6
+    """Cap on every list's ``maxItems`` (a list's own bound applies when lower)."""
+    max_tools: int = 10
+    max_params: int = 5
+    max_record_fields: int = 6
 
 
-def _list(items: dict[str, Any], max_items: int, min_items: int = 0) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "array", "items": items, "maxItems": max_items}
-    if min_items:
-        out["minItems"] = min_items
-    return out
+FULL = SchemaLimits()
+COMPACT = SchemaLimits(name_len=24, text_len=80, max_items=2, max_tools=4, max_params=2, max_record_fields=3)
+
+
+class _Parts:
+    """The string and list schema builders of one :class:`SchemaLimits`."""
+
+    def __init__(self, lim: SchemaLimits) -> None:
+        self.lim = lim
+        n = lim.name_len - 1
+        self.name: dict[str, Any] = {"type": "string", "pattern": f"^[a-z][a-z0-9_]{{0,{n}}}$"}
+        self.opt_name: dict[str, Any] = {"type": "string", "pattern": f"^([a-z][a-z0-9_]{{0,{n}}})?$"}
+        self.text: dict[str, Any] = {"type": "string", "maxLength": lim.text_len}
+        self.time: dict[str, Any] = {
+            "type": "string",
+            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$",
+        }
+
+    def list(self, items: dict[str, Any], max_items: int, min_items: int = 0) -> dict[str, Any]:
+        top = max(min(max_items, self.lim.max_items), min_items)
+        out: dict[str, Any] = {"type": "array", "items": items, "maxItems": top}
+        if min_items:
+            out["minItems"] = min_items
+        return out
 
 
 def _obj(props: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
@@ -599,104 +623,97 @@ def _obj(props: dict[str, Any], required: Iterable[str] | None = None) -> dict[s
     }
 
 
-def e_spec_schema() -> dict[str, Any]:
+def e_spec_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
     """JSON schema of the model's E_spec answer (no ``environment_name`` and ``task_description``: the
-    framework sets them from the scenario). Small ``maxItems`` keep a weak model inside its budget."""
+    framework sets them from the scenario). Names are snake_case by pattern."""
+    p = _Parts(limits)
+    name, text, lst = p.name, p.text, p.list
     scalar = {"type": ["string", "number", "integer", "boolean"]}
     attribute = _obj(
-        {"name": NAME, "type": {"enum": list(ATTRIBUTE_TYPES)}, "description": TEXT}, ["name", "type"]
+        {"name": name, "type": {"enum": list(ATTRIBUTE_TYPES)}, "description": text}, ["name", "type"]
     )
     entity = _obj(
         {
-            "name": NAME,
-            "description": TEXT,
-            "id_field": NAME,
-            "attributes": _list(attribute, 6, 1),
-            "statuses": _list(NAME, 5),
+            "name": name,
+            "description": text,
+            "id_field": name,
+            "attributes": lst(attribute, 6, 1),
+            "statuses": lst(name, 5),
         },
         ["name", "id_field", "attributes"],
     )
     field = _obj(
-        {"name": NAME, "kind": {"enum": list(FIELD_KINDS)}, "entity": OPT_NAME, "description": TEXT},
+        {"name": name, "kind": {"enum": list(FIELD_KINDS)}, "entity": p.opt_name, "description": text},
         ["name", "kind"],
     )
-    rule = _obj(
-        {"rule_id": NAME, "description": TEXT, "entities": _list(NAME, 3)}, ["rule_id", "description"]
-    )
-    record = _obj(
-        {"record_id": NAME, "entity": NAME, "fields": {"type": "object", "additionalProperties": scalar}}
-    )
+    rule = _obj({"rule_id": name, "description": text, "entities": lst(name, 3)}, ["rule_id", "description"])
+    fields = {"type": "object", "additionalProperties": scalar, "maxProperties": limits.max_record_fields}
+    record = _obj({"record_id": name, "entity": name, "fields": fields})
     scenario = _obj(
         {
-            "scenario_id": NAME,
-            "task_prompt": TEXT,
-            "base_time": TIME,
-            "entities": _list(NAME, 4, 1),
-            "gold_facts": _list(TEXT, 3, 1),
-            "stale_facts": _list(TEXT, 2),
-            "required_attachments": _list(NAME, 2),
-            "required_replies": _list(TEXT, 2),
-            "allowed_claims": _list(TEXT, 2),
-            "forbidden_claims": _list(TEXT, 2),
-            "scoring_rules": _list(
-                _obj({"dimension": NAME, "weight": {"type": "number"}, "rule": TEXT}), 3, 1
-            ),
+            "scenario_id": name,
+            "task_prompt": text,
+            "base_time": p.time,
+            "entities": lst(name, 4, 1),
+            "gold_facts": lst(text, 3, 1),
+            "stale_facts": lst(text, 2),
+            "required_attachments": lst(name, 2),
+            "required_replies": lst(text, 2),
+            "allowed_claims": lst(text, 2),
+            "forbidden_claims": lst(text, 2),
+            "scoring_rules": lst(_obj({"dimension": name, "weight": {"type": "number"}, "rule": text}), 3, 1),
         },
         ["scenario_id", "task_prompt", "base_time", "entities", "gold_facts", "scoring_rules"],
     )
     world = _obj(
         {
-            "accounts": _list(
-                _obj({"account_id": NAME, "name": TEXT, "role": TEXT}, ["account_id", "name"]), 2
+            "accounts": lst(
+                _obj({"account_id": name, "name": text, "role": text}, ["account_id", "name"]), 2
             ),
-            "contacts": _list(
-                _obj({"contact_id": NAME, "name": TEXT, "org": TEXT}, ["contact_id", "name"]), 2
-            ),
-            "attachments": _list(_obj({"attachment_id": NAME, "filename": TEXT, "content": TEXT}), 2),
-            "records": _list(record, 4),
+            "contacts": lst(_obj({"contact_id": name, "name": text, "org": text}, ["contact_id", "name"]), 2),
+            "attachments": lst(_obj({"attachment_id": name, "filename": text, "content": text}), 2),
+            "records": lst(record, 4),
         },
         ["records"],
     )
     return _obj(
         {
-            "domains": _list(NAME, 3, 1),
-            "entities": _list(entity, 3, 1),
-            "state_fields": _list(field, 5, 1),
-            "business_rules": _list(rule, 3),
+            "domains": lst(name, 3, 1),
+            "entities": lst(entity, 3, 1),
+            "state_fields": lst(field, 5, 1),
+            "business_rules": lst(rule, 3),
             "world_data": world,
-            "scenarios": _list(scenario, 2, 1),
+            "scenarios": lst(scenario, 2, 1),
         },
         ["domains", "entities", "state_fields", "business_rules", "world_data", "scenarios"],
     )
 
 
-def t_spec_schema(state_fields: Iterable[str]) -> dict[str, Any]:
+def t_spec_schema(state_fields: Iterable[str], limits: SchemaLimits = FULL) -> dict[str, Any]:
     """JSON schema of the model's T_spec answer. ``state_fields_affected`` items are an enum of the
     E_spec's state fields, so a grammar-constrained model cannot name one that does not exist."""
+    p = _Parts(limits)
     fields = sorted(set(state_fields))
-    field_item: dict[str, Any] = {"enum": fields} if fields else NAME
+    field_item: dict[str, Any] = {"enum": fields} if fields else p.name
     scalar_or_null = {"type": ["string", "number", "integer", "boolean", "null"]}
     param = _obj(
-        {"type": {"enum": list(PARAM_TYPES)}, "description": TEXT, "default": scalar_or_null},
+        {"type": {"enum": list(PARAM_TYPES)}, "description": p.text, "default": scalar_or_null},
         ["type", "description"],
     )
+    properties = {"type": "object", "additionalProperties": param, "maxProperties": limits.max_params}
     tool = _obj(
         {
-            "name": NAME,
-            "description": TEXT,
+            "name": p.name,
+            "description": p.text,
             "parameters": _obj(
-                {
-                    "type": {"const": "object"},
-                    "properties": {"type": "object", "additionalProperties": param, "maxProperties": 5},
-                    "required": _list(NAME, 5),
-                }
+                {"type": {"const": "object"}, "properties": properties, "required": p.list(p.name, 5)}
             ),
             "returns": _obj(
-                {"type": {"const": "object"}, "description": TEXT, "success_keys": _list(NAME, 3)}
+                {"type": {"const": "object"}, "description": p.text, "success_keys": p.list(p.name, 3)}
             ),
             "side_effect": {"enum": ["read", "write"]},
             "modifies_state": {"type": "boolean"},
-            "state_fields_affected": _list(field_item, 3),
+            "state_fields_affected": p.list(field_item, 3),
         }
     )
-    return _obj({"tools": _list(tool, 10, 2)})
+    return _obj({"tools": {"type": "array", "items": tool, "minItems": 2, "maxItems": limits.max_tools}})
