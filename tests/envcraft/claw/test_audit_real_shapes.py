@@ -395,3 +395,25 @@ def test_the_repair_gate_ignores_prompt_side_findings_it_cannot_change(tmp_path:
     credit = _load(tmp_path, with_credit_for_the_folder(review_task("wp_gate__001")))
     problem = asyncio.run(audit_verifier(credit))
     assert problem is not None and "untouched_floor" in problem
+
+
+def test_classification_is_the_same_through_the_warm_workers_the_cli_uses(tmp_path: Path) -> None:
+    """``tasks audit`` runs each task inside ``reuse_workers()``: crashes, imports and exit codes must read
+    the same there as in one-shot runs."""
+    from dataclaw.sandbox.pool import reuse_workers
+
+    crash = review_task("wp_warmcrash__000")
+    crash.builder = crash.builder.replace(
+        '    with open("db_dumps/attachments.json"',
+        '    json.load(open("db_dumps/missing.json"))\n    with open("db_dumps/attachments.json"',
+    )
+    imported = review_task("wp_warmyaml__000")
+    imported.builder = "import importlib\nyaml = importlib.import_module('yaml')\n" + imported.builder
+    exits = with_exit_status(review_task("wp_warmexit__000"))
+    with reuse_workers():
+        reports = [audit_task(_load(tmp_path, s)) for s in (crash, imported, exits)]
+    builder = next(c for c in reports[0].checks if c.name == "builder")
+    assert builder.reason is R.BUILDER_CRASH and "FileNotFoundError" in builder.message
+    assert "env_builder.py, line " in builder.message
+    assert next(c for c in reports[1].checks if c.name == "builder").reason is R.NON_STDLIB_IMPORT
+    assert reports[2].passed and reports[2].metrics["untouched_verifier"]["exit_code"] == 1
