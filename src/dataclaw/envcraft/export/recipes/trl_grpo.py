@@ -1,0 +1,210 @@
+"""GRPO with TRL on a dataclaw TRL export (the ``envcraft`` recipe of ``dataclaw train grpo``).
+
+A standalone script run by the *trainer's* Python (``.venv-train``: torch, trl, transformers, gguf,
+matplotlib and dataclaw's base install); dataclaw itself never imports it. It
+
+1. turns the policy into a plain checkpoint once (a GGUF such as the SmolLM2-135M we ship is loaded
+   through transformers' GGUF support, de-quantised and saved to ``--cache``) with a chat template that
+   renders tool calls (TRL's ChatML/Qwen2.5 tool template: SmolLM2 speaks ChatML, so its
+   ``<|im_start|>``/``<|im_end|>`` tokens are unchanged) and TRL's matching response parser;
+2. trains with ``GRPOTrainer(environment_factory=<the exported class>)`` — the reward is the class's
+   ``get_reward()`` (the task's verifier on the final environment state);
+3. writes ``metrics.jsonl`` (one line per logged step: reward, its std, tool-call frequency and failures,
+   loss, KL, lengths, timing) and ``reward_curve.png``, and prints a JSON summary as its last line.
+
+    python trl_grpo.py --export EXPORT_DIR --out RUN_DIR --model smollm2.gguf --steps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--export", type=Path, required=True, help="a `dataclaw tasks export --to trl` folder")
+    p.add_argument("--out", type=Path, required=True, help="run folder: metrics, curve, trainer output")
+    p.add_argument(
+        "--model", required=True, help="a GGUF file, or a folder holding a transformers checkpoint"
+    )
+    p.add_argument("--cache", type=Path, default=None, help="where the checkpoint made from a GGUF is kept")
+    p.add_argument("--steps", type=int, default=2, help="optimizer steps")
+    p.add_argument("--num-generations", type=int, default=2, help="GRPO group size G (rollouts per prompt)")
+    p.add_argument("--prompts-per-step", type=int, default=1, help="prompts in one step's generation batch")
+    p.add_argument("--max-completion-length", type=int, default=192, help="tokens per rollout (tools incl.)")
+    p.add_argument("--max-tool-calls", type=int, default=3, help="tool-calling rounds per rollout")
+    p.add_argument("--learning-rate", type=float, default=1e-6, help="AdamW learning rate (D.1: 1e-6)")
+    p.add_argument(
+        "--beta", type=float, default=0.0, help="KL coefficient (D.1: 0.02; 0 skips the ref model)"
+    )
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (D.1: 1.0)")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def plain_checkpoint(model: str, cache: Path | None) -> Path:
+    """A transformers checkpoint folder for ``model`` (a GGUF is converted once and cached)."""
+    src = Path(model)
+    if src.is_dir():
+        return src
+    if not src.is_file():
+        raise SystemExit(f"error: model {model}: no such GGUF file or checkpoint folder")
+    dest = (cache or src.parent) / (src.stem + "-hf")
+    if (dest / "dataclaw-checkpoint.json").is_file():
+        return dest
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    t0 = time.monotonic()
+    tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
+    loaded = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name)  # de-quantised to fp32
+    # transformers marks a GGUF-loaded model as quantised and refuses to save it: the same weights in a
+    # plain model of the same config save as an ordinary checkpoint
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    net = type(loaded)(config)
+    net.load_state_dict(loaded.state_dict())
+    del loaded
+    tokenizer.chat_template = qwen2_5_chat_template  # renders tools, tool calls and tool results
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    net.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    info = {"source": str(src), "chat_template": "trl qwen2_5 (ChatML + <tool_call>)"}
+    (tmp / "dataclaw-checkpoint.json").write_text(json.dumps(info) + "\n")
+    if dest.exists():  # another run finished first
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.rename(dest)
+    print(f"checkpoint: {src.name} -> {dest} in {time.monotonic() - t0:.1f} s", flush=True)
+    return dest
+
+
+def env_class(export: Path) -> Any:
+    manifest = json.loads((export / "manifest.json").read_text())
+    if manifest.get("format") != "trl":
+        raise SystemExit(f"error: {export} is a {manifest.get('format')!r} export, not a TRL one")
+    sys.path.insert(0, str(export))
+    module = importlib.import_module(manifest["module"])
+    return getattr(module, manifest["class"]), module
+
+
+def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in rows if "reward" in r]
+    mean = [r["reward"] for r in rows if "reward" in r]
+    std = [r.get("reward_std", 0.0) for r in rows if "reward" in r]
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
+    ax.plot(steps, mean, marker="o", label="mean reward (group)")
+    low = [m - s for m, s in zip(mean, std, strict=True)]
+    high = [m + s for m, s in zip(mean, std, strict=True)]
+    ax.fill_between(steps, low, high, alpha=0.2)
+    ax.set_xlabel("step")
+    ax.set_ylabel("reward")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.monotonic()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    checkpoint = plain_checkpoint(args.model, args.cache)
+    cls, module = env_class(args.export.resolve())
+
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    metrics_path = args.out / "metrics.jsonl"
+    metrics_path.write_text("")
+    rows: list[dict[str, Any]] = []
+
+    class JsonlMetrics(TrainerCallback):
+        """One JSON line per logged step."""
+
+        def on_log(self, _args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+            if not logs or "train_runtime" in logs:
+                return
+            row = {"step": state.global_step, "wall_s": round(time.monotonic() - t0, 2), **logs}
+            rows.append(row)
+            with open(metrics_path, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    tokenizer.padding_side = "left"
+    batch = args.num_generations * args.prompts_per_step
+    config = GRPOConfig(
+        output_dir=str(args.out / "trainer"),
+        max_steps=args.steps,
+        per_device_train_batch_size=batch,
+        num_generations=args.num_generations,
+        max_completion_length=args.max_completion_length,
+        max_tool_calling_iterations=args.max_tool_calls,
+        learning_rate=args.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=0.01,
+        max_grad_norm=1.0,
+        beta=args.beta,
+        epsilon=0.2,
+        temperature=args.temperature,
+        top_p=1.0,
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=args.seed,
+        dataloader_num_workers=0,
+        log_completions=False,
+    )
+    dataset = module.train_dataset()
+    trainer = GRPOTrainer(
+        model=str(checkpoint),
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=dataset,
+        environment_factory=cls,
+        callbacks=[JsonlMetrics()],
+    )
+    # activation (gradient) checkpointing stays off: a 135M model fits, and recomputation only costs time
+    assert not getattr(trainer.model, "is_gradient_checkpointing", False)
+    trainer.train()
+    curve = args.out / "reward_curve.png"
+    plot(rows, curve, f"GRPO on {cls.__name__} ({Path(args.model).name}, G={args.num_generations})")
+    summary = {
+        "steps": args.steps,
+        "rewards": [r.get("reward") for r in rows if "reward" in r],
+        "tool_calls": [r.get("tools/call_frequency") for r in rows if "reward" in r],
+        "metrics": str(metrics_path),
+        "curve": str(curve),
+        "wall_s": round(time.monotonic() - t0, 1),
+    }
+    print(json.dumps({"summary": summary}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
