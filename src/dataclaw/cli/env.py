@@ -310,4 +310,5 @@ def serve(
     )
     import uvicorn
 
-    uvicorn.run(app_, host=host, port=port, log_level="warning")
+    # no permessage-deflate: compressing every small step message costs both ends more CPU than it saves
+    uvicorn.run(app_, host=host, port=port, log_level="warning", ws_per_message_deflate=False)

@@ -68,10 +68,10 @@ class EpisodeState(State):
 
 
 def _text_result(text: str, data: Any, is_error: bool) -> dict[str, Any]:
-    """A tool result in MCP's ``CallToolResult`` shape (what OpenEnv's client unwraps ``data`` from)."""
-    structured = data if isinstance(data, dict) else None
-    return {"content": [{"type": "text", "text": text}], "structured_content": structured, "data": data,
-            "is_error": is_error}  # fmt: skip
+    """A tool result in MCP's ``CallToolResult`` shape: the text the agent reads, and ``data`` (the
+    decoded envelope), which OpenEnv's client unwraps. No ``structured_content`` copy: every step's
+    payload would carry the envelope a third time."""
+    return {"content": [{"type": "text", "text": text}], "data": data, "is_error": is_error}
 
 
 def _tool(schema: dict[str, Any]) -> Tool:
@@ -153,6 +153,12 @@ class DataclawEnvironment(Environment):
         return self._state
 
     # ---- steps ------------------------------------------------------------------------------------
+
+    async def step_async(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+        """Steps run on the server's event loop, not in the session's thread: the environments served
+        are in-process archetypes whose calls take well under a millisecond, less than the hop to a
+        thread and back (measured: ``benchmarks/bench_env_serve.py``)."""
+        return self.step(action, timeout_s, **kwargs)
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         if isinstance(action, ListToolsAction):
