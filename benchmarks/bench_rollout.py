@@ -122,12 +122,16 @@ def make_harnesses(kind: str, task: dict[str, Any], n: int) -> list[Harness]:
 
 
 def record(task: dict[str, Any], path: Path) -> None:
-    """Play the gold policy once per harness kind, recording every answer to the replay file."""
+    """Play the gold policy once per harness kind and sample index, recording every answer to the replay
+    file (sample i sends its own seed, so each of the CONCURRENCY samples is its own request)."""
     model = Model(RecordingBackend(GoldPolicy(task["gold_chain"]), path))
     for kind in ("env", "null"):
-        trajs = asyncio.run(run_rollouts(model, make_harnesses(kind, task, 1)))
-        if trajs[0].reward != 1.0:
-            raise SystemExit(f"recording run ({kind}) did not solve the task: {trajs[0].error}")
+        trajs = asyncio.run(
+            run_rollouts(model, make_harnesses(kind, task, CONCURRENCY), concurrency=CONCURRENCY)
+        )
+        bad = next((t for t in trajs if t.reward != 1.0), None)
+        if bad is not None:
+            raise SystemExit(f"recording run ({kind}) did not solve the task: {bad.error}")
 
 
 def measure(kind: str, task: dict[str, Any], replay: Path) -> dict[str, Any]:
