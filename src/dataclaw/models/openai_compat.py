@@ -117,6 +117,14 @@ def _first_int(patterns: list[re.Pattern[str]], text: str) -> int | None:
     return None
 
 
+_TRACEBACK = re.compile(r'\s+File "[^"]+", line \d+.*', re.S)
+
+
+def _short(text: str) -> str:
+    """One line of at most 240 characters, without the Python traceback some servers append."""
+    return " ".join(_TRACEBACK.sub("", text).split())[:240]
+
+
 def _server_message(exc: openai.APIStatusError) -> str:
     """The server's own error message, short."""
     body = exc.body
@@ -124,9 +132,9 @@ def _server_message(exc: openai.APIStatusError) -> str:
         err = body.get("error", body)
         msg = err.get("message") if isinstance(err, dict) else err
         if msg:
-            return " ".join(str(msg).split())[:240]
+            return _short(str(msg))
     try:
-        return " ".join(exc.response.text.split())[:240] or exc.message
+        return _short(exc.response.text) or exc.message
     except httpx.ResponseNotRead:
         return exc.message
 
@@ -149,6 +157,8 @@ class Verdict:
     retry_after: float | None = None
     verify: tuple[str, ...] = ()
     """Capabilities the request used that may explain an opaque 5xx: check them before retrying."""
+    why: str = ""
+    """What the server said (``HTTP 500: …``), for an error built later."""
 
 
 def used_capabilities(request: ChatRequest | None, form: str) -> tuple[str, ...]:
@@ -217,9 +227,9 @@ def classify_status(
         signal = Signal.OVERLOAD if status in OVERLOAD_STATUS else Signal.OK
         err = ModelServerError(f"{where}: server error ({why}) {tries}", model=model_id, raw_text=raw)
         verify = used if status in (500, 501) else ()
-        return Verdict(err, True, signal, verify=verify)
+        return Verdict(err, True, signal, verify=verify, why=why)
     err = ModelRequestError(f"{where}: the server rejected the request ({why})", model=model_id, raw_text=raw)
-    return Verdict(err, False, verify=used if status in (400, 422) else ())
+    return Verdict(err, False, verify=used if status in (400, 422) else (), why=why)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -572,7 +582,7 @@ class OpenAICompatBackend(Backend):
         for capability in verdict.verify:
             works = caps.json_schema == form if capability == "json_schema" else caps.supports(capability)
             if not works:
-                why = str(verdict.error).split(" (", 1)[-1].rsplit(")", 1)[0]
+                why = verdict.why or str(verdict.error)
                 return Verdict(
                     capability_error(self.model_id, capability, form, why, verdict.error.raw_text), False
                 )

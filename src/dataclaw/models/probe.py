@@ -71,6 +71,11 @@ def solid_png(rgb: tuple[int, int, int], side: int = 32) -> bytes:
 PROBE_COLOURS: dict[str, tuple[int, int, int]] = {"red": (230, 20, 20), "blue": (20, 40, 230)}
 
 
+def _clip(text: str, limit: int = 120) -> str:
+    """``text`` cut at a word boundary near ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
 class Capabilities(BaseModel):
     """What one endpoint (server + model) accepted when probed."""
 
@@ -195,7 +200,7 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
             if name == "chat" or (exc.fatal and not isinstance(exc, CapabilityError)):
                 raise
             said = _HTTP.search(str(exc))
-            caps.detail[name] = (said.group(0) if said else str(exc).split(": ", 1)[-1])[:160]
+            caps.detail[name] = _clip(said.group(0) if said else str(exc).split(": ", 1)[-1])
             return None
         finally:
             caps.latency_s[name] = round(caps.latency_s.get(name, 0.0) + time.perf_counter() - start, 3)
