@@ -115,3 +115,16 @@ def e_answer() -> dict[str, Any]:
 @pytest.fixture
 def t_answer() -> dict[str, Any]:
     return copy.deepcopy(T_ANSWER)
+
+
+ENTITY_KEYS = ("domains", "entities")
+
+
+def _split(e: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {k: e[k] for k in ENTITY_KEYS}, {k: v for k, v in e.items() if k not in ENTITY_KEYS}
+
+
+@pytest.fixture
+def split():
+    """Split an E_spec answer as the model gives it: (the entities answer, the state answer)."""
+    return _split

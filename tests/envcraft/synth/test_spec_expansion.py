@@ -44,45 +44,54 @@ def _same(a: SpecResult, b: SpecResult) -> None:
     assert a.issues == b.issues and a.e_spec == b.e_spec and a.t_spec == b.t_spec
 
 
-def test_good_answers_pass_first_time(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
+def test_good_answers_pass_first_time(tmp_path: Path, e_answer: dict, t_answer: dict, split) -> None:
     record = tmp_path / "answers.jsonl"
-    live, bodies = _record(record, [e_answer, t_answer])
-    assert live.valid and (live.repairs, live.calls) == (0, 2)
+    live, bodies = _record(record, [*split(e_answer), t_answer])
+    assert live.valid and (live.repairs, live.calls) == (0, 3)
     assert live.e_spec.environment_name == "support_ticketing"  # the framework's name, not the model's
     assert [t["name"] for t in (x.unified_schema() for x in live.t_spec.tools)] == [
         "list_tickets",
         "assign_ticket",
     ]
-    # both calls were schema-constrained; T_spec's affected fields are an enum of E_spec's state fields
-    e_schema = bodies[0]["response_format"]["json_schema"]["schema"]
-    t_schema = bodies[1]["response_format"]["json_schema"]["schema"]
-    assert "entities" in e_schema["properties"]
+    # every call was schema-constrained by what the one before declared
+    ent_schema, state_schema, t_schema = (b["response_format"]["json_schema"]["schema"] for b in bodies)
+    assert set(ent_schema["properties"]) == {"domains", "entities"}
+    scen = state_schema["properties"]["scenarios"]["items"]["properties"]
+    assert scen["entities"]["items"] == {"enum": ["agent", "ticket"]}
     item = t_schema["properties"]["tools"]["items"]["properties"]["state_fields_affected"]["items"]
     assert item == {"enum": ["agents", "audit_log", "tickets"]}
     assert "Support Ticketing" in bodies[0]["messages"][1]["content"]
-    assert "- tickets (collection of ticket: ticket_id, title" in bodies[1]["messages"][1]["content"]
+    assert "- ticket (id ticket_id): ticket_id, title, status" in bodies[1]["messages"][1]["content"]
+    assert "- tickets (collection of ticket: ticket_id, title" in bodies[2]["messages"][1]["content"]
     _same(_replay(record), live)
 
 
-def test_broken_answer_is_repaired_in_round_two(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
-    broken = copy.deepcopy(e_answer)
-    broken["scenarios"][0]["entities"] = ["ticket", "customer"]
+def test_broken_answer_is_repaired_in_round_two(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split
+) -> None:
+    ents, state = split(e_answer)
+    broken = copy.deepcopy(ents)
+    broken["entities"][0]["id_field"] = "id"
     record = tmp_path / "answers.jsonl"
-    live, bodies = _record(record, [broken, e_answer, t_answer])
-    assert live.valid and (live.repairs, live.calls) == (1, 3)
-    assert live.history[0] == {"part": "e_spec", "call": 1, "issues": [IssueCode.UNKNOWN_ENTITY]}
+    live, bodies = _record(record, [broken, ents, state, t_answer])
+    assert live.valid and (live.repairs, live.calls) == (1, 4)
+    assert live.history[0] == {"part": "entities", "call": 1, "issues": [IssueCode.UNKNOWN_ATTRIBUTE]}
+    assert [h["part"] for h in live.history] == ["entities", "entities", "state", "tools"]
     repair = bodies[1]["messages"][1]["content"]
-    assert "unknown_entity at scenarios[0].entities[1]: entity 'customer' is not declared" in repair
-    assert '"customer"' in repair  # the previous answer is shown
+    assert "unknown_attribute at entities[0].id_field: id field 'id' is not declared (declared: " in repair
+    assert '"id_field":"id"' in repair  # the previous answer is shown
     _same(_replay(record), live)
 
 
-def test_never_valid_ends_as_a_reject_with_reasons(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
+def test_never_valid_ends_as_a_reject_with_reasons(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split
+) -> None:
     no_write = {"tools": [t_answer["tools"][0], dict(t_answer["tools"][0], name="get_ticket")]}
     record = tmp_path / "answers.jsonl"
-    live, _ = _record(record, [e_answer, Reply.json({"tools": "list_tickets"}), no_write, no_write])
-    assert not live.valid and (live.repairs, live.calls) == (2, 4)
+    live, _ = _record(record, [*split(e_answer), Reply.json({"tools": "list_tickets"}), no_write, no_write])
+    assert not live.valid and (live.repairs, live.calls) == (2, 5)
     assert [h["issues"] for h in live.history] == [
+        [],
         [],
         [IssueCode.SCHEMA],
         [IssueCode.NO_WRITE_TOOL],
@@ -92,17 +101,22 @@ def test_never_valid_ends_as_a_reject_with_reasons(tmp_path: Path, e_answer: dic
     _same(_replay(record), live)
 
 
-def test_stage_writes_specs_and_rejects_and_resumes(tmp_path: Path, e_answer: dict, t_answer: dict) -> None:
+def test_stage_writes_specs_and_rejects_and_resumes(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split
+) -> None:
     other = load_catalogue().get("scheduling_reminders")
     record = tmp_path / "answers.jsonl"
-    broken = copy.deepcopy(e_answer)
-    broken["world_data"]["records"][0]["entity"] = "invoice"
+    ents, state = split(e_answer)
+    broken = copy.deepcopy(state)
+    broken["world_data"]["records"][0]["fields"]["colour"] = "red"
 
     def answer(req: Any) -> Reply:  # support_ticketing gets good answers; scheduling_reminders never valid
         prompt = req.body["messages"][1]["content"]
-        if "Scheduling & Reminders" in prompt:
-            return Reply.json(broken)
-        return Reply.json(t_answer if "State fields:" in prompt else e_answer)
+        if "State fields:" in prompt:
+            return Reply.json(t_answer)
+        if "Entities:" in prompt:
+            return Reply.json(broken if "Scheduling & Reminders" in prompt else state)
+        return Reply.json(ents)
 
     with OpenAIServer(responder=answer) as server:  # records run concurrently: answer by prompt
         stage = SpecStage("unused", repair_rounds=2)
@@ -119,7 +133,9 @@ def test_stage_writes_specs_and_rejects_and_resumes(tmp_path: Path, e_answer: di
         assert spec["archetypes"][0]["name"] == "transactional_workspace"
         assert all(not Path(p).is_absolute() for a in spec["archetypes"] for p in a["reference_files"])
         assert reject["record_id"] == items[1]["id"] and reject["reason"] == "invalid_spec"
-        assert reject["detail"]["issues"][0]["code"] == "unknown_entity" and reject["detail"]["repairs"] == 2
+        assert (
+            reject["detail"]["issues"][0]["code"] == "unknown_attribute" and reject["detail"]["repairs"] == 2
+        )
         # a rerun (replaying the recording) skips both scenarios: resume is per record
         stats = run_stage(SpecStage(f"replay:{record}"), items, store, LocalExecutor(workers=1))
         assert (stats.skipped, stats.processed) == (2, 0)

@@ -16,7 +16,8 @@ from dataclaw.envcraft.synth import (
     ToolDecl,
     TSpec,
     check_spec,
-    e_spec_schema,
+    entities_schema,
+    state_schema,
     t_spec_schema,
 )
 
@@ -29,8 +30,13 @@ def test_valid_spec_has_no_issues(e_answer: dict, t_answer: dict) -> None:
     assert check_spec(_spec(e_answer), TSpec.model_validate(t_answer)) == []
 
 
-def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict) -> None:
-    jsonschema.validate(e_answer, e_spec_schema())
+def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split) -> None:
+    ents, state = split(e_answer)
+    jsonschema.validate(ents, entities_schema())
+    jsonschema.validate(state, state_schema(["ticket", "agent"]))
+    state["scenarios"][0]["entities"] = ["ticket", "customer"]
+    with pytest.raises(jsonschema.ValidationError):  # entity references are an enum of the entities
+        jsonschema.validate(state, state_schema(["ticket", "agent"]))
     jsonschema.validate(t_answer, t_spec_schema(["tickets", "agents", "audit_log"]))
     bad = dict(t_answer["tools"][1], state_fields_affected=["nowhere"])
     with pytest.raises(jsonschema.ValidationError):  # the enum keeps a constrained model in the E_spec
@@ -153,13 +159,19 @@ def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
     from dataclaw.envcraft.synth.spec import COMPACT, FULL
 
     assert limits_for("local:smollm2-135m") is COMPACT and limits_for("openai:gpt-4o") is FULL
-    compact = e_spec_schema(COMPACT)
+    compact = entities_schema(COMPACT)
     ent = compact["properties"]["entities"]
     assert ent["maxItems"] == 2 and ent["items"]["properties"]["description"] == {
         "type": "string",
         "maxLength": 80,
     }
-    assert compact["properties"]["scenarios"]["items"]["properties"]["gold_facts"]["minItems"] == 1
-    with pytest.raises(jsonschema.ValidationError):  # three entities are over the compact bound
-        jsonschema.validate({**e_answer, "entities": e_answer["entities"] * 2}, compact)
+    scenarios = state_schema(["ticket"], COMPACT)["properties"]["scenarios"]
+    assert scenarios["items"]["properties"]["gold_facts"] == {
+        "type": "array",
+        "items": {"type": "string", "maxLength": 80},
+        "maxItems": 2,
+        "minItems": 1,
+    }
+    with pytest.raises(jsonschema.ValidationError):  # four entities are over the compact bound
+        jsonschema.validate({"domains": ["helpdesk"], "entities": e_answer["entities"] * 2}, compact)
     assert t_spec_schema(["tickets"], COMPACT)["properties"]["tools"]["maxItems"] == 4

@@ -15,7 +15,8 @@ from dataclaw.envcraft.synth.spec import (
     check_e_spec,
     check_spec,
     check_t_spec,
-    e_spec_schema,
+    entities_schema,
+    state_schema,
     t_spec_schema,
 )
 from dataclaw.envcraft.synth.stages import SpecStage, scenario_record
@@ -34,11 +35,12 @@ __all__ = [
     "check_e_spec",
     "check_spec",
     "check_t_spec",
-    "e_spec_schema",
+    "entities_schema",
     "expand_scenario",
     "prompt_section",
     "retrieve",
     "scenario_record",
     "score_all",
+    "state_schema",
     "t_spec_schema",
 ]

@@ -1,9 +1,11 @@
 """Specification expansion (EnvCraft §3.1): a model turns a scenario into E_spec, then T_spec.
 
-Two JSON-schema-constrained calls: E_spec from the scenario, then T_spec from the scenario and the
-E_spec's state (its ``state_fields_affected`` is an enum of the declared state fields). Each answer is
-validated by code (:func:`~.spec.check_e_spec`, :func:`~.spec.check_t_spec`); an invalid part is sent
-back with its issues for repair, E_spec first, at most ``repair_rounds`` repair calls in all (default 2).
+Three JSON-schema-constrained calls, each constrained by what the one before declared: the entities
+(``entities``), then the rest of E_spec (``state``: state fields, rules, world data, scenarios; every
+entity reference an enum of the declared entities), then T_spec (``tools``; ``state_fields_affected`` an
+enum of the declared state fields). A weak model thus cannot break most references; code validates all of
+them anyway (:func:`~.spec.check_e_spec`, :func:`~.spec.check_t_spec`). An invalid part is sent back with
+its issues for repair, in order, at most ``repair_rounds`` repair calls in all (default 2).
 What is still invalid after that is an invalid :class:`SpecResult` with its issues (a reject, never an
 exception). Prompts are short and list only what the schema cannot say, so the embedded SmolLM2-135M
 can follow them; greedy decoding (temperature 0) keeps reruns and the response cache in agreement.
@@ -29,13 +31,15 @@ from dataclaw.envcraft.synth.spec import (
     TSpec,
     check_e_spec,
     check_t_spec,
-    e_spec_schema,
+    entities_schema,
+    state_schema,
     t_spec_schema,
 )
 from dataclaw.models import ModelOutputError
 
 REPAIR_ROUNDS = 2
 E_SPEC_TOKENS = 1200
+"""Token budget of each E_spec call (entities, state)."""
 T_SPEC_TOKENS = 1200
 FREQUENCY_PENALTY = 0.3
 """Damps the loops small models fall into inside long JSON strings."""
@@ -44,8 +48,10 @@ MAX_ISSUES_SHOWN = 8
 
 SYSTEM = "You design simulated tool environments for training AI agents. Answer with JSON only."
 
-E_TASK = """Write the environment specification as JSON:
-- entities: the record types, each with snake_case attributes; id_field is one of its attributes.
+ENTITIES_TASK = """List the entities of this environment as JSON: the record types it stores, each with
+snake_case attributes (name and type) and an id_field that is one of its attributes."""
+
+STATE_TASK = """Write the rest of the environment specification as JSON:
 - state_fields: the top-level state. A "collection" holds the records of one entity (name it in "entity").
 - business_rules: rules that decide which changes are valid.
 - world_data.records: example records; their fields use the entity's attributes.
@@ -93,13 +99,32 @@ def _scenario_line(scenario: ScenarioSpec) -> str:
     return f"Scenario: {scenario.name} ({scenario.category.value}). {scenario.description}"
 
 
-def e_prompt(scenario: ScenarioSpec, previous: str | None, issues: list[Issue]) -> list[dict[str, str]]:
-    """Messages asking for E_spec (or, with ``issues``, for its repair)."""
-    body = f"{_scenario_line(scenario)}\n\n{E_TASK}"
+def _messages(body: str, previous: str | None, issues: list[Issue]) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": body + _repair(previous, issues)},
     ]
+
+
+def entities_prompt(
+    scenario: ScenarioSpec, previous: str | None, issues: list[Issue]
+) -> list[dict[str, str]]:
+    """Messages asking for the entities (or, with ``issues``, for their repair)."""
+    return _messages(f"{_scenario_line(scenario)}\n\n{ENTITIES_TASK}", previous, issues)
+
+
+def _entity_summary(spec: ESpec) -> str:
+    return "\n".join(
+        f"- {e.name} (id {e.id_field}): {', '.join(a.name for a in e.attributes)}" for e in spec.entities
+    )
+
+
+def state_prompt(
+    scenario: ScenarioSpec, spec: ESpec, previous: str | None, issues: list[Issue]
+) -> list[dict[str, str]]:
+    """Messages asking for the rest of E_spec over ``spec``'s entities (or for its repair)."""
+    body = f"{_scenario_line(scenario)}\n\nEntities:\n{_entity_summary(spec)}\n\n{STATE_TASK}"
+    return _messages(body, previous, issues)
 
 
 def _state_summary(spec: ESpec) -> str:
@@ -118,10 +143,7 @@ def t_prompt(
 ) -> list[dict[str, str]]:
     """Messages asking for T_spec over ``spec``'s state (or, with ``issues``, for its repair)."""
     body = f"{_scenario_line(scenario)}\n\nState fields:\n{_state_summary(spec)}\n\n{T_TASK}"
-    return [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": body + _repair(previous, issues)},
-    ]
+    return _messages(body, previous, issues)
 
 
 def _repair(previous: str | None, issues: list[Issue]) -> str:
@@ -163,11 +185,22 @@ async def _ask(
     return done.parsed, None
 
 
-def _as_e_spec(scenario: ScenarioSpec, answer: dict[str, Any]) -> ESpec:
-    """The framework owns the name and the task description: they come from the scenario."""
+def _as_e_spec(scenario: ScenarioSpec, *answers: dict[str, Any]) -> ESpec:
+    """E_spec from the answers; the framework owns the name and the task description (the scenario's)."""
+    merged: dict[str, Any] = {}
+    for answer in answers:
+        merged.update(answer)
     return ESpec.model_validate(
-        {**answer, "environment_name": scenario.id, "task_description": scenario.description}
+        {**merged, "environment_name": scenario.id, "task_description": scenario.description}
     )
+
+
+_ENTITY_PATHS = ("entities", "domains")
+
+
+def _entity_issues(issues: list[Issue]) -> list[Issue]:
+    """The issues the entities answer itself must fix (an entity no state field stores is the state's)."""
+    return [i for i in issues if i.path.startswith(_ENTITY_PATHS) and i.code is not IssueCode.UNSTORED_ENTITY]
 
 
 def _compact(value: Any) -> str:
@@ -189,45 +222,69 @@ async def expand_scenario(
     Raises :class:`~dataclaw.models.ModelError` only when the model cannot be asked at all."""
     result = SpecResult(scenario_id=scenario.id)
     limits = limits or limits_for(getattr(model, "model_id", ""))
-    e_schema = e_spec_schema(limits)
 
-    async def part(name: str, messages: list[dict[str, str]], schema: dict[str, Any], tokens: int):
+    async def part(
+        name: str, messages: list[dict[str, str]], schema: dict[str, Any], tokens: int, build, check
+    ):
+        """One call: (answer, parsed part, issues); a schema or validation failure is a SCHEMA issue."""
         answer, issue = await _ask(model, messages, schema, tokens)
         result.calls += 1
         parsed: Any = None
         issues = [issue] if issue else []
         if answer is not None:
             try:
-                parsed = _as_e_spec(scenario, answer) if name == "e_spec" else TSpec.model_validate(answer)
+                parsed = build(answer)
             except ValidationError as exc:
                 issues = [_schema_issue(exc)]
         if parsed is not None:
-            issues = check_e_spec(parsed) if name == "e_spec" else check_t_spec(parsed, result.e_spec)
+            issues = check(parsed)
         result.history.append(
             {"part": name, "call": result.calls, "issues": sorted({i.code for i in issues})}
         )
         return answer, parsed, issues
 
-    answer, e_spec, issues = await part("e_spec", e_prompt(scenario, None, []), e_schema, e_tokens)
-    while issues and result.repairs < repair_rounds:
-        result.repairs += 1
-        prev = _compact(answer) if answer is not None else None
-        answer, e_spec, issues = await part("e_spec", e_prompt(scenario, prev, issues), e_schema, e_tokens)
+    async def repaired(name: str, prompt, schema: dict[str, Any], tokens: int, build, check):
+        """The part asked, then repaired while it has issues and repair rounds are left."""
+        answer, parsed, issues = await part(name, prompt(None, []), schema, tokens, build, check)
+        while issues and result.repairs < repair_rounds:
+            result.repairs += 1
+            prev = _compact(answer) if answer is not None else None
+            answer, parsed, issues = await part(name, prompt(prev, issues), schema, tokens, build, check)
+        return answer, parsed, issues
+
+    def entities_only(spec: ESpec) -> list[Issue]:
+        return _entity_issues(check_e_spec(spec))
+
+    ent_answer, ents, issues = await repaired(
+        "entities",
+        lambda prev, iss: entities_prompt(scenario, prev, iss),
+        entities_schema(limits),
+        e_tokens,
+        lambda a: _as_e_spec(scenario, a),
+        entities_only,
+    )
+    if issues or ents is None:
+        result.e_spec, result.issues = ents, issues
+        return result
+    _, e_spec, issues = await repaired(
+        "state",
+        lambda prev, iss: state_prompt(scenario, ents, prev, iss),
+        state_schema([e.name for e in ents.entities], limits),
+        e_tokens,
+        lambda a: _as_e_spec(scenario, ent_answer, a),
+        check_e_spec,
+    )
     result.e_spec = e_spec
-    if issues:
+    if issues or e_spec is None:
         result.issues = issues
         return result
-    if e_spec is None:  # unreachable: no issues means the answer parsed
-        raise RuntimeError("expand_scenario: E_spec without issues did not parse")
-    fields = [f.name for f in e_spec.state_fields]
-    schema = t_spec_schema(fields, limits)
-    answer, t_spec, issues = await part("t_spec", t_prompt(scenario, e_spec, None, []), schema, t_tokens)
-    while issues and result.repairs < repair_rounds:
-        result.repairs += 1
-        prev = _compact(answer) if answer is not None else None
-        answer, t_spec, issues = await part(
-            "t_spec", t_prompt(scenario, e_spec, prev, issues), schema, t_tokens
-        )
-    result.t_spec = t_spec
-    result.issues = issues
+    _, t_spec, issues = await repaired(
+        "tools",
+        lambda prev, iss: t_prompt(scenario, e_spec, prev, iss),
+        t_spec_schema([f.name for f in e_spec.state_fields], limits),
+        t_tokens,
+        TSpec.model_validate,
+        lambda t: check_t_spec(t, e_spec),
+    )
+    result.t_spec, result.issues = t_spec, issues
     return result

@@ -623,12 +623,16 @@ def _obj(props: dict[str, Any], required: Iterable[str] | None = None) -> dict[s
     }
 
 
-def e_spec_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
-    """JSON schema of the model's E_spec answer (no ``environment_name`` and ``task_description``: the
-    framework sets them from the scenario). Names are snake_case by pattern."""
+def _enum_or(names: Iterable[str], fallback: dict[str, Any], empty: bool = False) -> dict[str, Any]:
+    """An enum of ``names`` (plus "" when ``empty``), or ``fallback`` when there are none."""
+    values = sorted(set(names))
+    return {"enum": [*values, ""] if empty else values} if values else fallback
+
+
+def entities_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
+    """JSON schema of the first E_spec answer: the domains and the entity types with their attributes."""
     p = _Parts(limits)
     name, text, lst = p.name, p.text, p.list
-    scalar = {"type": ["string", "number", "integer", "boolean"]}
     attribute = _obj(
         {"name": name, "type": {"enum": list(ATTRIBUTE_TYPES)}, "description": text}, ["name", "type"]
     )
@@ -642,19 +646,32 @@ def e_spec_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
         },
         ["name", "id_field", "attributes"],
     )
+    return _obj({"domains": lst(name, 3, 1), "entities": lst(entity, 3, 1)})
+
+
+def state_schema(entities: Iterable[str], limits: SchemaLimits = FULL) -> dict[str, Any]:
+    """JSON schema of the second E_spec answer: state fields, rules, world data and scenarios. Every
+    entity reference is an enum of the entities of the first answer, so a grammar-constrained model
+    cannot name one that does not exist (code checks it anyway: not every server enforces schemas)."""
+    p = _Parts(limits)
+    name, text, lst = p.name, p.text, p.list
+    ents = list(entities)
+    ent = _enum_or(ents, name)
+    scalar = {"type": ["string", "number", "integer", "boolean"]}
     field = _obj(
-        {"name": name, "kind": {"enum": list(FIELD_KINDS)}, "entity": p.opt_name, "description": text},
-        ["name", "kind"],
-    )
-    rule = _obj({"rule_id": name, "description": text, "entities": lst(name, 3)}, ["rule_id", "description"])
+        {"name": name, "kind": {"enum": list(FIELD_KINDS)}, "entity": _enum_or(ents, p.opt_name, empty=True),
+         "description": text},
+        ["name", "kind", "entity"],
+    )  # fmt: skip
+    rule = _obj({"rule_id": name, "description": text, "entities": lst(ent, 3)}, ["rule_id", "description"])
     fields = {"type": "object", "additionalProperties": scalar, "maxProperties": limits.max_record_fields}
-    record = _obj({"record_id": name, "entity": name, "fields": fields})
+    record = _obj({"record_id": name, "entity": ent, "fields": fields})
     scenario = _obj(
         {
             "scenario_id": name,
             "task_prompt": text,
             "base_time": p.time,
-            "entities": lst(name, 4, 1),
+            "entities": lst(ent, 4, 1),
             "gold_facts": lst(text, 3, 1),
             "stale_facts": lst(text, 2),
             "required_attachments": lst(name, 2),
@@ -678,14 +695,11 @@ def e_spec_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
     )
     return _obj(
         {
-            "domains": lst(name, 3, 1),
-            "entities": lst(entity, 3, 1),
             "state_fields": lst(field, 5, 1),
             "business_rules": lst(rule, 3),
             "world_data": world,
             "scenarios": lst(scenario, 2, 1),
-        },
-        ["domains", "entities", "state_fields", "business_rules", "world_data", "scenarios"],
+        }
     )
 
 
