@@ -96,3 +96,16 @@ def test_a_program_that_kills_its_worker_is_an_error_and_the_next_run_works(work
         assert out.status is Status.ERROR and "/" not in out.message
         assert run("print('after')", workspace, limits, policy=policy).stdout == "after\n"
         assert pool.started == 1
+
+
+def test_nested_scratch_dirs_are_emptied_between_programs_without_following_links(workspace, limits, policy):
+    (workspace / "keep.txt").write_text("mine")
+    make = "import os\nos.makedirs('/tmp/d/e/f')\nopen('/tmp/d/e/f/x', 'w').write('x')\n"
+    make += "os.symlink('/workspace', '/tmp/d/ws')\nos.symlink('/workspace/keep.txt', '/dev/shm/k')"
+    with reuse_workers():
+        assert run(make, workspace, limits, policy=policy).ok
+        seen = run(
+            "import os\nprint(os.listdir('/tmp'), os.listdir('/dev/shm'))", workspace, limits, policy=policy
+        )
+    assert seen.stdout == "[] []\n"
+    assert (workspace / "keep.txt").read_text() == "mine"

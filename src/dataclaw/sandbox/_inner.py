@@ -555,17 +555,26 @@ def _make_undumpable() -> None:
 
 def _wipe_private_dirs() -> None:
     """Empty the sandbox's private /tmp and /dev/shm after a job, so no job sees another's scratch files."""
-    import shutil
-
     for top in ("/tmp", "/dev/shm"):
-        for entry in os.scandir(top):
+        _empty_dir(top)
+
+
+def _empty_dir(path: str) -> None:
+    """Remove everything below ``path`` without following symlinks (what we cannot remove stays; shutil
+    is not imported for this: it pulls in the compression modules, a cost on every worker start)."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        try:
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                _empty_dir(entry.path)
+                os.rmdir(entry.path)
             else:
-                try:
-                    os.unlink(entry.path)
-                except OSError:
-                    pass
+                os.unlink(entry.path)
+        except OSError:
+            continue
 
 
 def _in_bubblewrap_pidns() -> bool:
@@ -588,7 +597,7 @@ def run_worker(cfg: dict[str, Any]) -> None:
     import importlib
 
     # what every job needs, imported once here so forked jobs start with it
-    for mod in ("json", "resource", "selectors", "shutil", "signal", "struct", "time", "traceback"):
+    for mod in ("json", "resource", "selectors", "signal", "struct", "time"):  # (traceback: on a failure)
         importlib.import_module(mod)
     failed = []
     for mod in cfg.get("preload", []):

@@ -31,7 +31,7 @@ _ACTIVE: ContextVar[WorkerPool | None] = ContextVar("dataclaw_sandbox_workers", 
 # The worker's own ceilings: each program lowers them to its Limits (rlimits can be lowered, not raised).
 _CEILING = Limits()
 # Imported once per worker, so the programs it serves start with them (the worker itself has json, re …).
-PRELOAD = ("csv", "random", "datetime")
+PRELOAD = ("csv",)
 
 
 class WorkerPool:
