@@ -288,6 +288,7 @@ def serve(
     port: int = typer.Option(8000, "--port", help="TCP port."),
     max_sessions: int = typer.Option(64, "--max-sessions", help="Concurrent client sessions."),
     max_steps: int = typer.Option(64, "--max-steps", help="Tool steps per episode before it is scored."),
+    idle_timeout: float = typer.Option(600.0, "--idle-timeout", help="Seconds an idle session lives."),
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
 ) -> None:
     """Serve an environment and its tasks as an OpenEnv server (needs the [openenv] extra).
@@ -298,10 +299,12 @@ def serve(
     from dataclaw.envcraft.serve import build_app, load_catalogue, require_openenv
 
     require_openenv()
-    if max_sessions < 1 or max_steps < 1 or not 0 < port < 65536:
-        raise ConfigError("--max-sessions and --max-steps must be at least 1 and --port in 1..65535")
+    if max_sessions < 1 or max_steps < 1 or idle_timeout <= 0 or not 0 < port < 65536:
+        raise ConfigError(
+            "--max-sessions and --max-steps must be at least 1, --idle-timeout positive, --port in 1..65535"
+        )
     catalogue = load_catalogue(name, tasks, limit)
-    app_ = build_app(catalogue, max_sessions=max_sessions, max_steps=max_steps)
+    app_ = build_app(catalogue, max_sessions=max_sessions, max_steps=max_steps, idle_timeout_s=idle_timeout)
     skipped = ", ".join(f"{n} of {k}" for k, n in sorted(catalogue.skipped.items()))
     typer.echo(
         f"serving {len(catalogue)} {catalogue.kind} of {name} at http://{host}:{port} "

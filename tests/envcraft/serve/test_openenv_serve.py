@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -157,3 +158,19 @@ def test_task_api_and_the_mcp_tools_list_over_http(gold_tasks, serve) -> None:
         tools = http.post("/mcp", json=rpc).json()["result"]["tools"]
         assert FINISH_TOOL in {t["name"] for t in tools}
         assert http.get("/health").status_code == 200
+
+
+def test_an_abandoned_session_is_reaped_and_frees_its_slot(serve) -> None:
+    served = serve(load_catalogue(ENV), max_sessions=1, idle_timeout_s=0.5)
+
+    def create(http: httpx.Client) -> dict[str, Any]:
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
+        return http.post("/mcp", json=rpc).json()
+
+    with httpx.Client(base_url=served.url, timeout=30) as http:
+        assert "session_id" in create(http)["result"]  # a client that never closes it
+        assert "error" in create(http)  # the one slot is taken
+        deadline = time.monotonic() + 30
+        while "error" in (answer := create(http)) and time.monotonic() < deadline:
+            time.sleep(0.5)  # OpenEnv's reaper looks every 5 s at the earliest
+        assert "session_id" in answer["result"]

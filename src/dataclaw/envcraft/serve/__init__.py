@@ -27,12 +27,14 @@ def require_openenv() -> None:
         raise ConfigError(INSTALL_HINT) from None
 
 
-def build_app(catalogue: Catalogue, *, max_sessions: int = 64, max_steps: int = 64) -> Any:
+def build_app(
+    catalogue: Catalogue, *, max_sessions: int = 64, max_steps: int = 64, idle_timeout_s: float | None = 600.0
+) -> Any:
     """The OpenEnv FastAPI app serving ``catalogue`` (checks that openenv is installed first)."""
     require_openenv()
     from dataclaw.envcraft.serve.openenv_app import build_app as _build
 
-    return _build(catalogue, max_sessions=max_sessions, max_steps=max_steps)
+    return _build(catalogue, max_sessions=max_sessions, max_steps=max_steps, idle_timeout_s=idle_timeout_s)
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from typing import Any
 from openenv.core.env_server import (
     CallToolAction,
     CallToolObservation,
+    ConcurrencyConfig,
     Environment,
     ListToolsAction,
     ListToolsObservation,
@@ -270,15 +271,20 @@ class DataclawEnvironment(Environment):
         return [self.catalogue.spec(t) for t in self.catalogue.ids[start:stop]]
 
 
-def build_app(catalogue: Catalogue, *, max_sessions: int = 64, max_steps: int = 64) -> Any:
-    """The FastAPI app OpenEnv builds around our environment (``/ws``, ``/mcp``, ``/reset``, …)."""
+def build_app(
+    catalogue: Catalogue, *, max_sessions: int = 64, max_steps: int = 64, idle_timeout_s: float | None = 600.0
+) -> Any:
+    """The FastAPI app OpenEnv builds around our environment (``/ws``, ``/mcp``, ``/reset``, …). A session
+    idle for ``idle_timeout_s`` is reaped (a client that died without closing must not hold a slot and
+    its episode's files forever)."""
     factory = functools.partial(DataclawEnvironment, catalogue, max_steps)
+    sessions = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
     return create_app(
         factory,
         CallToolAction,
         CallToolObservation,
         env_name=catalogue.env,
-        max_concurrent_envs=max_sessions,
+        concurrency_config=sessions,
         state_cls=EpisodeState,
         reset_observation_cls=EpisodeObservation,
     )
