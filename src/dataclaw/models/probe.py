@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from dataclaw.models.cache import default_cache_path
 from dataclaw.models.errors import CapabilityError, ModelError
-from dataclaw.models.schema import PROBE_ORDER, parse_json_answer, schema_fields
+from dataclaw.models.schema import PROBE_ORDER, SCHEMA_FORMS, parse_json_answer, schema_fields
 
 if TYPE_CHECKING:
     from dataclaw.models.openai_compat import OpenAICompatBackend
@@ -103,7 +103,8 @@ class Capabilities(BaseModel):
             works = self.supports(cap)
             detail = self.detail.get(cap, "")
             if cap == "json_schema" and self.json_schema:
-                detail = f"server={self.json_schema}" + (f" ({detail})" if detail else "")
+                form = f"server={self.json_schema}" if self.json_schema in SCHEMA_FORMS else self.json_schema
+                detail = form + (f" ({detail})" if detail else "")
             out.append((cap, works, detail))
         return out
 
