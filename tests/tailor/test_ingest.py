@@ -213,3 +213,30 @@ def test_robot_candidates_point_into_the_head_camera() -> None:
     assert robot.main_camera == "observation.images.cam_left_wrist"
     view = stream_view(robot)
     assert view.camera == "observation.images.cam_high" and view.frame_count == 90
+
+
+def test_changed_extractor_settings_redo_the_stage_and_supersede_the_old_records(tmp_path: Path) -> None:
+    video = write_video(tmp_path / "v.mp4", seconds=4)
+    run = tmp_path / "run"
+    base = IngestConfig(extractors=["shots", "motion"], workers=1)
+    ingest([video], run, base)
+    spelled = IngestConfig(
+        extractors=["shots", "motion"], extractor_config={"shots": {"threshold": 27.0}}, workers=1
+    )
+    again = ingest([video], run, spelled)
+    assert again.stages["anchors"]["skipped"] == 1, "a default spelled out is the same producer"
+    before = _lines(run / "anchors.jsonl")
+    coarse = IngestConfig(extractors=["shots"], extractor_config={"shots": {"threshold": 99.0}}, workers=1)
+    third = ingest([video], run, coarse)
+    assert third.stages["anchors"]["processed"] == 1 and third.stages["candidates"]["processed"] == 1
+    assert "motion" not in third.anchors and third.anchors.get("shot_boundary", 0) == 0, "only the new ones"
+    lines = _lines(run / "anchors.jsonl")
+    assert lines[: len(before)] == before, "the superseded anchors stay in the file"
+    producers = json.loads((run / "manifest.json").read_text())["producers"]
+    assert producers["anchors"]["of"]["extractors"]["shots"]["threshold"] == 99.0
+    current = [a for a in lines if a["producer"] == producers["anchors"]["hash"]]
+    assert RunStore(run).stage("anchors").ids() == {a["id"] for a in current}
+    store = RunStore(run)
+    assert len(store.stage("candidates")) == len(list(store.records("candidates")))
+    assert all(c["producer"] == producers["candidates"]["hash"] for c in store.records("candidates"))
+    assert all(r["producer"] == producers["candidates"]["hash"] for r in store.rejects("candidates"))
