@@ -295,3 +295,21 @@ def test_a_run_whose_every_request_fails_exits_non_zero(tmp_path: Path, monkeypa
         assert _run(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:"), err
+
+
+def test_a_response_id_changes_with_the_model_the_intent_definition_and_the_seed() -> None:
+    from dataclaw.tailor.intents.registry import IntentCatalog
+    from dataclaw.tailor.route import RouteConfig
+    from dataclaw.tailor.run import TailorRunConfig, response_id
+
+    intent = IntentCatalog.builtin().get("describe_current_subtask")
+    edited = intent.model_copy(update={"description": intent.description + " Be brief."})
+
+    def rid(model: str = "openai:a", it=intent, seed: int = 0, cands: str | None = "c1") -> str:
+        config = TailorRunConfig(route=RouteConfig.omni(model), intents=[it.id], seed=seed)
+        return response_id("stream:s-1/cand-k-2", it, config, cands)
+
+    assert rid() == rid(), "deterministic"
+    assert rid().startswith("stream:s-1/cand-k-2/resp-describe_current_subtask-")
+    others = {rid("openai:b"), rid(it=edited), rid(seed=1), rid(cands="c2")}
+    assert rid() not in others and len(others) == 4
