@@ -209,7 +209,10 @@ def _assistant_message(completion: Any) -> tuple[dict[str, Any], list[Any]]:
             fn = c.get("function") or {}
             raw = fn.get("arguments")
             args, _ = _parse_args(raw)
-            sent = raw if isinstance(raw, str) and args is not None and raw.strip() else "{}"
+            if isinstance(raw, dict):
+                sent = json.dumps(raw, ensure_ascii=False)
+            else:
+                sent = raw if isinstance(raw, str) and args is not None and raw.strip() else "{}"
             name = str(fn.get("name") or "")
             fid = c.get("id") or f"call_{i}"
             calls.append({"id": fid, "type": "function", "function": {"name": name, "arguments": sent}})
