@@ -195,6 +195,7 @@ def test_sigkill_mid_run_leaves_a_manifest_that_counts_every_request(
         received = model_calls(server)
     manifest = json.loads((run / "manifest.json").read_text())
     sent = manifest["models"]["requests"]["by_model"][model]
+    print(json.dumps({"server_received": received, "manifest": sent}))
     assert received >= 6
     assert received <= sent["started"] <= received + 4, "every request that reached the server is counted"
     assert sent["answered"] + sent["failed"] + sent["in_flight"] == sent["started"]

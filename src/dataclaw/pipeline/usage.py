@@ -27,6 +27,8 @@ class _CountedBackend:
         self._inner, self._live, self._model = inner, live, model
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_inner", "_live", "_model"):  # e.g. while unpickling
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
     async def generate(self, request: Any) -> Any:
