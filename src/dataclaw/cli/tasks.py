@@ -569,6 +569,9 @@ def claw_synth(
     model: Annotated[str, typer.Option(help="Model that writes the four files in one pass.")],
     limit: Annotated[int | None, typer.Option(help="Only the first N chains.")] = None,
     floor: Annotated[float, typer.Option(help="Highest score allowed on the untouched workspace.")] = 0.0,
+    workers: Annotated[
+        int | None, typer.Option(help="Tasks audited at once (default: the CPU count).")
+    ] = None,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Claw workspace tasks from chains (C.5 one-pass generation), then the code audit of each (C.6)."""
@@ -577,9 +580,11 @@ def claw_synth(
 
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
+    from dataclaw.envcraft.quality.runs import audit_by_code, default_workers, load_task_source
     from dataclaw.envcraft.tasks.claw_generate import synth_claw_tasks
 
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
     if not chains.is_file():
         raise ConfigError(f"{chains} is not a file (expected a chains JSONL)")
     try:
@@ -592,9 +597,9 @@ def claw_synth(
         with progress_bar("generate") as bar:
             ids = asyncio.run(synth_claw_tasks(chat, recs, root, store, bar))
         loaded = load_task_source(root) if ids else None
-        rows = (
-            audit_by_code(loaded, store, floor=floor, policy=SandboxPolicy(unsafe=unsafe)) if loaded else []
-        )
+        policy = SandboxPolicy(unsafe=unsafe)
+        n = workers or default_workers()
+        rows = audit_by_code(loaded, store, floor=floor, policy=policy, workers=n) if loaded else []
         wanted = set(ids)
         rows = [r for r in rows if r["id"] in wanted]
         store.update_manifest(claw_synth={"chains": str(chains), "model": model})
