@@ -299,3 +299,38 @@ def test_sigterm_ends_workers_and_subprocesses_and_removes_temp_folders(tmp_path
 
 def test_sigkill_of_the_run_takes_its_workers_and_subprocesses_along(tmp_path):
     _kill_and_check(tmp_path, signal.SIGKILL)
+
+
+class Metered(Stage):
+    """An in-process stage that 'calls a model' per record and keeps the usage in ``self.ledger``."""
+
+    name = "metered"
+    resources = Resources.ASYNC
+
+    def __init__(self, ledger, manifests):
+        self.ledger, self.manifests = ledger, manifests
+
+    async def aprocess(self, item):
+        from dataclaw.models.types import Usage
+
+        self.ledger.record("m", Usage(prompt_tokens=3, completion_tokens=2), cost_usd=0.0, priced=False,
+                           cached=False, latency_s=0.01)  # fmt: skip
+        await asyncio.sleep(0.3)
+        self.manifests.append(json.loads((Path(item["run"]) / "manifest.json").read_text()))
+        return [{"id": item["id"] + "/o"}]
+
+
+def test_a_stage_ledger_is_saved_into_the_manifest_as_the_stage_goes(tmp_path):
+    from dataclaw.models import UsageLedger
+
+    seen: list[dict] = []
+    items = [{"id": f"r{i}", "run": str(tmp_path)} for i in range(8)]
+    RunStore(tmp_path).update_manifest(command="test")
+    run_stage(Metered(UsageLedger(), seen), items, RunStore(tmp_path), LocalExecutor(concurrency=1))
+    during = [m.get("models", {}).get("usage", {}).get("total", {}).get("calls", 0) for m in seen]
+    assert 0 < max(during[:-1]), "saved while the stage was still running"
+    final = json.loads((tmp_path / "manifest.json").read_text())
+    assert (
+        final["models"]["usage"]["total"]["calls"] == 8
+        and final["models"]["usage"]["total"]["prompt_tokens"] == 24
+    )

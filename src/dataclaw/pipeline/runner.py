@@ -26,6 +26,28 @@ from dataclaw.pipeline.stage import Record, Stage
 ProgressFn = Callable[[int, int], None]
 
 
+USAGE_EVERY_S = 1.0
+
+
+class _LedgerSaver:
+    """Saves a stage's usage ledger (``stage.ledger``, as :class:`~dataclaw.models.UsageLedger` does it)
+    at most every second while the stage runs and once when it ends, so usage is in the manifest before
+    the command finishes (a killed run's manifest stays close to true)."""
+
+    def __init__(self, stage: Stage, store: RunStore) -> None:
+        ledger = getattr(stage, "ledger", None)
+        self.ledger = ledger if callable(getattr(ledger, "save", None)) else None
+        self.store = store
+        self.last = time.monotonic()
+
+    def tick(self, final: bool = False) -> None:
+        if self.ledger is None or not (final or time.monotonic() - self.last >= USAGE_EVERY_S):
+            return
+        self.last = time.monotonic()
+        if final or self.ledger.models():
+            self.ledger.save(self.store)
+
+
 class StageAborted(DataclawError):
     """A stage stopped early: a fatal error, or its first records all failed."""
 
@@ -58,7 +80,8 @@ async def arun_stage(
 
     ``producer``: what produces the stage's records now (a JSON-able config or a hash); ``fail_fast``:
     stop with :class:`StageAborted` when this many records failed (raised) before any succeeded;
-    ``on_record``: called after each finished record (e.g. to save usage as the run goes).
+    ``on_record``: called after each finished record (e.g. to save usage as the run goes). A stage
+    with a usage ledger (``stage.ledger``) has it saved into the manifest as it goes.
     """
     executor = executor or LocalExecutor()
     items = list(items)
@@ -73,6 +96,7 @@ async def arun_stage(
         progress(0, len(todo))
     scratch = Path(tempfile.mkdtemp(prefix=f"{stage.name}-", dir=store.scratch())) if todo else None
     last_error = ""
+    usage = _LedgerSaver(stage, store)
     results = executor.map(stage, todo, scratch=scratch)
     try:
         async for item, result, ok in results:
@@ -90,6 +114,7 @@ async def arun_stage(
                 for rec in result:
                     stats.outputs += out.append(rec)
                 done.append({"id": item["id"], "outputs": len(result)})
+            usage.tick()
             if on_record:
                 on_record(stats)
             if progress:
@@ -108,6 +133,8 @@ async def arun_stage(
         aclose = getattr(results, "aclose", None)
         if aclose is not None:  # stop what is still in flight (workers, model calls) now
             await aclose()
+        if todo:
+            usage.tick(final=True)
         if scratch is not None:  # the stage's temporary files go with it, however it ended
             shutil.rmtree(scratch, ignore_errors=True)
             with contextlib.suppress(OSError):
