@@ -70,6 +70,7 @@ class Model:
         self.prices = prices or PriceTable.load()
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.drop_images = drop_images
+        self._warned_downgrade = False
 
     @property
     def model_id(self) -> str:
@@ -144,7 +145,9 @@ class Model:
 
     def _downgrade(self, messages: list[Message], reason: str) -> list[Message]:
         """``messages`` without their images (text parts kept), recorded in the ledger."""
-        log.warning("%s: sending the request without its images", reason)
+        if not self._warned_downgrade:  # once per model: a run may drop images from every request
+            log.warning("%s: sending requests without their images", reason)
+            self._warned_downgrade = True
         self.ledger.record_downgrade(self.model_id, "images", reason)
         return drop_images(messages)
 
