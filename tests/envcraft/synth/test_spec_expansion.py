@@ -80,6 +80,9 @@ def test_broken_answer_is_repaired_in_round_two(
     repair = bodies[1]["messages"][1]["content"]
     assert "unknown_attribute at entities[0].id_field: id field 'id' is not declared (declared: " in repair
     assert '"id_field":"id"' in repair  # the previous answer is shown
+    # first answers greedy; the repair sampled with a seed from the scenario and call (reruns agree)
+    assert [b["temperature"] for b in bodies] == [0.0, 0.7, 0.0, 0.0]
+    assert "seed" not in bodies[0] and isinstance(bodies[1]["seed"], int)
     _same(_replay(record), live)
 
 
@@ -108,7 +111,7 @@ def test_stage_writes_specs_and_rejects_and_resumes(
     record = tmp_path / "answers.jsonl"
     ents, state = split(e_answer)
     broken = copy.deepcopy(state)
-    broken["world_data"]["records"][0]["fields"]["colour"] = "red"
+    broken["scenarios"][0]["scoring_rules"][0]["weight"] = 0
 
     def answer(req: Any) -> Reply:  # support_ticketing gets good answers; scheduling_reminders never valid
         prompt = req.body["messages"][1]["content"]
@@ -133,9 +136,7 @@ def test_stage_writes_specs_and_rejects_and_resumes(
         assert spec["archetypes"][0]["name"] == "transactional_workspace"
         assert all(not Path(p).is_absolute() for a in spec["archetypes"] for p in a["reference_files"])
         assert reject["record_id"] == items[1]["id"] and reject["reason"] == "invalid_spec"
-        assert (
-            reject["detail"]["issues"][0]["code"] == "unknown_attribute" and reject["detail"]["repairs"] == 2
-        )
+        assert reject["detail"]["issues"][0]["code"] == "bad_weight" and reject["detail"]["repairs"] == 2
         # a rerun (replaying the recording) skips both scenarios: resume is per record
         stats = run_stage(SpecStage(f"replay:{record}"), items, store, LocalExecutor(workers=1))
         assert (stats.skipped, stats.processed) == (2, 0)

@@ -3,6 +3,7 @@ the model-facing schemas agree with the pydantic models, and T_spec is the runti
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -33,10 +34,15 @@ def test_valid_spec_has_no_issues(e_answer: dict, t_answer: dict) -> None:
 def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split) -> None:
     ents, state = split(e_answer)
     jsonschema.validate(ents, entities_schema())
-    jsonschema.validate(state, state_schema(["ticket", "agent"]))
-    state["scenarios"][0]["entities"] = ["ticket", "customer"]
+    attrs = {e["name"]: [a["name"] for a in e["attributes"]] for e in ents["entities"]}
+    jsonschema.validate(state, state_schema(attrs))
+    unknown_entity = copy.deepcopy(state)
+    unknown_entity["scenarios"][0]["entities"] = ["ticket", "customer"]
     with pytest.raises(jsonschema.ValidationError):  # entity references are an enum of the entities
-        jsonschema.validate(state, state_schema(["ticket", "agent"]))
+        jsonschema.validate(unknown_entity, state_schema(attrs))
+    state["world_data"]["records"][0]["fields"]["colour"] = "red"
+    with pytest.raises(jsonschema.ValidationError):  # a record's fields are its entity's attributes
+        jsonschema.validate(state, state_schema(attrs))
     jsonschema.validate(t_answer, t_spec_schema(["tickets", "agents", "audit_log"]))
     bad = dict(t_answer["tools"][1], state_fields_affected=["nowhere"])
     with pytest.raises(jsonschema.ValidationError):  # the enum keeps a constrained model in the E_spec
@@ -165,7 +171,7 @@ def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
         "type": "string",
         "maxLength": 80,
     }
-    scenarios = state_schema(["ticket"], COMPACT)["properties"]["scenarios"]
+    scenarios = state_schema({"ticket": ["ticket_id"]}, COMPACT)["properties"]["scenarios"]
     assert scenarios["items"]["properties"]["gold_facts"] == {
         "type": "array",
         "items": {"type": "string", "maxLength": 80},

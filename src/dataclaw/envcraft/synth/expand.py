@@ -8,7 +8,8 @@ them anyway (:func:`~.spec.check_e_spec`, :func:`~.spec.check_t_spec`). An inval
 its issues for repair, in order, at most ``repair_rounds`` repair calls in all (default 2).
 What is still invalid after that is an invalid :class:`SpecResult` with its issues (a reject, never an
 exception). Prompts are short and list only what the schema cannot say, so the embedded SmolLM2-135M
-can follow them; greedy decoding (temperature 0) keeps reruns and the response cache in agreement.
+can follow them. First answers are greedy, repairs sampled with a seed derived from the scenario and the
+call, so reruns and the response cache agree.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dataclaw.core.ids import stable_hash
 from dataclaw.envcraft.scenarios import ScenarioSpec
 from dataclaw.envcraft.synth.spec import (
     COMPACT,
@@ -41,6 +43,9 @@ REPAIR_ROUNDS = 2
 E_SPEC_TOKENS = 1200
 """Token budget of each E_spec call (entities, state)."""
 T_SPEC_TOKENS = 1200
+REPAIR_TEMPERATURE = 0.7
+"""Repairs are sampled (seeded from the scenario and the call, so reruns and the cache agree): a greedy
+weak model tends to give its broken answer again."""
 FREQUENCY_PENALTY = 0.3
 """Damps the loops small models fall into inside long JSON strings."""
 MAX_ISSUES_SHOWN = 8
@@ -49,7 +54,8 @@ MAX_ISSUES_SHOWN = 8
 SYSTEM = "You design simulated tool environments for training AI agents. Answer with JSON only."
 
 ENTITIES_TASK = """List the entities of this environment as JSON: the record types it stores, each with
-snake_case attributes (name and type) and an id_field that is one of its attributes."""
+different snake_case attributes (name and type) and an id_field that repeats one attribute name, e.g.
+attributes ticket_id, title, status with id_field ticket_id."""
 
 STATE_TASK = """Write the rest of the environment specification as JSON:
 - state_fields: the top-level state. A "collection" holds the records of one entity (name it in "entity").
@@ -168,17 +174,16 @@ def _schema_issue(exc: Exception) -> Issue:
 
 
 async def _ask(
-    model: Any, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int
+    model: Any, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int, seed: int | None
 ) -> tuple[dict[str, Any] | None, Issue | None]:
-    """One constrained call: (parsed answer, None) or (None, the schema issue). ModelError other than
-    a bad answer propagates (the caller turns it into a model_error reject)."""
+    """One constrained call, greedy, or sampled with ``seed``: (parsed answer, None) or (None, the schema
+    issue). ModelError other than a bad answer propagates (the caller makes it a model_error reject)."""
+    params: dict[str, Any] = {"temperature": 0.0}
+    if seed is not None:
+        params = {"temperature": REPAIR_TEMPERATURE, "seed": seed}
     try:
         done = await model.complete(
-            messages,
-            schema=schema,
-            max_tokens=max_tokens,
-            temperature=0.0,
-            frequency_penalty=FREQUENCY_PENALTY,
+            messages, schema=schema, max_tokens=max_tokens, frequency_penalty=FREQUENCY_PENALTY, **params
         )
     except ModelOutputError as exc:
         return None, _schema_issue(exc)
@@ -227,7 +232,9 @@ async def expand_scenario(
         name: str, messages: list[dict[str, str]], schema: dict[str, Any], tokens: int, build, check
     ):
         """One call: (answer, parsed part, issues); a schema or validation failure is a SCHEMA issue."""
-        answer, issue = await _ask(model, messages, schema, tokens)
+        repair = bool(result.history) and result.history[-1]["part"] == name
+        seed = int(stable_hash([scenario.id, name, result.calls], 8), 16) % 2**31 if repair else None
+        answer, issue = await _ask(model, messages, schema, tokens, seed)
         result.calls += 1
         parsed: Any = None
         issues = [issue] if issue else []
@@ -269,7 +276,7 @@ async def expand_scenario(
     _, e_spec, issues = await repaired(
         "state",
         lambda prev, iss: state_prompt(scenario, ents, prev, iss),
-        state_schema([e.name for e in ents.entities], limits),
+        state_schema({e.name: [a.name for a in e.attributes] for e in ents.entities}, limits),
         e_tokens,
         lambda a: _as_e_spec(scenario, ent_answer, a),
         check_e_spec,

@@ -637,11 +637,11 @@ def entities_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
         {"name": name, "type": {"enum": list(ATTRIBUTE_TYPES)}, "description": text}, ["name", "type"]
     )
     entity = _obj(
-        {
+        {  # attributes before id_field: a model writes them in this order and can then repeat one
             "name": name,
             "description": text,
-            "id_field": name,
             "attributes": lst(attribute, 6, 1),
+            "id_field": name,
             "statuses": lst(name, 5),
         },
         ["name", "id_field", "attributes"],
@@ -649,10 +649,11 @@ def entities_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
     return _obj({"domains": lst(name, 3, 1), "entities": lst(entity, 3, 1)})
 
 
-def state_schema(entities: Iterable[str], limits: SchemaLimits = FULL) -> dict[str, Any]:
-    """JSON schema of the second E_spec answer: state fields, rules, world data and scenarios. Every
-    entity reference is an enum of the entities of the first answer, so a grammar-constrained model
-    cannot name one that does not exist (code checks it anyway: not every server enforces schemas)."""
+def state_schema(entities: dict[str, list[str]], limits: SchemaLimits = FULL) -> dict[str, Any]:
+    """JSON schema of the second E_spec answer: state fields, rules, world data and scenarios, over the
+    first answer's ``entities`` (name → attribute names). Every entity reference is an enum of them and a
+    record's fields are its entity's attributes, so a grammar-constrained model cannot name what does not
+    exist (code checks it anyway: not every server enforces schemas)."""
     p = _Parts(limits)
     name, text, lst = p.name, p.text, p.list
     ents = list(entities)
@@ -664,8 +665,30 @@ def state_schema(entities: Iterable[str], limits: SchemaLimits = FULL) -> dict[s
         ["name", "kind", "entity"],
     )  # fmt: skip
     rule = _obj({"rule_id": name, "description": text, "entities": lst(ent, 3)}, ["rule_id", "description"])
-    fields = {"type": "object", "additionalProperties": scalar, "maxProperties": limits.max_record_fields}
-    record = _obj({"record_id": name, "entity": ent, "fields": fields})
+    record: dict[str, Any] = _obj(
+        {
+            "record_id": name,
+            "entity": ent,
+            "fields": {
+                "type": "object",
+                "additionalProperties": scalar,
+                "maxProperties": limits.max_record_fields,
+            },
+        }
+    )
+    if ents:  # one record shape per entity: its fields are that entity's attributes
+        record = {
+            "anyOf": [
+                _obj(
+                    {
+                        "record_id": name,
+                        "entity": {"const": e},
+                        "fields": _obj({a: scalar for a in entities[e][: limits.max_record_fields]}, []),
+                    }
+                )
+                for e in ents
+            ]
+        }
     scenario = _obj(
         {
             "scenario_id": name,
