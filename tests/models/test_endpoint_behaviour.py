@@ -131,6 +131,28 @@ def test_a_refusal_with_a_clear_message_needs_no_probe(server):
     assert err.value.capability == "tools" and server.request_count == 1
 
 
+def test_an_opaque_500_is_blamed_on_tools_only_when_the_probe_saw_tools_refused(server):
+    def refuse_tools(req):
+        return Reply.error(500, "internal error") if req.body.get("tools") else Reply.text("hello")
+
+    server.responder = refuse_tools
+    model = get_model(f"{server.base_url}::m?{FAST}", cache=False)
+    with pytest.raises(CapabilityError, match="does not take tools"):
+        _run(model.complete("x", tools=TOOLS))
+    forget()
+    text_only_answers = KindResponder(tools=False)  # takes tools, but its model answers the probe in text
+
+    def fail_the_request(req):
+        if req.body["messages"][0]["content"] == "x":
+            return Reply.error(500, "internal error")
+        return text_only_answers(req)
+
+    server.responder = fail_the_request
+    other = get_model(f"{server.base_url}::other?{FAST}", cache=False)
+    with pytest.raises(model_errors.ModelServerError, match=r"HTTP 500: internal error.*after 2 attempt"):
+        _run(other.complete("x", tools=TOOLS))  # a server error (retried once, then deterministic)
+
+
 def test_drop_images_downgrades_once_and_the_ledger_shows_it(server):
     server.responder = KindResponder(images="blind")  # HTTP 200, but the model never sees the image
     ledger = UsageLedger()

@@ -580,7 +580,14 @@ class OpenAICompatBackend(Backend):
         except ModelError:
             return None
         for capability in verdict.verify:
-            works = caps.json_schema == form if capability == "json_schema" else caps.supports(capability)
+            if capability == "json_schema":
+                works = caps.json_schema == form
+            elif (
+                capability == "tools"
+            ):  # a model that chose not to call the probe's tool may still take tools
+                works = caps.tools or "tools" not in caps.refused
+            else:
+                works = caps.supports(capability)
             if not works:
                 why = verdict.why or str(verdict.error)
                 return Verdict(

@@ -87,6 +87,8 @@ class Capabilities(BaseModel):
     tools: bool = False
     """The server took ``tools`` with ``tool_choice: auto`` and the model answered with a parsable call."""
     images: bool = False
+    refused: list[str] = Field(default_factory=list)
+    """Capabilities whose probe the server answered with an HTTP error (not merely an unusable answer)."""
     detail: dict[str, str] = Field(default_factory=dict)
     """Per capability (and per schema form tried): what the server did, one line."""
     latency_s: dict[str, float] = Field(default_factory=dict)
@@ -200,6 +202,8 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
         except ModelError as exc:
             if name == "chat" or (exc.fatal and not isinstance(exc, CapabilityError)):
                 raise
+            if name in ("tools", "images"):
+                caps.refused.append(name)
             said = _HTTP.search(str(exc))
             caps.detail[name] = _clip(said.group(0) if said else str(exc).split(": ", 1)[-1])
             return None
