@@ -130,7 +130,7 @@ class AdaptiveLimiter:
         """Stop moving ``clock`` (its request has ended)."""
         self._timers.pop(clock, None)
 
-    def answered(self, own: asyncio.Timeout | None = None) -> None:
+    def answered(self) -> None:
         """The endpoint answered a request: every other request's clock starts again (it is queued behind
         ours, not lost). Clocks move at most once per twentieth of the timeout, so a busy endpoint does
         not pay a timer reschedule per request in flight per answer (a clock may run 5% short)."""
@@ -142,11 +142,11 @@ class AdaptiveLimiter:
             return
         self._moved_at = now
         for clock, (timeout, cap) in self._timers.items():
-            if clock is own:  # the answered request's own clock has finished
-                continue
             when = min(now + timeout, cap)
             current = clock.when()
-            if current is not None and when > current:
+            if current is None or when <= current or clock.expired():
+                continue
+            with contextlib.suppress(RuntimeError):  # a clock that is firing now cannot move
                 clock.reschedule(when)
 
 

@@ -513,21 +513,24 @@ class OpenAICompatBackend(Backend):
             cap = cap if cap is not None else start + self.deadline
             signal, latency, verdict = Signal.NEUTRAL, None, None
             tries = f"after {attempt + 1} attempt(s)"
-            clock = limiter.answer_timeout(self.timeout, cap)
             try:
-                async with clock:
-                    # the SDK's low-level post: the same auth and error classes as
-                    # chat.completions.create, without re-walking our (already JSON-ready) body or
-                    # building typed models we would turn back into dicts
-                    resp = await client.post("/chat/completions", cast_to=httpx.Response, body=body)
+                clock = limiter.answer_timeout(self.timeout, cap)
+                try:
+                    async with clock:
+                        # the SDK's low-level post: the same auth and error classes as
+                        # chat.completions.create, without re-walking our (already JSON-ready) body or
+                        # building typed models we would turn back into dicts
+                        resp = await client.post("/chat/completions", cast_to=httpx.Response, body=body)
+                finally:
+                    limiter.done(clock)
                 signal, latency = Signal.OK, loop.time() - start
-                limiter.answered(clock)
+                limiter.answered()
                 breaker.success()
                 return resp
             except TimeoutError:
                 verdict = self._timeout(loop.time() >= cap, tries)
             except openai.APIStatusError as exc:
-                limiter.answered(clock)  # an error answer is an answer: the server is alive
+                limiter.answered()  # an error answer is an answer: the server is alive
                 text = _server_message(exc)
                 verdict = classify_status(
                     self.model_id, exc.status_code, text, exc.response.text, used, form, tries
@@ -543,7 +546,6 @@ class OpenAICompatBackend(Backend):
                     loop.time() >= cap, tries
                 )
             finally:
-                limiter.done(clock)
                 limiter.release(seq, verdict.signal if verdict is not None else signal, latency)
             if verdict.verify:
                 verdict = await self._verify(verdict, form) or verdict
