@@ -131,6 +131,8 @@ def test_tailor_run_with_a_vague_request(shared_data: Path, tmp_path: Path, monk
     assert (run / "export/jsonl/samples.jsonl").is_file()
     manifest = json.loads((run / "manifest.json").read_text())
     assert "usage" in manifest["models"] and manifest["request"] == REQUEST
+    caps = manifest["models"]["capabilities"][model]  # probed before ingest
+    assert caps["chat"] and caps["images"]
 
 
 def test_intent_and_request_are_exclusive(tmp_path: Path, capsys) -> None:

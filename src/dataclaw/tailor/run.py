@@ -187,20 +187,24 @@ def route_specs(route: RouteConfig) -> list[str]:
     return sorted({route.default, *route.experts.values()} - {None})  # type: ignore[arg-type]
 
 
-def check_models(route: RouteConfig) -> None:
+def check_models(route: RouteConfig) -> dict[str, Any]:
     """Fail now, before any ingest, when a model string is wrong or its endpoint cannot answer: parse
-    each string and probe its endpoint once (cached)."""
+    each string and probe its endpoint once (cached). Returns what each endpoint can do, by model string."""
     from dataclaw.models import get_model
 
     try:
         from dataclaw.models.probe import probe_endpoint
     except ImportError:  # an older models package: parse only
         probe_endpoint = None
+    found: dict[str, Any] = {}
     for spec in route_specs(route):
         if probe_endpoint is not None:
-            probe_endpoint(spec)
+            caps = probe_endpoint(spec)
+            dump = getattr(caps, "model_dump", None)
+            found[spec] = dump(mode="json") if dump else caps
         else:
             get_model(spec, cache=False)
+    return found
 
 
 def _failed_all(stats: StageStats) -> bool:
@@ -222,7 +226,10 @@ def tailor_run(
     export). Raises :class:`RunFailed` when no request succeeded, :class:`StageAborted` when the model
     failed fatally (unreachable, wrong key or model) or every early request failed."""
     with run_lock(run_dir, "tailor run"):
-        check_models(config.route)
+        capabilities = check_models(config.route)
+        if capabilities:
+            with RunStore(run_dir) as store:
+                store.update_manifest(models={"capabilities": capabilities})
         ingest(inputs, run_dir, config.ingest or IngestConfig(workers=config.workers), progress=progress)
         return _synthesize_and_publish(run_dir, config, progress)
 
