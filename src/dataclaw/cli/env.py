@@ -279,7 +279,9 @@ def scenarios(
 
 @app.command()
 def serve(
-    name: str = typer.Argument(..., help="Built-in archetype name (a+b for a cross-environment task group)."),
+    name: str = typer.Argument(
+        ..., help="Built-in archetype (a+b for a task group) or any environment package folder (sandboxed)."
+    ),
     tasks: Annotated[
         Path | None,
         typer.Option("--tasks", help="tasks.jsonl (or a run directory holding one); default: the scenarios."),
@@ -290,6 +292,7 @@ def serve(
     max_steps: int = typer.Option(64, "--max-steps", help="Tool steps per episode before it is scored."),
     idle_timeout: float = typer.Option(600.0, "--idle-timeout", help="Seconds an idle session lives."),
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Serve an environment and its tasks as an OpenEnv server (needs the [openenv] extra).
 
@@ -303,7 +306,9 @@ def serve(
         raise ConfigError(
             "--max-sessions and --max-steps must be at least 1, --idle-timeout positive, --port in 1..65535"
         )
-    catalogue = load_catalogue(name, tasks, limit)
+    from dataclaw.sandbox import SandboxPolicy
+
+    catalogue = load_catalogue(name, tasks, limit, policy=SandboxPolicy(unsafe=unsafe))
     app_ = build_app(catalogue, max_sessions=max_sessions, max_steps=max_steps, idle_timeout_s=idle_timeout)
     skipped = ", ".join(f"{n} of {k}" for k, n in sorted(catalogue.skipped.items()))
     typer.echo(

@@ -82,3 +82,15 @@ def serve() -> Iterator[Any]:
     yield start
     for s in started:
         s.__exit__()
+
+
+COUNTER_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "counter_env"
+
+
+@pytest.fixture
+def require_sandbox() -> None:
+    from dataclaw.sandbox import sandbox_available
+
+    avail = sandbox_available()
+    if not avail:
+        pytest.skip(avail.reason)

@@ -1,6 +1,6 @@
 """What ``dataclaw env serve`` agrees to serve, and what it says otherwise — without the OpenEnv library
-(these run in the main venv): built-in archetypes only (others need the sandboxed worker), the task
-file's tasks of that environment only, and an install hint when the [openenv] extra is missing."""
+(these run in the main venv): a built-in archetype or a package folder (anything else is refused), the
+task file's tasks of that environment only, and an install hint when the [openenv] extra is missing."""
 
 from __future__ import annotations
 
@@ -42,12 +42,14 @@ def test_a_task_file_without_tasks_of_the_environment_is_refused_with_what_it_ho
         load_catalogue("stream_processing", path)
 
 
-def test_a_non_builtin_environment_is_refused_not_imported(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="sandboxed env worker") as err:
-        load_catalogue(str(tmp_path / "my_env"))
-    assert ENV in str(err.value)
-    with pytest.raises(ConfigError, match="sandboxed env worker"):
-        load_catalogue(f"{ENV}+my_env")
+def test_an_environment_that_is_neither_builtin_nor_a_package_folder_is_refused(tmp_path: Path) -> None:
+    for name in ("some.module.name", f"{ENV}+my_env", str(tmp_path / "missing")):
+        with pytest.raises(ConfigError, match="given as its package folder") as err:
+            load_catalogue(name)
+        assert ENV in str(err.value)
+    (tmp_path / "not_a_pkg").mkdir()
+    with pytest.raises(ConfigError, match="not an environment package"):
+        load_catalogue(str(tmp_path / "not_a_pkg"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("openenv") is not None, reason="openenv is installed here")

@@ -174,3 +174,75 @@ def test_an_abandoned_session_is_reaped_and_frees_its_slot(serve) -> None:
         while "error" in (answer := create(http)) and time.monotonic() < deadline:
             time.sleep(0.5)  # OpenEnv's reaper looks every 5 s at the earliest
         assert "session_id" in answer["result"]
+
+
+def test_a_package_folder_is_served_through_the_sandbox_never_imported(
+    serve, require_sandbox, tmp_path
+) -> None:
+    import sys
+
+    from envcraft.serve.conftest import COUNTER_DIR
+
+    was_loaded = any("counter_env" in m for m in sys.modules)
+    catalogue = load_catalogue(str(COUNTER_DIR))
+    assert catalogue.package == COUNTER_DIR and catalogue.ids == ["reach_three", "start_at_ten"]
+    served = serve(catalogue)
+
+    async def main() -> tuple[Any, ...]:
+        async with MCPToolClient(base_url=served.url) as a, MCPToolClient(base_url=served.url) as b:
+            await asyncio.gather(a.reset(task_id="reach_three"), b.reset(task_id="reach_three"))
+            names = {t.name for t in await a.list_tools()}
+            ok = [await _call(a, "increment", by=2), await _call(a, "increment")]
+            bad = await _call(b, "increment", by=5000)  # the package's own agent-safe error
+            crash = await _call(b, "crash")  # a tool that raises: still an agent-safe envelope
+            return names, ok, bad, crash, await _call(a, FINISH_TOOL), await _call(b, FINISH_TOOL)
+
+    names, ok, bad, crash, done_a, done_b = asyncio.run(main())
+    assert {"increment", "get_counter", FINISH_TOOL} <= names
+    assert [s.observation.result["data"]["data"]["value"] for s in ok] == [2, 3]
+    assert bad.observation.result["data"]["error"]["category"] == "invalid_argument"
+    assert crash.observation.result["is_error"]
+    _clean(crash.observation.result["content"][0]["text"])
+    assert (
+        done_a.done and done_a.reward == done_a.observation.metadata["score"]["evaluation"]["overall_score"]
+    )
+    assert done_a.reward == 1.0 and done_b.reward < 1.0  # the counter reached 3 in session a only
+    assert was_loaded or not any("counter_env" in m for m in sys.modules)  # never imported by the server
+
+
+def test_a_task_file_of_a_sandboxed_package_loads_s0_and_scores_with_its_verifier(
+    serve, require_sandbox, tmp_path
+) -> None:
+    import shutil
+
+    from dataclaw.envcraft.serve.sandboxed import PRELOAD, run_job
+    from dataclaw.sandbox import WarmWorker
+    from envcraft.serve.conftest import COUNTER_DIR
+
+    ws = tmp_path / "ws"  # S0: the scenario's state (read in the sandbox) with the counter at 1
+    shutil.copytree(COUNTER_DIR, ws / "pkg" / "counter_env")
+    with WarmWorker(ws, preload=PRELOAD) as worker:
+        sid = run_job(worker, "create", "pkg/counter_env", "state", "reach_three", None)
+        s0 = run_job(worker, "state", "pkg/counter_env", "state", sid)
+    s0["counter"]["value"] = 1
+    task = {
+        "id": "task:counter-to-three", "env": "counter_env", "scenario_id": "reach_three",
+        "user_turns": ["The counter is at 1: bring it to 3."], "initial_state": s0,
+        "verifier": {"version": 1, "assertions": [{"path": "/counter/value", "op": "eq", "value": 3}]},
+    }  # fmt: skip
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(task) + "\n")
+    served = serve(load_catalogue(str(COUNTER_DIR), path))
+
+    async def main() -> tuple[Any, ...]:
+        async with MCPToolClient(base_url=served.url) as env:
+            reset = await env.reset(task_id=task["id"])
+            first = await _call(env, "get_counter")  # S0 is the task's, not the scenario's
+            await _call(env, "increment", by=2)
+            return reset, first, await _call(env, FINISH_TOOL)
+
+    reset, first, done = asyncio.run(main())
+    assert reset.observation.prompt == task["user_turns"][0]
+    assert first.observation.result["data"]["status"] == "ok", first.observation.result
+    assert first.observation.result["data"]["data"]["value"] == 1
+    assert done.done and done.reward == 1.0 and done.observation.metadata["score"]["fraction"] == 1.0

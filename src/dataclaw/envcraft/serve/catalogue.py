@@ -6,9 +6,9 @@
 * Without: the environment's own scenarios — S0 is the scenario, the reward the environment's evaluator
   (``overall_score`` in [0, 1]).
 
-Only built-in archetypes (and tasks made from them) are served: they run in-process. Every other
-environment must go through the sandboxed env worker, which does not exist yet; such an environment is
-refused with a clear error instead of being imported into the server.
+Built-in archetypes (and tasks made from them) run in-process. Any other environment is given as its
+package folder and runs in a sandboxed worker per episode (:mod:`.sandboxed`): the server never imports
+it. An import name that is not a built-in is refused (a folder is what can be copied into the sandbox).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.rollout.claw_tools import ToolResult
 from dataclaw.envcraft.rollout.errors import SetupError, VerifierError
 from dataclaw.envcraft.rollout.harness import TOOL_SYSTEM_PROMPT, Harness, Score, ToolTaskHarness
+from dataclaw.sandbox import SandboxPolicy
 
 FINISH_TOOL = "finish"
 FINISH_SCHEMA: dict[str, Any] = {
@@ -111,6 +112,11 @@ class Catalogue:
     env_cls: Any = None
     skipped: dict[str, int] = field(default_factory=dict)
     """Tasks of the file that are not this environment's, counted by what they are."""
+    package: Path | None = None
+    """A package folder served through the sandbox (None: a built-in, in-process)."""
+    described: dict[str, Any] = field(default_factory=dict)
+    """The sandboxed package's name, scenarios and tools, as read in the sandbox."""
+    policy: SandboxPolicy | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -129,6 +135,17 @@ class Catalogue:
         return self.ids[(seed or 0) % len(self)]
 
     def harness(self, task_id: str) -> Harness:
+        if self.package is not None:
+            from dataclaw.envcraft.serve.sandboxed import SandboxedHarness
+
+            rec = self.records[task_id]
+            task = rec if self.kind == "tasks" else None
+            sid = rec["scenario_id"] if task else rec
+            prompt = self.described["scenarios"].get(sid, "")
+            tools = self.described["tools"]
+            return SandboxedHarness(
+                self.package, scenario_id=sid, prompt=prompt, tools=tools, task=task, policy=self.policy
+            )
         if self.kind == "scenarios":
             return ScenarioHarness(self.env_cls, self.records[task_id])
         return ToolTaskHarness(self.records[task_id])
@@ -137,7 +154,9 @@ class Catalogue:
         """What the OpenEnv Task API lists for one episode (no verifier, no S0: nothing to copy)."""
         rec = self.records[task_id]
         if self.kind == "scenarios":
-            prompt = self.env_cls.scenario(rec).task_prompt
+            prompt = (
+                self.described["scenarios"][rec] if self.package else self.env_cls.scenario(rec).task_prompt
+            )
             return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": prompt}
         turns = rec.get("user_turns") or [rec.get("instruction", "")]
         return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": turns[0]}
@@ -153,16 +172,20 @@ def _refuse_unsandboxed(env: str) -> ConfigError:
     from dataclaw.envcraft import archetypes
 
     return ConfigError(
-        f"env serve runs built-in archetypes (and tasks made from them) in-process; {env!r} is not one, and "
-        "other environments must run in the sandboxed env worker, which env serve cannot use yet. "
-        f"Built-in: {', '.join(archetypes.names())}"
+        f"{env!r} is not a built-in archetype ({', '.join(archetypes.names())}); any other environment "
+        "runs in the sandbox and is given as its package folder (a path), never imported by name"
     )
 
 
-def load_catalogue(env: str, tasks: Path | None = None, limit: int | None = None) -> Catalogue:
-    """The episodes of ``env`` (an archetype name, or ``a+b`` for cross-environment tasks)."""
+def load_catalogue(
+    env: str, tasks: Path | None = None, limit: int | None = None, *, policy: SandboxPolicy | None = None
+) -> Catalogue:
+    """The episodes of ``env``: an archetype name (``a+b`` for cross-environment tasks), or the folder
+    of any other environment package (served through the sandbox under ``policy``)."""
     from dataclaw.envcraft import archetypes
 
+    if Path(env).is_dir() and not _builtin(env):
+        return _sandboxed_catalogue(Path(env), tasks, limit, policy)
     parts = env.split("+")
     if not all(_builtin(p) for p in parts):
         raise _refuse_unsandboxed(env)
@@ -175,12 +198,18 @@ def load_catalogue(env: str, tasks: Path | None = None, limit: int | None = None
         env_cls = archetypes.get(env).env_cls
         ids = sorted(env_cls.scenarios())
         return Catalogue(env, "scenarios", ids, dict(zip(ids, ids, strict=True)), env_cls)
+    records, others = _tasks_of(env, tasks)
+    ids = list(records)[:limit]
+    return Catalogue(env, "tasks", ids, {i: records[i] for i in ids}, skipped=others)
+
+
+def _tasks_of(env: str, tasks: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """The tool tasks of ``env`` in a task file, and the others counted by what they are."""
     from dataclaw.envcraft.quality.runs import load_task_source
 
-    loaded = load_task_source(tasks, None)
     records: dict[str, Any] = {}
     others: dict[str, int] = {}
-    for rec in loaded.tasks:
+    for rec in load_task_source(tasks, None).tasks:
         if not isinstance(rec, dict):
             others["claw workspace tasks"] = others.get("claw workspace tasks", 0) + 1
         elif rec.get("env") != env:
@@ -191,5 +220,31 @@ def load_catalogue(env: str, tasks: Path | None = None, limit: int | None = None
     if not records:
         seen = ", ".join(f"{n} of {k}" for k, n in sorted(others.items())) or "none"
         raise ConfigError(f"{tasks}: no task of environment {env!r} (tasks found: {seen})")
+    return records, others
+
+
+def _sandboxed_catalogue(
+    folder: Path, tasks: Path | None, limit: int | None, policy: SandboxPolicy | None
+) -> Catalogue:
+    """A package folder: what it holds is read in the sandbox, its episodes run there."""
+    from dataclaw.envcraft.serve.sandboxed import describe_package
+
+    folder = folder.resolve()
+    if not (folder / "__init__.py").is_file():
+        raise ConfigError(f"{folder} is not an environment package (no __init__.py)")
+    try:
+        described = describe_package(folder, policy)
+    except SetupError as exc:
+        why = f"environment package {folder.name!r} does not load in the sandbox ({exc})"
+        raise ConfigError(why) from None
+    if any(t["function"]["name"] == FINISH_TOOL for t in described["tools"]):
+        raise ConfigError(f"{folder.name!r} has its own tool named {FINISH_TOOL!r}, which env serve reserves")
+    name = str(described["name"])
+    if tasks is None:
+        ids = sorted(described["scenarios"])[:limit]
+        return Catalogue(name, "scenarios", ids, {i: i for i in ids}, package=folder, described=described,
+                         policy=policy)  # fmt: skip
+    records, others = _tasks_of(name, tasks)
     ids = list(records)[:limit]
-    return Catalogue(env, "tasks", ids, {i: records[i] for i in ids}, skipped=others)
+    return Catalogue(name, "tasks", ids, {i: records[i] for i in ids}, skipped=others, package=folder,
+                     described=described, policy=policy)  # fmt: skip

@@ -14,6 +14,7 @@ traceback, a path or a class name.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -156,9 +157,12 @@ class DataclawEnvironment(Environment):
     # ---- steps ------------------------------------------------------------------------------------
 
     async def step_async(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
-        """Steps run on the server's event loop, not in the session's thread: the environments served
-        are in-process archetypes whose calls take well under a millisecond, less than the hop to a
-        thread and back (measured: ``benchmarks/bench_env_serve.py``)."""
+        """In-process archetypes step on the server's event loop: their calls take well under a
+        millisecond, less than the hop to a thread and back (``benchmarks/bench_env_serve.py``). A
+        sandboxed package's calls are worker round trips (milliseconds): they step in a thread, so one
+        session never stalls the others."""
+        if self.catalogue.package is not None:
+            return await asyncio.to_thread(self.step, action, timeout_s, **kwargs)
         return self.step(action, timeout_s, **kwargs)
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
