@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -71,6 +72,39 @@ _STDERR_ERRNOS = {
 _GAI_MESSAGES = ("Temporary failure in name resolution", "Name or service not known")
 
 
+# Every sandbox process tree this process started and has not reaped yet (one-shot runs, warm workers), so
+# an interrupted caller can end them all at once (:func:`interrupt`).
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+_REFUSING = threading.Event()
+
+
+def track(proc: subprocess.Popen[bytes]) -> None:
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+
+
+def untrack(proc: subprocess.Popen[bytes]) -> None:
+    """Call before reaping ``proc`` (so :func:`interrupt` never signals a reused pid)."""
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
+@contextmanager
+def interrupt() -> Iterator[int]:
+    """Kill every sandbox this process is running, and refuse new runs until the block ends (so threads
+    that were mid-task stop instead of starting their next program); yields how many were killed."""
+    _REFUSING.set()
+    try:
+        with _LIVE_LOCK:
+            for proc in _LIVE:
+                kill_group(proc)
+            killed = len(_LIVE)
+        yield killed
+    finally:
+        _REFUSING.clear()
+
+
 @dataclass
 class _Raw:
     """What the supervisor saw of one process tree."""
@@ -103,6 +137,8 @@ def run(
     overrides ``limits.wall_s``; ``env`` is the *whole* extra environment (nothing is inherited); ``args``
     become ``sys.argv[1:]`` of a Python source; ``cwd`` is relative to the workspace.
     """
+    if _REFUSING.is_set():
+        raise SandboxError("the sandbox run was interrupted")
     policy = policy or SandboxPolicy()
     limits = limits or Limits()
     if timeout is not None:
@@ -348,12 +384,14 @@ def _supervise(
     finally:
         if stdin_file is not None:
             stdin_file.close()
+    track(proc)
     status.close_write()  # our copy of the write end, so EOF arrives when the sandbox is gone
     assert proc.stdout is not None and proc.stderr is not None
     streams = {"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno(), "status": status.r}
     try:
         got = _pump(proc, streams, limits, t0, watch)
     finally:
+        untrack(proc)
         kill_group(proc)
         proc.wait()
         proc.stdout.close()

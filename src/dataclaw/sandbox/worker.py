@@ -101,6 +101,7 @@ class WarmWorker(Runtime):
             )
         finally:
             plan.close()
+        runner.track(self._proc)
         assert self._proc.stdout is not None
         os.set_blocking(self._proc.stdout.fileno(), False)
         self._buf.clear()
@@ -183,6 +184,7 @@ class WarmWorker(Runtime):
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
+            runner.untrack(proc)
             runner.kill_group(proc)
             proc.wait()
             self._await_eof(proc)

@@ -158,3 +158,35 @@ def test_rollout_and_calibrate_report_unloadable_tasks_and_fail_when_none_loads(
         assert set(rejected) >= {"only_yaml", "broken"}
         assert all(r["message"] for r in rejected.values())
         assert "unloadable: broken" in res.stdout
+
+
+def test_ctrl_c_ends_the_audits_in_flight_and_stores_none_of_them(tmp_path: Path):
+    import signal
+    import time
+
+    root = tmp_path / "set"
+    for i in range(2):
+        write_task(root, f"hangs_{i}", builder="import time\nwhile True:\n    time.sleep(0.1)\n")
+    run = tmp_path / "run"
+    exe = shutil.which("dataclaw", path=str(Path(sys.executable).parent))
+    assert exe
+    cmd = [exe, "tasks", "audit", str(root), "-o", str(run), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until sandboxed interpreters run (the builders' wall limit is 60 s)
+        running = 0
+        for c in Path("/proc").glob("*/cmdline"):
+            try:
+                running += b"\0-S\0" in c.read_bytes() and b"marshal" in c.read_bytes()
+            except OSError:
+                continue
+        if running >= 2:
+            break
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=45)  # not the 60 s the builders would still have
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    stored = _lines(run / "code_audit.jsonl") if (run / "code_audit.jsonl").exists() else []
+    assert stored == []  # half-done audits are not results

@@ -198,11 +198,19 @@ def _audit_claw(
         for task in tasks:
             yield task, _audit_one(task, floor, policy)
         return
+    from dataclaw.sandbox.runner import interrupt
+
     pool = ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="claw-audit")
     try:
         futures = {pool.submit(_audit_one, t, floor, policy): t for t in tasks}
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
+    except BaseException:
+        # interrupted (Ctrl-C) or a sandbox that cannot run: end the audits in flight now instead of
+        # waiting out their timeouts; their half-done results are dropped, never stored
+        with interrupt():
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
