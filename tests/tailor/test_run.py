@@ -316,3 +316,46 @@ def test_a_response_id_changes_with_the_model_the_intent_definition_and_the_seed
     assert rid().startswith("stream:s-1/cand-k-2/resp-describe_current_subtask-")
     others = {rid("openai:b"), rid(it=edited), rid(seed=1), rid(cands="c2")}
     assert rid() not in others and len(others) == 4
+
+
+def _has_image(body: dict[str, Any]) -> bool:
+    return any(isinstance(m.get("content"), list) for m in body.get("messages", []))
+
+
+def text_only(req: Any) -> Reply:
+    """A text-only server: requests with images get the HTTP 500 such servers send."""
+    body = req.body or {}
+    if _has_image(body):
+        return Reply.error(500, "Image input is not supported for this model")
+    props = _props(body)
+    if props is None:
+        return Reply.text("OK")
+    return answer(req)
+
+
+@pytest.mark.parametrize("mode", ["always", "auto"])
+def test_images_to_a_text_only_server(
+    shared_data: Path, tmp_path: Path, monkeypatch, capsys, mode: str
+) -> None:
+    monkeypatch.setenv("DATACLAW_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    with OpenAIServer(responder=text_only) as server:
+        model = f"{server.base_url}::text-only"
+        argv = [
+            "tailor", "run", str(shared_data / "videos/dj_video1.mp4"), "--out", str(run), *VIDEO_INTENTS,
+            "--model", model, "--extractors", "shots,motion", "--workers", "1", "--json",
+            "--send-images", mode,
+        ]  # fmt: skip
+        code = _run(argv)
+        out, err = capsys.readouterr()
+        with_images = sum(
+            1 for b in server.chat_bodies() if _has_image(b) and (_props(b) or {}).keys() - {"probe"}
+        )
+    if mode == "always":  # refused: one line naming images and the way out, not five retries each
+        assert code == 1 and len(err.strip().splitlines()) == 1 and "--send-images auto" in err, err
+        assert with_images <= 1
+        return
+    assert code == 0, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["counts"]["samples"] == summary["requests"] > 0, "answered from anchors as text"
+    assert with_images <= 1, "at most one request with images: then the model knows"

@@ -235,6 +235,15 @@ def run(
     max_candidates: Annotated[int | None, typer.Option(help="Use at most this many candidates.")] = None,
     max_per_kind: Annotated[int | None, typer.Option(help="At most this many candidates per kind.")] = None,
     images: Annotated[bool, typer.Option(help="Send sampled frames to vision models.")] = True,
+    send_images: Annotated[
+        str,
+        typer.Option(
+            "--send-images",
+            help="always: send frames (a model that refuses them is an error); auto: send them, and if the "
+            "model refuses images drop them once and go on with anchors as text (recorded as a downgrade); "
+            "never: text only (same as --no-images).",
+        ),
+    ] = "always",
     export_format: Annotated[
         str | None, typer.Option("--export", help="jsonl | llamafactory | hf | none")
     ] = "jsonl",
@@ -242,6 +251,8 @@ def run(
 ) -> None:
     """INPUTs → samples: ingest, synthesise per intent, validate, materialise, export (resumable)."""
     _require_inputs(inputs)
+    if send_images not in ("always", "auto", "never"):
+        raise ConfigError(f"--send-images must be always, auto or never, got '{send_images}'")
     from dataclaw.core.progress import progress_bar
     from dataclaw.tailor.intents.registry import IntentCatalog
 
@@ -257,7 +268,8 @@ def run(
     config = TailorRunConfig(
         route=routing, intents=list(intent or []), request=request, seed=seed, concurrency=concurrency,
         workers=workers, ingest=IngestConfig(extractors=_names(extractors), workers=workers),
-        export=None if export_format in (None, "none") else export_format, send_images=images,
+        export=None if export_format in (None, "none") else export_format,
+        send_images=images and send_images != "never", drop_images=send_images == "auto",
         max_candidates=max_candidates, max_per_kind=max_per_kind,
     )  # fmt: skip
     summary = tailor_run(inputs, out, config, progress=progress_bar)

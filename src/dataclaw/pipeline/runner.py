@@ -21,7 +21,7 @@ from typing import Any
 from dataclaw.core.errors import DataclawError, Reject
 from dataclaw.core.store import RunStore
 from dataclaw.pipeline.executors import Executor, LocalExecutor
-from dataclaw.pipeline.stage import Record, Stage
+from dataclaw.pipeline.stage import Record, Result, Stage
 
 ProgressFn = Callable[[int, int], None]
 
@@ -74,13 +74,14 @@ async def arun_stage(
     *,
     producer: Any = None,
     fail_fast: int | None = None,
-    on_record: Callable[[StageStats], None] | None = None,
+    on_record: Callable[[Record, Result, StageStats], None] | None = None,
 ) -> StageStats:
     """Process every item not yet done by ``stage`` in ``store``; return what happened.
 
     ``producer``: what produces the stage's records now (a JSON-able config or a hash); ``fail_fast``:
     stop with :class:`StageAborted` when this many records failed (raised) before any succeeded;
-    ``on_record``: called after each finished record (e.g. to save usage as the run goes). A stage
+    ``on_record(item, result, stats)``: called after each finished record (e.g. to save usage as the run
+    goes; raising stops the stage). A stage
     with a usage ledger (``stage.ledger``) has it saved into the manifest as it goes.
     """
     executor = executor or LocalExecutor()
@@ -116,7 +117,7 @@ async def arun_stage(
                 done.append({"id": item["id"], "outputs": len(result)})
             usage.tick()
             if on_record:
-                on_record(stats)
+                on_record(item, result, stats)
             if progress:
                 progress(stats.processed, len(todo))
             if fail_fast and stats.errors >= fail_fast and stats.errors == stats.processed:

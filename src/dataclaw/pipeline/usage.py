@@ -54,8 +54,10 @@ class LiveUsage:
         self._lock = threading.Lock()
         self._last = 0.0
         self._dirty = False
-        self.fatal: BaseException | None = None
-        """The first fatal error a request got (its class says ``fatal = True``): the run should stop."""
+        self.fatal: dict[str, BaseException] = {}
+        """Fatal errors requests got (their class says ``fatal = True``), by message. The model may still
+        recover from one (a single downgrade that drops images): the caller stops the run when a record
+        failed with one of these (see :meth:`fatal_for`)."""
         models = store.manifest().get("models") or {}
         self._earlier = {
             k: v for k, v in ((models.get("requests") or {}).get("invocations") or {}).items()
@@ -87,10 +89,15 @@ class LiveUsage:
                 entry["failed"] += 1
                 name = type(error).__name__
                 entry["errors"][name] = entry["errors"].get(name, 0) + 1
-                if self.fatal is None and getattr(error, "fatal", False):
-                    self.fatal = error
+                if getattr(error, "fatal", False):
+                    self.fatal[str(error)] = error
             self._dirty = True
         self.save(force=False)
+
+    def fatal_for(self, message: str) -> BaseException | None:
+        """The fatal request error a record failed with (its reject message names it), if any."""
+        with self._lock:
+            return self.fatal.get(message)
 
     def requests(self) -> dict[str, Any]:
         """``{"by_model", "total", "invocations"}`` over this and earlier invocations."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataclaw.core.errors import ConfigError, DataclawError
+from dataclaw.core.errors import ConfigError, DataclawError, Reject
 from dataclaw.core.ids import child_id, stable_hash
 from dataclaw.core.lock import run_lock
 from dataclaw.core.store import RunStore
@@ -76,6 +76,9 @@ class TailorRunConfig:
     ingest: IngestConfig | None = None
     export: str | None = field(default="jsonl", metadata={"help": "export format, or None"})
     send_images: bool = True
+    drop_images: bool = field(
+        default=False, metadata={"help": "a model that refuses images gets the request again without them"}
+    )
     max_candidates: int | None = field(default=None, metadata={"help": "use at most this many candidates"})
     max_per_kind: int | None = field(default=None, metadata={"help": "at most this many of each kind"})
 
@@ -178,6 +181,7 @@ def synthesis_producer(
         "request": config.request,
         "seed": config.seed,
         "send_images": config.send_images,
+        "drop_images": config.drop_images,
         "candidates": candidates,
     }
 
@@ -242,7 +246,8 @@ def _synthesize_and_publish(
 
     catalog = IntentCatalog.builtin()
     ledger = UsageLedger()
-    router = Router(config.route, ledger=ledger)
+    options = {"drop_images": True} if config.drop_images else {}
+    router = Router(config.route, ledger=ledger, model_options=options)
     stages: dict[str, dict[str, Any]] = {}
     with RunStore(run_dir, command="tailor run") as store:
         live = LiveUsage(store, ledger)
@@ -266,9 +271,10 @@ def _synthesize_and_publish(
             executor = LocalExecutor(workers=1, concurrency=config.concurrency)
             produced = synthesis_producer(config, list(used.values()), store.producer(CANDIDATES))
 
-            def after_record(stats: StageStats) -> None:
-                if live.fatal is not None:
-                    raise StageAborted(f"stage {RESPONSES} stopped: {live.fatal}")
+            def after_record(item: dict[str, Any], result: Any, stats: StageStats) -> None:
+                fatal = live.fatal_for(result.message) if isinstance(result, Reject) else None
+                if fatal is not None:  # e.g. a wrong model name: every other request fails the same way
+                    raise StageAborted(f"stage {RESPONSES} stopped: {fatal}")
                 live.save(force=False)
 
             with progress_for(progress, "responses") as update:
