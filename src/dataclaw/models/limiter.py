@@ -194,14 +194,14 @@ class CircuitBreaker:
                 self.opened_at = time.monotonic()
 
 
-_BREAKERS: dict[str, CircuitBreaker] = {}
+_BREAKERS: dict[tuple[str, int], CircuitBreaker] = {}
 _BREAKERS_LOCK = threading.Lock()
 
 
 def breaker_for(endpoint: str, threshold: int, cooldown: float = 30.0) -> CircuitBreaker:
-    """The process-wide breaker of ``endpoint`` (every model object on it shares one)."""
+    """The process-wide breaker of ``endpoint`` (every model object on it with this threshold shares one)."""
     with _BREAKERS_LOCK:
-        breaker = _BREAKERS.get(endpoint)
-        if breaker is None or breaker.threshold != threshold:
-            breaker = _BREAKERS[endpoint] = CircuitBreaker(threshold, cooldown)
-        return breaker
+        key = (endpoint, threshold)
+        if key not in _BREAKERS:
+            _BREAKERS[key] = CircuitBreaker(threshold, cooldown)
+        return _BREAKERS[key]

@@ -114,7 +114,7 @@ class Capabilities(BaseModel):
 # ---------------------------------------------------------------------------------------------------------
 # the cache: in-process and capabilities.json next to the response cache
 
-_MEMORY: dict[str, Capabilities] = {}
+_MEMORY: dict[tuple[str, str], Capabilities] = {}  # (capabilities file, model id) -> capabilities
 _LOCK = threading.Lock()
 
 
@@ -132,8 +132,9 @@ def _read_disk() -> dict[str, Any]:
 
 def cached_capabilities(model_id: str) -> Capabilities | None:
     """The last probe of ``model_id`` within a day (this process first, then the disk cache), or None."""
+    where = str(capabilities_path())
     with _LOCK:
-        caps = _MEMORY.get(model_id)
+        caps = _MEMORY.get((where, model_id))
     if caps is None:
         raw = _read_disk().get(model_id)
         try:
@@ -143,15 +144,15 @@ def cached_capabilities(model_id: str) -> Capabilities | None:
     if caps is None or time.time() - caps.probed_at > TTL_S:
         return None
     with _LOCK:
-        _MEMORY[model_id] = caps
+        _MEMORY[(where, model_id)] = caps
     return caps
 
 
 def remember(caps: Capabilities) -> None:
     """Keep ``caps`` in the process and write it to the disk cache (atomically, unique temp name)."""
+    path = capabilities_path()
     with _LOCK:
-        _MEMORY[caps.model] = caps
-        path = capabilities_path()
+        _MEMORY[(str(path), caps.model)] = caps
         data = _read_disk()
         data[caps.model] = caps.model_dump()
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -166,10 +167,8 @@ def remember(caps: Capabilities) -> None:
 def forget(model_id: str | None = None) -> None:
     """Drop the in-process entries (all, or one endpoint's); the disk cache stays."""
     with _LOCK:
-        if model_id is None:
-            _MEMORY.clear()
-        else:
-            _MEMORY.pop(model_id, None)
+        for key in [k for k in _MEMORY if model_id is None or k[1] == model_id]:
+            del _MEMORY[key]
 
 
 # ---------------------------------------------------------------------------------------------------------
