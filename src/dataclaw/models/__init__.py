@@ -35,7 +35,7 @@ from dataclaw.models.errors import (
 )
 from dataclaw.models.ledger import UsageLedger
 from dataclaw.models.prices import Price, PriceTable
-from dataclaw.models.probe import Capabilities, probe_endpoint
+from dataclaw.models.probe import Capabilities, aprobe_endpoint, probe_endpoint
 from dataclaw.models.registry import BACKENDS, build_backend, get_model, register_backend
 from dataclaw.models.types import Backend, ChatModel, ChatRequest, Completion, Generation, Message, Usage
 
@@ -73,6 +73,7 @@ __all__ = [
     "UnknownModelError",
     "Usage",
     "UsageLedger",
+    "aprobe_endpoint",
     "build_backend",
     "get_model",
     "probe_endpoint",

@@ -268,11 +268,11 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
     return caps
 
 
-def probe_endpoint(spec: str, *, refresh: bool = False, **options: Any) -> Capabilities:
+async def aprobe_endpoint(spec: str, *, refresh: bool = False, **options: Any) -> Capabilities:
     """The capabilities of the endpoint behind the model string ``spec`` (cached for a day unless
     ``refresh``). Raises the endpoint's one-line :class:`ModelError` (``exc.fatal`` is True) when even a
-    plain chat request fails. Backends that are not servers (``local:``, ``replay:``) report what they
-    support without a request. Call it before a long run."""
+    plain chat request fails, and a ConfigError for a bad model string. Backends that are not servers
+    (``local:``, ``replay:``) report what they support without a request. Call it before a long run."""
     from dataclaw.models.registry import build_backend
 
     backend = build_backend(spec, **options)
@@ -286,11 +286,12 @@ def probe_endpoint(spec: str, *, refresh: bool = False, **options: Any) -> Capab
         caps = cached_capabilities(backend.model_id)
         if caps is not None:
             return caps
+    try:
+        return await aprobe(backend)  # type: ignore[arg-type]
+    finally:
+        await backend.aclose()
 
-    async def run() -> Capabilities:
-        try:
-            return await aprobe(backend)  # type: ignore[arg-type]
-        finally:
-            await backend.aclose()
 
-    return asyncio.run(run())
+def probe_endpoint(spec: str, *, refresh: bool = False, **options: Any) -> Capabilities:
+    """:func:`aprobe_endpoint` for code without an event loop (the CLI, a runner before ingest)."""
+    return asyncio.run(aprobe_endpoint(spec, refresh=refresh, **options))
