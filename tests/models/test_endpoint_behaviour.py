@@ -337,3 +337,41 @@ def test_overload_shrinks_the_effective_concurrency_the_ledger_shows(server):
     conc = ledger.summary()["by_model"][model.model_id]["concurrency"]
     assert conc["configured"] == 8 and conc["lowest"] < 8 and conc["effective"] <= 8
     assert "concurrency" in ledger.render() and "of 8 configured" in ledger.render()
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "used", "capability"),
+    [
+        (400, "Qwen/Qwen2.5-7B-Instruct is not a multimodal model", ("images",), "images"),  # vLLM
+        (400, "Invalid content type. image_url is only supported by certain models.", ("images",), "images"),
+        (
+            500,
+            "image input is not supported - hint: you may need to provide the mmproj",
+            ("images",),
+            "images",
+        ),
+        (400, "registry.ollama.ai/library/gemma:2b does not support tools", ("tools",), "tools"),
+        (
+            400,
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+            ("tools",),
+            "tools",
+        ),
+        (
+            400,
+            "response_format of type json_schema is not supported by this model",
+            ("json_schema",),
+            "json_schema",
+        ),
+        (500, "CUDA out of memory", ("images", "tools"), None),  # no pattern: the probe decides
+        (400, "Qwen/Qwen2.5-7B-Instruct is not a multimodal model", (), None),  # the request had no images
+    ],
+)
+def test_real_servers_refusals_are_read_as_capabilities(status, message, used, capability):
+    from dataclaw.models.openai_compat import classify_status
+
+    verdict = classify_status("m", status, message, message, used, "openai", "after 1 attempt(s)")
+    got = getattr(verdict.error, "capability", None)
+    assert got == capability
+    if capability:
+        assert not verdict.retry and verdict.error.fatal

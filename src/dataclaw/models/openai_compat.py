@@ -73,7 +73,7 @@ CAPABILITY_PATTERNS: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     "json_schema": re.compile(
-        r"(response_format|json_schema|guided_json|structured_outputs|format)[^.]{0,80}(not supported|"
+        r"(response_format|json_schema|guided_json|structured_outputs)[^.]{0,80}(not supported|"
         r"unsupported|invalid|unknown|not permitted|not allowed)|(unsupported|unknown|invalid)[^.]{0,40}"
         r"(response_format|response format|json_schema)",
         re.I,
