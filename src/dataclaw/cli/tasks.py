@@ -286,6 +286,8 @@ def audit(
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     n_workers = workers or default_workers()
     loaded = load_task_source(tasks)
+    if not loaded.tasks and not loaded.broken:
+        raise ConfigError(f"no tasks found in {tasks}")
     run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
     with RunStore(run) as store:
         before = store.stage("code_audit").ids()

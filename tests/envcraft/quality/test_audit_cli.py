@@ -190,3 +190,9 @@ def test_ctrl_c_ends_the_audits_in_flight_and_stores_none_of_them(tmp_path: Path
     assert "Traceback" not in err
     stored = _lines(run / "code_audit.jsonl") if (run / "code_audit.jsonl").exists() else []
     assert stored == []  # half-done audits are not results
+
+
+def test_audit_of_an_empty_task_folder_is_a_clear_error(tmp_path: Path):
+    (tmp_path / "tasks").mkdir()
+    res = dataclaw("tasks", "audit", str(tmp_path), "-o", str(tmp_path / "run"))
+    assert res.returncode == 1 and "no tasks found" in res.stderr and "Traceback" not in res.stderr
