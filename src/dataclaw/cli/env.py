@@ -294,11 +294,10 @@ def serve(
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
-    """Serve an environment and its tasks as an OpenEnv server (needs the [openenv] extra).
+    """Serve an environment and its tasks as an OpenEnv server (needs the openenv extra).
 
-    reset(task_id=…) loads a task's S0 (seed= and index= pick one too), MCP tools list and call the
-    task's tools, finish ends the episode with the verifier's reward. Reach it with OpenEnv's
-    MCPToolClient / EnvClient (TRL, verifiers) at http://HOST:PORT."""
+    reset(task_id=…) loads a task's S0 (seed= and index= pick one too); MCP tools list and call the task's tools; finish ends the episode with the verifier's reward. Reach it with OpenEnv's MCPToolClient or EnvClient (TRL, verifiers) at http://HOST:PORT.
+    """  # noqa: E501 - typer keeps the docstring's line breaks
     from dataclaw.envcraft.serve import build_app, load_catalogue, require_openenv
 
     require_openenv()

@@ -460,8 +460,8 @@ def rollout(
 ) -> None:
     """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``.
 
-    The -n samples of a task are independent: each sends its own seed, so none is a cached copy of
-    another; trajectories keep per-turn usage, reasoning text and (asked for) logprobs and token ids."""
+    The -n samples of a task are independent (each sends its own seed); trajectories keep per-turn usage, reasoning text and, asked for, logprobs and token ids.
+    """  # noqa: E501 - typer keeps the docstring's line breaks
     import asyncio
 
     from dataclaw.core.progress import progress_bar
