@@ -179,7 +179,8 @@ def audit_by_code(
     if todo:
         require_sandbox(policy)
     for task, rec in _audit_claw(todo, floor, policy, max(1, workers)):
-        if task.task_id not in done:  # a report of another floor stays; this one is returned only
+        # a report of another floor stays; an audit that crashed is retried next run: both returned only
+        if task.task_id not in done and not rec.get("error"):
             out.append(rec)
         _reject_failed(store, rec)
         rows[task.task_id] = rec
