@@ -12,7 +12,14 @@ import json
 import pytest
 
 from dataclaw.cli.app import _run
-from dataclaw.models import CapabilityError, ModelOutputError, UsageLedger, get_model, probe_endpoint
+from dataclaw.models import (
+    CapabilityError,
+    ContextLengthError,
+    ModelOutputError,
+    UsageLedger,
+    get_model,
+    probe_endpoint,
+)
 from dataclaw.models.probe import forget, solid_png
 
 SCHEMA = {
@@ -127,3 +134,10 @@ def test_images_to_this_text_only_server_are_refused_or_dropped_once(llama_cpp_s
     assert done.text
     usage = ledger.summary()["by_model"][lenient.model_id]
     assert usage["downgrades"] == {"images": 1} and usage["errors"] == {}
+
+
+def test_a_prompt_longer_than_the_context_names_the_counts(llama_cpp_server):
+    model = get_model(f"{llama_cpp_server.base_url}::smollm2", cache=False)
+    with pytest.raises(ContextLengthError, match=r"tokens requested, the context holds 2048") as err:
+        model.complete_sync("word " * 3000, max_tokens=8)
+    assert err.value.limit == 2048 and err.value.requested > 2048 and not err.value.fatal
