@@ -1,4 +1,5 @@
-"""The console summary of ``tasks audit``: verdicts, reasons, warnings, pass rate, slowest tasks."""
+"""`tasks audit` bookkeeping: the console summary (verdicts, reasons, warnings, pass rate, slowest tasks)
+and an audit that crashes on one task."""
 
 from __future__ import annotations
 
@@ -47,3 +48,38 @@ def test_summary_counts_verdicts_reasons_and_warnings_and_names_the_slowest(monk
     for word in ("unloadable", "DEFECT", "path_uncertain", "missing_file"):
         assert word in text
     assert "Table 2" not in text
+
+
+def test_a_crashing_audit_is_that_task_s_reject_and_is_retried_next_run(tmp_path, monkeypatch):
+    """A bug in the checks fails one task (``audit_error``), never the run, and is not stored as a verdict."""
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.quality import runs
+    from dataclaw.envcraft.tasks import workspace_audit
+    from dataclaw.sandbox import SandboxPolicy
+    from envcraft.rollout.rollout_helpers import example_claw_task
+
+    good = example_claw_task("smart_home_energy_cost")
+    bad = example_claw_task("logistics_manager_review")
+
+    class Report:
+        def __init__(self, tid):
+            self.tid = tid
+
+        def to_record(self):
+            return {"id": self.tid, "passed": True, "defect": False, "checks": []}
+
+    def fake_audit(task, **kw):
+        if task.task_id == bad.task_id:
+            raise KeyError("a bug")
+        return Report(task.task_id)
+
+    monkeypatch.setattr(workspace_audit, "audit_task", fake_audit)
+    loaded = runs.LoadedTasks([good, bad])
+    policy = SandboxPolicy(unsafe=True)
+    with RunStore(tmp_path / "run") as store:
+        rows = {r["id"]: r for r in runs.audit_by_code(loaded, store, policy=policy, workers=2)}
+        rejects = {r["record_id"]: r["reason"] for r in store.rejects("code_audit")}
+        stored = {r["id"] for r in store.records("code_audit")}
+    assert rows[good.task_id]["passed"] and not rows[bad.task_id]["passed"]
+    assert "KeyError" in rows[bad.task_id]["checks"][0]["message"]
+    assert rejects == {bad.task_id: "audit_error"} and stored == {good.task_id}
