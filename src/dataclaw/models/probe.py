@@ -188,6 +188,12 @@ def _content(data: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
     return msg.get("content"), list(msg.get("tool_calls") or [])
 
 
+def _said(data: dict[str, Any]) -> str:
+    """The answer's text, or a reasoning model's reasoning when it used every token on it."""
+    msg = (data.get("choices") or [{}])[0].get("message") or {}
+    return " ".join(str(msg.get("content") or msg.get("reasoning_content") or "").split())
+
+
 async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_ORDER) -> Capabilities:
     """Probe ``backend``'s endpoint once per capability and remember the result. A failing plain chat
     request raises its error (unreachable, wrong key, unknown model): nothing else can work then."""
@@ -214,7 +220,7 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
     tried: list[str] = []
     for form in forms:
         data = await ask(
-            f"json_schema:{form}", _user("Say hello."), max_tokens=24, **schema_fields(form, PROBE_SCHEMA)
+            f"json_schema:{form}", _user("Say hello."), max_tokens=48, **schema_fields(form, PROBE_SCHEMA)
         )
         if data is None:
             tried.append(f"{form}: {caps.detail.pop(f'json_schema:{form}')}")
@@ -254,10 +260,10 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
         question = _user(
             "What colour is this image? Answer with one word: red, green or blue.", solid_png(rgb)
         )
-        data = await ask("images", question, max_tokens=8)
+        data = await ask("images", question, max_tokens=32)
         if data is None:
             break
-        answers[colour] = " ".join(str(_content(data)[0] or "").split())[:60]
+        answers[colour] = _said(data)[:60]
         if colour not in answers[colour].lower():
             break
     caps.images = len(answers) == len(PROBE_COLOURS) and all(c in a.lower() for c, a in answers.items())
@@ -270,8 +276,9 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
 
 async def aprobe_endpoint(spec: str, *, refresh: bool = False, **options: Any) -> Capabilities:
     """The capabilities of the endpoint behind the model string ``spec`` (cached for a day unless
-    ``refresh``). Raises the endpoint's one-line :class:`ModelError` (``exc.fatal`` is True) when even a
-    plain chat request fails, and a ConfigError for a bad model string. Backends that are not servers
+    ``refresh``). Raises the endpoint's one-line :class:`ModelError` when even a plain chat request fails
+    (``exc.fatal`` is True for unreachable, wrong key, unknown model) and a ConfigError for a bad model
+    string. Probe requests are not in any usage ledger. Backends that are not servers
     (``local:``, ``replay:``) report what they support without a request. Call it before a long run."""
     from dataclaw.models.registry import build_backend
 
