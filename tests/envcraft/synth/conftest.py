@@ -121,7 +121,15 @@ ENTITY_KEYS = ("domains", "entities")
 
 
 def _split(e: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    return {k: e[k] for k in ENTITY_KEYS}, {k: v for k, v in e.items() if k not in ENTITY_KEYS}
+    state = {k: v for k, v in e.items() if k not in (*ENTITY_KEYS, "state_fields")}
+    fields = e["state_fields"]
+    state["collections"] = [
+        {k: f[k] for k in ("name", "entity", "description")} for f in fields if f["kind"] == "collection"
+    ]
+    state["other_state"] = [
+        {k: f[k] for k in ("name", "kind", "description")} for f in fields if f["kind"] != "collection"
+    ]
+    return {k: e[k] for k in ENTITY_KEYS}, state
 
 
 @pytest.fixture

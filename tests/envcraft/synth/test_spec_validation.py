@@ -40,6 +40,10 @@ def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split) ->
     unknown_entity["scenarios"][0]["entities"] = ["ticket", "customer"]
     with pytest.raises(jsonschema.ValidationError):  # entity references are an enum of the entities
         jsonschema.validate(unknown_entity, state_schema(attrs))
+    unstored = copy.deepcopy(state)
+    unstored["collections"] = unstored["collections"][1:]
+    with pytest.raises(jsonschema.ValidationError):  # one collection per entity, no fewer
+        jsonschema.validate(unstored, state_schema(attrs))
     state["world_data"]["records"][0]["fields"]["colour"] = "red"
     with pytest.raises(jsonschema.ValidationError):  # a record's fields are its entity's attributes
         jsonschema.validate(state, state_schema(attrs))
@@ -167,7 +171,8 @@ def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
     assert limits_for("local:smollm2-135m") is COMPACT and limits_for("openai:gpt-4o") is FULL
     compact = entities_schema(COMPACT)
     ent = compact["properties"]["entities"]
-    assert ent["maxItems"] == 2 and ent["items"]["properties"]["description"] == {
+    assert ent["maxItems"] == 1 and ent["items"]["properties"]["attributes"]["maxItems"] == 4
+    assert ent["items"]["properties"]["description"] == {
         "type": "string",
         "maxLength": 80,
     }
@@ -175,9 +180,9 @@ def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
     assert scenarios["items"]["properties"]["gold_facts"] == {
         "type": "array",
         "items": {"type": "string", "maxLength": 80},
-        "maxItems": 2,
+        "maxItems": 1,
         "minItems": 1,
     }
-    with pytest.raises(jsonschema.ValidationError):  # four entities are over the compact bound
-        jsonschema.validate({"domains": ["helpdesk"], "entities": e_answer["entities"] * 2}, compact)
+    with pytest.raises(jsonschema.ValidationError):  # two entities are over the compact bound
+        jsonschema.validate({"domains": ["helpdesk"], "entities": e_answer["entities"]}, compact)
     assert t_spec_schema(["tickets"], COMPACT)["properties"]["tools"]["maxItems"] == 4

@@ -31,6 +31,7 @@ from dataclaw.envcraft.synth.spec import (
     IssueCode,
     SchemaLimits,
     TSpec,
+    answer_to_spec,
     check_e_spec,
     check_t_spec,
     entities_schema,
@@ -58,7 +59,8 @@ different snake_case attributes (name and type) and an id_field that repeats one
 attributes ticket_id, title, status with id_field ticket_id."""
 
 STATE_TASK = """Write the rest of the environment specification as JSON:
-- state_fields: the top-level state. A "collection" holds the records of one entity (name it in "entity").
+- collections: the state field holding each entity's records (e.g. tickets for ticket).
+- other_state: logs, counters or settings the environment keeps.
 - business_rules: rules that decide which changes are valid.
 - world_data.records: example records; their fields use the entity's attributes.
 - scenarios: tasks with an ISO base_time, the entities used, gold_facts and scoring_rules (weight > 0)."""
@@ -194,7 +196,7 @@ def _as_e_spec(scenario: ScenarioSpec, *answers: dict[str, Any]) -> ESpec:
     """E_spec from the answers; the framework owns the name and the task description (the scenario's)."""
     merged: dict[str, Any] = {}
     for answer in answers:
-        merged.update(answer)
+        merged.update(answer_to_spec(answer))
     return ESpec.model_validate(
         {**merged, "environment_name": scenario.id, "task_description": scenario.description}
     )

@@ -565,6 +565,17 @@ def check_t_spec(tools: TSpec, spec: ESpec) -> list[Issue]:
     return out
 
 
+def answer_to_spec(answer: dict[str, Any]) -> dict[str, Any]:
+    """A state answer in E_spec form: ``collections`` (one per entity) and ``other_state`` become
+    ``state_fields``; anything else passes through (pydantic then refuses what it does not know)."""
+    out = {k: v for k, v in answer.items() if k not in ("collections", "other_state")}
+    if "collections" in answer or "other_state" in answer:
+        fields = [{"kind": "collection", **c} for c in answer.get("collections") or []]
+        fields += [{"entity": "", **f} for f in answer.get("other_state") or []]
+        out["state_fields"] = [*out.get("state_fields", []), *fields]
+    return out
+
+
 def check_spec(spec: ESpec, tools: TSpec) -> list[Issue]:
     """Every problem of the pair (empty when the spec is valid)."""
     return check_e_spec(spec) + check_t_spec(tools, spec)
@@ -583,13 +594,18 @@ class SchemaLimits:
     text_len: int = 240
     max_items: int = 6
     """Cap on every list's ``maxItems`` (a list's own bound applies when lower)."""
+    max_attributes: int = 6
     max_tools: int = 10
     max_params: int = 5
     max_record_fields: int = 6
 
 
 FULL = SchemaLimits()
-COMPACT = SchemaLimits(name_len=24, text_len=80, max_items=2, max_tools=4, max_params=2, max_record_fields=3)
+COMPACT = SchemaLimits(
+    name_len=24, text_len=80, max_items=1, max_attributes=4, max_tools=4, max_params=2, max_record_fields=3
+)
+"""One item per list (a weak model repeats items, and a repeated id is a duplicate) but for attributes and
+tools; the smallest spec that is still a spec."""
 
 
 class _Parts:
@@ -640,7 +656,12 @@ def entities_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
         {  # attributes before id_field: a model writes them in this order and can then repeat one
             "name": name,
             "description": text,
-            "attributes": lst(attribute, 6, 1),
+            "attributes": {
+                "type": "array",
+                "items": attribute,
+                "minItems": 1,
+                "maxItems": limits.max_attributes,
+            },
             "id_field": name,
             "statuses": lst(name, 5),
         },
@@ -651,19 +672,15 @@ def entities_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
 
 def state_schema(entities: dict[str, list[str]], limits: SchemaLimits = FULL) -> dict[str, Any]:
     """JSON schema of the second E_spec answer: state fields, rules, world data and scenarios, over the
-    first answer's ``entities`` (name → attribute names). Every entity reference is an enum of them and a
-    record's fields are its entity's attributes, so a grammar-constrained model cannot name what does not
-    exist (code checks it anyway: not every server enforces schemas)."""
+    first answer's ``entities`` (name → attribute names). Every entity reference is an enum of them, a
+    record's fields are its entity's attributes and ``collections`` is a tuple of one state field per entity,
+    so a grammar-constrained model can neither name what does not exist nor leave an entity unstored (code
+    checks it all anyway: not every server enforces schemas). :func:`answer_to_spec` reads the answer."""
     p = _Parts(limits)
     name, text, lst = p.name, p.text, p.list
     ents = list(entities)
     ent = _enum_or(ents, name)
     scalar = {"type": ["string", "number", "integer", "boolean"]}
-    field = _obj(
-        {"name": name, "kind": {"enum": list(FIELD_KINDS)}, "entity": _enum_or(ents, p.opt_name, empty=True),
-         "description": text},
-        ["name", "kind", "entity"],
-    )  # fmt: skip
     rule = _obj({"rule_id": name, "description": text, "entities": lst(ent, 3)}, ["rule_id", "description"])
     record: dict[str, Any] = _obj(
         {
@@ -716,9 +733,25 @@ def state_schema(entities: dict[str, list[str]], limits: SchemaLimits = FULL) ->
         },
         ["records"],
     )
+    # one collection per entity, as a tuple (llama.cpp grammars honour tuples, not prefixItems + items);
+    # the other state (logs, counters, settings) apart: answer_to_spec merges both into state_fields
+    collection = _obj({"name": name, "entity": ent, "description": text}, ["name", "entity"])
+    collections: dict[str, Any] = lst(collection, 3, 1)
+    if ents:
+        collections = {
+            "type": "array",
+            "prefixItems": [
+                _obj({"name": name, "entity": {"const": e}, "description": text}, ["name", "entity"])
+                for e in ents
+            ],
+            "items": False,
+        }
+    kinds = [k for k in FIELD_KINDS if k != "collection"]
+    other = _obj({"name": name, "kind": {"enum": kinds}, "description": text}, ["name", "kind"])
     return _obj(
         {
-            "state_fields": lst(field, 5, 1),
+            "collections": collections,
+            "other_state": lst(other, 3),
             "business_rules": lst(rule, 3),
             "world_data": world,
             "scenarios": lst(scenario, 2, 1),
