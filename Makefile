@@ -8,8 +8,10 @@ export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 OE_VENV := .venv-openenv
+TRAIN_VENV := .venv-train
+VERL_VENV := .venv-verl
 
-.PHONY: setup run test test-openenv lint bench clean
+.PHONY: setup run test test-openenv train-setup verl-setup test-train lint bench clean
 
 setup: $(VENV)/.deps-ok
 
@@ -38,10 +40,35 @@ $(OE_VENV)/.deps-ok: pyproject.toml
 	$(OE_VENV)/bin/pip install -q -e '.[openenv]' 'pytest>=8,<10' 'pytest-timeout>=2.3,<3' 'hypothesis>=6.100,<7'
 	touch $@
 
+# The trainer stack ([train]: TRL >= 1.16, transformers >= 5.2) and VERL ([verl]: transformers < 5.11) each
+# conflict with [embed] (transformers < 5) and with each other: a venv each, torch's CPU wheel first.
+# dataclaw runs them as subprocesses and never imports them. ~3 min and ~6 min to install on 2 cores.
+$(TRAIN_VENV)/.deps-ok: pyproject.toml
+	$(PY) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/pip install -q --upgrade pip
+	$(TRAIN_VENV)/bin/pip install -q 'torch==2.13.0'
+	$(TRAIN_VENV)/bin/pip install -q -e '.[train]'
+	touch $@
+
+$(VERL_VENV)/.deps-ok: pyproject.toml
+	$(PY) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install -q --upgrade pip
+	$(VERL_VENV)/bin/pip install -q 'torch==2.13.0'
+	$(VERL_VENV)/bin/pip install -q -e '.[verl]'
+	touch $@
+
+train-setup: $(TRAIN_VENV)/.deps-ok
+
+verl-setup: $(VERL_VENV)/.deps-ok
+
+# the exports against TRL and VERL, and the 2-step GRPO smoke run on CPU
+test-train: setup $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok
+	$(BIN)/python -m pytest -q tests/envcraft/export
+
 run: setup
 	$(BIN)/dataclaw quickstart
 
-test: setup $(OE_VENV)/.deps-ok
+test: setup $(OE_VENV)/.deps-ok $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok
 	$(BIN)/python -m pytest -q
 	$(OE_VENV)/bin/python -m pytest -q tests/envcraft/serve
 
@@ -57,4 +84,4 @@ bench: setup $(OE_VENV)/.deps-ok
 		[ "$$b" = benchmarks/bench_env_serve.py ] && py=$(OE_VENV)/bin/python; $$py $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(OE_VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OE_VENV) $(TRAIN_VENV) $(VERL_VENV) .pytest_cache .ruff_cache

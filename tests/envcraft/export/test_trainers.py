@@ -22,7 +22,7 @@ from envcraft.export.conftest import ENV, TRAIN_PY, VERL_PY
 HERE = Path(__file__).resolve().parent
 
 
-def probe(python: Path, script: str, *args: str, timeout: int = 900) -> dict[str, Any]:
+def probe(python: Path, script: str, *args: str, timeout: int = 1500) -> dict[str, Any]:
     proc = subprocess.run(
         [str(python), str(HERE / script), *args],
         capture_output=True,
@@ -56,6 +56,7 @@ needs_verl = pytest.mark.skipif(
 
 
 @needs_trl
+@pytest.mark.timeout(1800)
 def test_trl_builds_tool_schemas_renders_parses_and_trains_with_the_exported_class(
     tasks_file: Path, tool_tasks: list, tmp_path: Path
 ) -> None:
@@ -93,6 +94,7 @@ def test_trl_builds_tool_schemas_renders_parses_and_trains_with_the_exported_cla
 
 
 @needs_verl
+@pytest.mark.timeout(1200)
 def test_verl_loads_the_tools_and_runs_their_lifecycle_per_rollout(
     tasks_file: Path, tool_tasks: list, tmp_path: Path
 ) -> None:
@@ -126,12 +128,13 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 @needs_trl
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # ~7 min on 2 idle cores (GGUF conversion included), longer when shared
 def test_train_grpo_runs_two_steps_on_cpu_and_writes_the_reward_curve(
     tasks_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     run = tmp_path / "run"
     args = ["train", "grpo", str(tasks_file), "--recipe", "envcraft", "-o", str(run), "--steps", "2"]
-    code = _run([*args, "--train-python", str(TRAIN_PY), "--max-completion-length", "96"])
+    code = _run([*args, "--train-python", str(TRAIN_PY), "--max-completion-length", "64"])
     output = capsys.readouterr()
     assert code == 0, output.out[-3000:] + output.err[-3000:]
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]

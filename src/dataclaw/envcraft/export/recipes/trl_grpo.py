@@ -102,6 +102,7 @@ def env_class(export: Path) -> Any:
 
 def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -114,6 +115,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     low = [m - s for m, s in zip(mean, std, strict=True)]
     high = [m + s for m, s in zip(mean, std, strict=True)]
     ax.fill_between(steps, low, high, alpha=0.2)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     ax.set_ylim(-0.05, 1.05)
