@@ -17,6 +17,7 @@ Reward (EnvCraft D.3): ``binary`` gives 1.0 only when every assertion of the ver
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -236,9 +237,9 @@ class Episode:
         task = self.tasks.task(task_id)
         if self._env is None:
             self._env = self.tasks.env_cls()(self._root)
-        if self.task is not None:
-            self._env.delete_session(SESSION_ID)
         self.task = None
+        with contextlib.suppress(Exception):  # the previous episode's session, if one is left
+            self._env.delete_session(SESSION_ID)
         self._env.create_session(task["scenario_id"], session_id=SESSION_ID)
         self._env.restore_env_state(task["initial_state"])
         self.task, self.ended, self.calls, self.errors = task, False, 0, 0
