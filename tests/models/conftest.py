@@ -64,25 +64,12 @@ def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Llama
 
     port = _free_port()
     log = tmp_path_factory.mktemp("llama_cpp_server") / "server.log"
+    # one llama.cpp thread: two spin against each other at barriers on a shared machine (several times slower)
     cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(find_gguf("smollm2-135m")),
-        "--chat_format",
-        "chatml-function-calling",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--n_threads",
-        "1",
-        "--n_threads_batch",
-        "1",
-    ]  # fmt: skip  (one thread: llama.cpp threads spin at barriers, far slower on a shared machine)
+        sys.executable, "-m", "llama_cpp.server", "--model", str(find_gguf("smollm2-135m")),
+        "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", "2048", "--n_threads", "1", "--n_threads_batch", "1",
+    ]  # fmt: skip
     with log.open("wb") as out:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the access log is read while the server runs
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
