@@ -188,6 +188,11 @@ def _content(data: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
     return msg.get("content"), list(msg.get("tool_calls") or [])
 
 
+def _names(answer: str, colour: str) -> bool:
+    """Whether ``answer`` names ``colour`` as a word ("colored" does not name red)."""
+    return re.search(rf"\b{colour}\b", answer, re.I) is not None
+
+
 def _said(data: dict[str, Any]) -> str:
     """The answer's text, or a reasoning model's reasoning when it used every token on it."""
     msg = (data.get("choices") or [{}])[0].get("message") or {}
@@ -264,9 +269,9 @@ async def aprobe(backend: OpenAICompatBackend, forms: tuple[str, ...] = PROBE_OR
         if data is None:
             break
         answers[colour] = _said(data)[:60]
-        if colour not in answers[colour].lower():
+        if not _names(answers[colour], colour):
             break
-    caps.images = len(answers) == len(PROBE_COLOURS) and all(c in a.lower() for c, a in answers.items())
+    caps.images = len(answers) == len(PROBE_COLOURS) and all(_names(a, c) for c, a in answers.items())
     if answers and not caps.images:
         said = ", ".join(f"{c} image: {a!r}" for c, a in answers.items())
         caps.detail["images"] = f"the server took the images but the model did not see them ({said})"
