@@ -127,6 +127,8 @@ CASES: list[tuple[str, Callable[[dict, dict], None], IssueCode, str]] = [
     ("gold and stale", _set("e.scenarios.0.stale_facts", ["t1 is priority 1"]), IssueCode.CONTRADICTION,
      "scenarios[0]"),
     ("no scenarios", _set("e.scenarios", []), IssueCode.EMPTY, "scenarios"),
+    ("blank gold fact", _set("e.scenarios.0.gold_facts", [" "]), IssueCode.EMPTY,
+     "scenarios[0].gold_facts[0]"),
     ("no gold facts", _set("e.scenarios.0.gold_facts", []), IssueCode.EMPTY, "scenarios[0].gold_facts"),
     ("forbidden sequence names an unknown tool",
      _set("e.constraints", {"forbidden_action_sequences": [["assign_ticket", "close_ticket"]]}),

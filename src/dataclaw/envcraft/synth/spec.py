@@ -446,6 +446,10 @@ def _check_scenarios(spec: ESpec, entities: dict[str, Entity]) -> list[Issue]:
             out.append(
                 Issue(code=IssueCode.EMPTY, path=f"{where}.gold_facts", message="state the gold facts")
             )
+        for key in ("gold_facts", "stale_facts", "allowed_claims", "forbidden_claims", "required_replies"):
+            for j, text in enumerate(getattr(sc, key)):
+                if not text.strip():
+                    out.append(Issue(code=IssueCode.EMPTY, path=f"{where}.{key}[{j}]", message="is blank"))
         for j, att in enumerate(sc.required_attachments):
             if att not in attachments:
                 path = f"{where}.required_attachments[{j}]"
@@ -596,13 +600,12 @@ class SchemaLimits:
     """Cap on every list's ``maxItems`` (a list's own bound applies when lower)."""
     max_attributes: int = 6
     max_tools: int = 10
-    max_params: int = 5
     max_record_fields: int = 6
 
 
 FULL = SchemaLimits()
 COMPACT = SchemaLimits(
-    name_len=24, text_len=80, max_items=1, max_attributes=4, max_tools=4, max_params=2, max_record_fields=3
+    name_len=24, text_len=80, max_items=1, max_attributes=4, max_tools=4, max_record_fields=3
 )
 """One item per list (a weak model repeats items, and a repeated id is a duplicate) but for attributes and
 tools; the smallest spec that is still a spec."""
@@ -686,11 +689,7 @@ def state_schema(entities: dict[str, list[str]], limits: SchemaLimits = FULL) ->
         {
             "record_id": name,
             "entity": ent,
-            "fields": {
-                "type": "object",
-                "additionalProperties": scalar,
-                "maxProperties": limits.max_record_fields,
-            },
+            "fields": {"type": "object", "additionalProperties": scalar},
         }
     )
     if ents:  # one record shape per entity: its fields are that entity's attributes
@@ -770,7 +769,8 @@ def t_spec_schema(state_fields: Iterable[str], limits: SchemaLimits = FULL) -> d
         {"type": {"enum": list(PARAM_TYPES)}, "description": p.text, "default": scalar_or_null},
         ["type", "description"],
     )
-    properties = {"type": "object", "additionalProperties": param, "maxProperties": limits.max_params}
+    # no maxProperties: llama.cpp grammars do not enforce it, so the answer would fail validation instead
+    properties = {"type": "object", "additionalProperties": param}
     tool = _obj(
         {
             "name": p.name,
