@@ -15,7 +15,7 @@ import pytest
 
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.scenarios import load_catalogue
-from dataclaw.envcraft.synth import IssueCode, SpecStage, expand_scenario, scenario_record
+from dataclaw.envcraft.synth import IssueCode, SpecStage, check_spec, expand_scenario, scenario_record
 from dataclaw.envcraft.synth.expand import SpecResult
 from dataclaw.models import get_model
 from dataclaw.pipeline import run_stage
@@ -155,12 +155,14 @@ def test_unreachable_model_is_a_model_error_reject(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_embedded_model_gives_a_valid_spec_or_a_clean_reject(tmp_path: Path) -> None:
+def test_embedded_model_gives_a_valid_spec_or_a_clean_reject() -> None:
     pytest.importorskip("llama_cpp")
     model = get_model("local:smollm2-135m", cache=False)
-    result = asyncio.run(expand_scenario(model, SCENARIO, repair_rounds=1, e_tokens=900, t_tokens=900))
-    assert result.calls <= 3 and result.repairs <= 1
+    result = asyncio.run(expand_scenario(model, SCENARIO, repair_rounds=1))
+    assert result.repairs <= 1 and result.calls <= 3 + result.repairs
+    assert result.history[0]["part"] == "entities"
     if result.valid:
         assert result.t_spec.reads() and result.t_spec.writes()
+        assert check_spec(result.e_spec, result.t_spec) == []
     else:
         assert result.issues and all(isinstance(i.code, IssueCode) and i.message for i in result.issues)
