@@ -247,11 +247,20 @@ def test_the_circuit_opens_after_consecutive_fatal_errors_and_fails_fast():
         with pytest.raises(ModelConnectionRefusedError):
             _run(model.complete("x"))
     start = time.perf_counter()
-    with pytest.raises(
-        CircuitOpenError, match=r"connection refused.*\[failing fast: 3 fatal errors in a row\]"
-    ):
+    with pytest.raises(CircuitOpenError, match=r"connection refused.*\[failing fast: 3 failures in a row\]"):
         _run(get_model(f"http://127.0.0.1:{port}/v1::m?max_retries=0&breaker=3", cache=False).complete("y"))
     assert time.perf_counter() - start < 0.3 and CircuitOpenError.fatal
+
+
+def test_a_server_that_answers_nothing_opens_the_circuit_too():
+    with OpenAIServer(delay=3.0) as server:
+        spec = f"{server.base_url}::m?timeout=0.2&max_retries=0&breaker=2"
+        for _ in range(2):
+            with pytest.raises(ModelTimeoutError):
+                _run(get_model(spec, cache=False).complete("x"))
+        with pytest.raises(CircuitOpenError, match=r"no answer within 0.2s.*\[failing fast: 2 failures"):
+            _run(get_model(spec, cache=False).complete("y"))
+        assert server.request_count == 2
 
 
 def test_the_deadline_bounds_a_request_over_all_its_retries(server):

@@ -136,8 +136,8 @@ class ImagesNotSupportedError(CapabilityError, ConfigError):
 
 
 class CircuitOpenError(ModelError):
-    """The endpoint failed fatally several times in a row; requests fail fast with the last error until
-    the cool-down has passed."""
+    """The endpoint failed several times in a row (fatal errors, or no answer at all after every retry);
+    requests fail fast with the last error until the cool-down has passed."""
 
     fatal = True
 

@@ -11,9 +11,9 @@ queued behind our own requests, and a circuit breaker.
   requests — the server is alive and working through a queue we filled, so a request waiting its turn on
   a one-slot server is not "no answer". A server that answers nothing for ``timeout`` seconds times out;
   ``cap`` (the request's overall deadline) bounds the wait in any case.
-* :class:`CircuitBreaker` — after ``threshold`` fatal failures in a row (unreachable, wrong key, unknown
-  model), further requests fail at once with the same one-line error until ``cooldown`` has passed; then
-  one request may try again.
+* :class:`CircuitBreaker` — after ``threshold`` failures in a row that condemn the endpoint (unreachable,
+  wrong key, unknown model, no answer at all after every retry), further requests fail at once with the
+  same one-line error until ``cooldown`` has passed; then one request may try again.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class CircuitBreaker:
                 return
             err = self.last_error
         raise CircuitOpenError(
-            f"{err} [failing fast: {self.failures} fatal errors in a row]",
+            f"{err} [failing fast: {self.failures} failures in a row]",
             model=err.model,
             raw_text=err.raw_text,
         )

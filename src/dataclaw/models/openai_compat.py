@@ -556,8 +556,8 @@ class OpenAICompatBackend(Backend):
                 if isinstance(verdict.error, CapabilityError):
                     if verdict.error.capability == "images":
                         self.supports_images = False  # type: ignore[misc]
-                elif verdict.error.fatal:
-                    breaker.failure(verdict.error)
+                elif verdict.error.fatal or isinstance(verdict.error, ModelTimeoutError):
+                    breaker.failure(verdict.error)  # a server that answers nothing is as dead as none
                 raise verdict.error
             attempt += 1
             await asyncio.sleep(delay)
