@@ -220,3 +220,10 @@ def test_unsafe_mode_keeps_the_quota(workspace, limits, caplog):
 def test_disk_quota_must_be_positive():
     with pytest.raises(ConfigError, match="disk_mb"):
         Limits(disk_mb=0)
+
+
+def test_stdlib_mode_keeps_the_exit_and_quit_builtins_scripts_call(workspace, stdlib, policy):
+    assert run("print('bye')\nexit(3)", workspace, stdlib, policy=policy).exit_code == 3
+    assert run("quit()", workspace, stdlib, policy=policy).ok
+    with WarmWorker(workspace, stdlib, policy=policy) as worker:
+        assert worker.run("exit(4)").exit_code == 4

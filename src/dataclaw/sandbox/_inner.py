@@ -298,11 +298,25 @@ def _flush() -> None:
             pass
 
 
+def _site_builtins() -> None:
+    """Without ``site`` (stdlib-only runs start with ``-S``) scripts would lack the ``exit()``/``quit()``
+    builtins that site adds and that many scripts call: add them (and ``help``) the way site does."""
+    if "site" in sys.modules or hasattr(builtins, "exit"):
+        return
+    import _sitebuiltins
+
+    eof = "Ctrl-D (i.e. EOF)"
+    builtins.exit = _sitebuiltins.Quitter("exit", eof)  # type: ignore[attr-defined]
+    builtins.quit = _sitebuiltins.Quitter("quit", eof)  # type: ignore[attr-defined]
+    builtins.help = _sitebuiltins._Helper()  # type: ignore[attr-defined]
+
+
 def run_oneshot(cfg: dict[str, Any]) -> None:
     """Launcher entry: run the program file once under the limits bubblewrap and prlimit set up."""
     report = _Reporter(cfg["status_fd"])
     report.send(event="started")
     _install_net_hook(cfg, report)
+    _site_builtins()
     sys.path[:0] = [os.getcwd(), *cfg.get("sys_path", [])]
     with open(cfg["main"], encoding="utf-8") as fh:
         job = {**cfg, "source": fh.read()}
@@ -593,6 +607,7 @@ def run_worker(cfg: dict[str, Any]) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
+    _site_builtins()
     sys.path[:0] = [os.getcwd(), *cfg.get("sys_path", [])]
     import importlib
 
