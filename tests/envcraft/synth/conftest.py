@@ -136,3 +136,20 @@ def _split(e: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def split():
     """Split an E_spec answer as the model gives it: (the entities answer, the state answer)."""
     return _split
+
+
+def _as_answer(t: dict[str, Any]) -> dict[str, Any]:
+    """A C.3 T_spec as the model answers it: parameters as a map with per-parameter ``required`` flags."""
+    tools = []
+    for tool in t["tools"]:
+        req = set(tool["parameters"]["required"])
+        params = {n: {**d, "required": n in req} for n, d in tool["parameters"]["properties"].items()}
+        returns = {k: v for k, v in tool["returns"].items() if k != "type"}
+        tools.append({**tool, "parameters": params, "returns": returns})
+    return {"tools": tools}
+
+
+@pytest.fixture
+def tool_answer():
+    """Turn a C.3 T_spec into the model's answer form."""
+    return _as_answer

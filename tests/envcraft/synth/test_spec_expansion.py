@@ -44,9 +44,11 @@ def _same(a: SpecResult, b: SpecResult) -> None:
     assert a.issues == b.issues and a.e_spec == b.e_spec and a.t_spec == b.t_spec
 
 
-def test_good_answers_pass_first_time(tmp_path: Path, e_answer: dict, t_answer: dict, split) -> None:
+def test_good_answers_pass_first_time(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
+) -> None:
     record = tmp_path / "answers.jsonl"
-    live, bodies = _record(record, [*split(e_answer), t_answer])
+    live, bodies = _record(record, [*split(e_answer), tool_answer(t_answer)])
     assert live.valid and (live.repairs, live.calls) == (0, 3)
     assert live.e_spec.environment_name == "support_ticketing"  # the framework's name, not the model's
     assert [t["name"] for t in (x.unified_schema() for x in live.t_spec.tools)] == [
@@ -67,13 +69,13 @@ def test_good_answers_pass_first_time(tmp_path: Path, e_answer: dict, t_answer: 
 
 
 def test_broken_answer_is_repaired_in_round_two(
-    tmp_path: Path, e_answer: dict, t_answer: dict, split
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
 ) -> None:
     ents, state = split(e_answer)
     broken = copy.deepcopy(ents)
     broken["entities"][0]["id_field"] = "id"
     record = tmp_path / "answers.jsonl"
-    live, bodies = _record(record, [broken, ents, state, t_answer])
+    live, bodies = _record(record, [broken, ents, state, tool_answer(t_answer)])
     assert live.valid and (live.repairs, live.calls) == (1, 4)
     assert live.history[0] == {"part": "entities", "call": 1, "issues": [IssueCode.UNKNOWN_ATTRIBUTE]}
     assert [h["part"] for h in live.history] == ["entities", "entities", "state", "tools"]
@@ -87,9 +89,9 @@ def test_broken_answer_is_repaired_in_round_two(
 
 
 def test_never_valid_ends_as_a_reject_with_reasons(
-    tmp_path: Path, e_answer: dict, t_answer: dict, split
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
 ) -> None:
-    no_write = {"tools": [t_answer["tools"][0], dict(t_answer["tools"][0], name="get_ticket")]}
+    no_write = tool_answer({"tools": [t_answer["tools"][0], dict(t_answer["tools"][0], name="get_ticket")]})
     record = tmp_path / "answers.jsonl"
     live, _ = _record(record, [*split(e_answer), Reply.json({"tools": "list_tickets"}), no_write, no_write])
     assert not live.valid and (live.repairs, live.calls) == (2, 5)
@@ -105,7 +107,7 @@ def test_never_valid_ends_as_a_reject_with_reasons(
 
 
 def test_stage_writes_specs_and_rejects_and_resumes(
-    tmp_path: Path, e_answer: dict, t_answer: dict, split
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
 ) -> None:
     other = load_catalogue().get("scheduling_reminders")
     record = tmp_path / "answers.jsonl"
@@ -116,7 +118,7 @@ def test_stage_writes_specs_and_rejects_and_resumes(
     def answer(req: Any) -> Reply:  # support_ticketing gets good answers; scheduling_reminders never valid
         prompt = req.body["messages"][1]["content"]
         if "State fields:" in prompt:
-            return Reply.json(t_answer)
+            return Reply.json(tool_answer(t_answer))
         if "Entities:" in prompt:
             return Reply.json(broken if "Scheduling & Reminders" in prompt else state)
         return Reply.json(ents)

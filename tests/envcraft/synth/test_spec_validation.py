@@ -21,6 +21,7 @@ from dataclaw.envcraft.synth import (
     state_schema,
     t_spec_schema,
 )
+from dataclaw.envcraft.synth.spec import COMPACT, answer_to_tools
 
 
 def _spec(e: dict[str, Any]) -> ESpec:
@@ -31,7 +32,7 @@ def test_valid_spec_has_no_issues(e_answer: dict, t_answer: dict) -> None:
     assert check_spec(_spec(e_answer), TSpec.model_validate(t_answer)) == []
 
 
-def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split) -> None:
+def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split, tool_answer) -> None:
     ents, state = split(e_answer)
     jsonschema.validate(ents, entities_schema())
     attrs = {e["name"]: [a["name"] for a in e["attributes"]] for e in ents["entities"]}
@@ -47,10 +48,16 @@ def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split) ->
     state["world_data"]["records"][0]["fields"]["colour"] = "red"
     with pytest.raises(jsonschema.ValidationError):  # a record's fields are its entity's attributes
         jsonschema.validate(state, state_schema(attrs))
-    jsonschema.validate(t_answer, t_spec_schema(["tickets", "agents", "audit_log"]))
+    answer = tool_answer(t_answer)
+    jsonschema.validate(answer, t_spec_schema(["tickets", "agents", "audit_log"]))
+    assert TSpec.model_validate(answer_to_tools(answer)) == TSpec.model_validate(t_answer)  # back to C.3
     bad = dict(t_answer["tools"][1], state_fields_affected=["nowhere"])
     with pytest.raises(jsonschema.ValidationError):  # the enum keeps a constrained model in the E_spec
-        jsonschema.validate({"tools": [t_answer["tools"][0], bad]}, t_spec_schema(["tickets"]))
+        jsonschema.validate(tool_answer({"tools": [t_answer["tools"][0], bad]}), t_spec_schema(["tickets"]))
+    compact = t_spec_schema(["tickets", "audit_log"], COMPACT)
+    jsonschema.validate(answer, compact)  # one read tool, then one write tool
+    with pytest.raises(jsonschema.ValidationError):  # the compact tuple fixes the side effects
+        jsonschema.validate({"tools": answer["tools"][::-1]}, compact)
 
 
 def _set(path: str, value: Any) -> Callable[[dict, dict], None]:
@@ -187,4 +194,5 @@ def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
     }
     with pytest.raises(jsonschema.ValidationError):  # two entities are over the compact bound
         jsonschema.validate({"domains": ["helpdesk"], "entities": e_answer["entities"]}, compact)
-    assert t_spec_schema(["tickets"], COMPACT)["properties"]["tools"]["maxItems"] == 4
+    assert len(t_spec_schema(["tickets"], COMPACT)["properties"]["tools"]["prefixItems"]) == 2
+    assert t_spec_schema(["tickets"])["properties"]["tools"]["maxItems"] == 10

@@ -32,6 +32,7 @@ from dataclaw.envcraft.synth.spec import (
     SchemaLimits,
     TSpec,
     answer_to_spec,
+    answer_to_tools,
     check_e_spec,
     check_t_spec,
     entities_schema,
@@ -65,10 +66,11 @@ STATE_TASK = """Write the rest of the environment specification as JSON:
 - world_data.records: example records; their fields use the entity's attributes.
 - scenarios: tasks with an ISO base_time, the entities used, gold_facts and scoring_rules (weight > 0)."""
 
-T_TASK = """Write the tools an agent calls in this environment (4 to 8), as JSON.
+T_TASK = """Write the tools an agent calls in this environment, as JSON.
 - "read" tools change nothing: modifies_state false, state_fields_affected empty.
 - "write" tools change state: modifies_state true, state_fields_affected names the fields they change.
-- At least one read tool and one write tool. Names and parameters are snake_case."""
+- At least one read tool and one write tool. Names and parameters are snake_case; say which
+  parameters are required."""
 
 
 class SpecReason(StrEnum):
@@ -292,7 +294,7 @@ async def expand_scenario(
         lambda prev, iss: t_prompt(scenario, e_spec, prev, iss),
         t_spec_schema([f.name for f in e_spec.state_fields], limits),
         t_tokens,
-        TSpec.model_validate,
+        lambda a: TSpec.model_validate(answer_to_tools(a)),
         lambda t: check_t_spec(t, e_spec),
     )
     result.t_spec, result.issues = t_spec, issues

@@ -600,12 +600,20 @@ class SchemaLimits:
     """Cap on every list's ``maxItems`` (a list's own bound applies when lower)."""
     max_attributes: int = 6
     max_tools: int = 10
+    read_write: bool = False
+    """Ask for exactly one read and one write tool (a tuple whose side effects the grammar fixes)."""
     max_record_fields: int = 6
 
 
 FULL = SchemaLimits()
 COMPACT = SchemaLimits(
-    name_len=24, text_len=80, max_items=1, max_attributes=4, max_tools=4, max_record_fields=3
+    name_len=24,
+    text_len=80,
+    max_items=1,
+    max_attributes=4,
+    max_tools=4,
+    max_record_fields=3,
+    read_write=True,
 )
 """One item per list (a weak model repeats items, and a repeated id is a duplicate) but for attributes and
 tools; the smallest spec that is still a spec."""
@@ -759,31 +767,67 @@ def state_schema(entities: dict[str, list[str]], limits: SchemaLimits = FULL) ->
 
 
 def t_spec_schema(state_fields: Iterable[str], limits: SchemaLimits = FULL) -> dict[str, Any]:
-    """JSON schema of the model's T_spec answer. ``state_fields_affected`` items are an enum of the
-    E_spec's state fields, so a grammar-constrained model cannot name one that does not exist."""
+    """JSON schema of the model's T_spec answer (:func:`answer_to_tools` makes it C.3). Each parameter
+    says whether it is required (so ``required`` cannot name a parameter that is not there), and
+    ``state_fields_affected`` items are an enum of the E_spec's state fields. With ``limits.read_write``
+    the answer is a tuple of one read tool and one write tool, their side effects fixed by the schema."""
     p = _Parts(limits)
     fields = sorted(set(state_fields))
     field_item: dict[str, Any] = {"enum": fields} if fields else p.name
     scalar_or_null = {"type": ["string", "number", "integer", "boolean", "null"]}
     param = _obj(
-        {"type": {"enum": list(PARAM_TYPES)}, "description": p.text, "default": scalar_or_null},
-        ["type", "description"],
+        {
+            "type": {"enum": list(PARAM_TYPES)},
+            "description": p.text,
+            "required": {"type": "boolean"},
+            "default": scalar_or_null,
+        },
+        ["type", "description", "required"],
     )
     # no maxProperties: llama.cpp grammars do not enforce it, so the answer would fail validation instead
     properties = {"type": "object", "additionalProperties": param}
-    tool = _obj(
-        {
-            "name": p.name,
-            "description": p.text,
-            "parameters": _obj(
-                {"type": {"const": "object"}, "properties": properties, "required": p.list(p.name, 5)}
-            ),
-            "returns": _obj(
-                {"type": {"const": "object"}, "description": p.text, "success_keys": p.list(p.name, 3)}
-            ),
-            "side_effect": {"enum": ["read", "write"]},
-            "modifies_state": {"type": "boolean"},
-            "state_fields_affected": p.list(field_item, 3),
-        }
-    )
-    return _obj({"tools": {"type": "array", "items": tool, "minItems": 2, "maxItems": limits.max_tools}})
+
+    def tool(effect: dict[str, Any], modifies: dict[str, Any], affected: dict[str, Any]) -> dict[str, Any]:
+        return _obj(
+            {
+                "name": p.name,
+                "description": p.text,
+                "parameters": properties,
+                "returns": _obj({"description": p.text, "success_keys": p.list(p.name, 3)}),
+                "side_effect": effect,
+                "modifies_state": modifies,
+                "state_fields_affected": affected,
+            }
+        )
+
+    if limits.read_write and fields:
+        read = tool(
+            {"const": "read"}, {"const": False}, {"type": "array", "items": field_item, "maxItems": 0}
+        )
+        write = tool({"const": "write"}, {"const": True}, {**p.list(field_item, 3, 1), "maxItems": 3})
+        return _obj({"tools": {"type": "array", "prefixItems": [read, write], "items": False}})
+    any_tool = tool({"enum": ["read", "write"]}, {"type": "boolean"}, p.list(field_item, 3))
+    return _obj({"tools": {"type": "array", "items": any_tool, "minItems": 2, "maxItems": limits.max_tools}})
+
+
+def answer_to_tools(answer: dict[str, Any]) -> dict[str, Any]:
+    """A T_spec answer in C.3 form: per-parameter ``required`` flags become ``parameters.required``."""
+    tools = []
+    for t in answer.get("tools") or []:
+        if not isinstance(t, dict) or not isinstance(t.get("parameters"), dict):
+            tools.append(t)
+            continue
+        params = t["parameters"]
+        if params.get("type") == "object" and "properties" in params:  # already C.3
+            tools.append(t)
+            continue
+        props, required = {}, []
+        for name, decl in params.items():
+            decl = dict(decl) if isinstance(decl, dict) else decl
+            if isinstance(decl, dict) and decl.pop("required", False):
+                required.append(name)
+            props[name] = decl
+        returns = {"type": "object", **(t.get("returns") or {})}
+        tools.append({**t, "parameters": {"type": "object", "properties": props, "required": required},
+                      "returns": returns})  # fmt: skip
+    return {**answer, "tools": tools}
