@@ -334,3 +334,26 @@ def test_a_stage_ledger_is_saved_into_the_manifest_as_the_stage_goes(tmp_path):
         final["models"]["usage"]["total"]["calls"] == 8
         and final["models"]["usage"]["total"]["prompt_tokens"] == 24
     )
+
+
+class DiesInSetup(Stage):
+    name = "dies"
+
+    def setup(self):
+        os._exit(5)
+
+    def process(self, item):
+        return [{"id": item["id"] + "/o"}]
+
+
+def test_workers_that_die_before_any_record_stop_the_stage_quickly(tmp_path):
+    import pytest
+
+    from dataclaw.pipeline.executors import WorkersDying
+
+    t0 = time.monotonic()
+    with pytest.raises(WorkersDying, match="died 3 times before finishing any record"):
+        run_stage(
+            DiesInSetup(), [{"id": f"r{i}"} for i in range(30)], RunStore(tmp_path), LocalExecutor(workers=2)
+        )
+    assert time.monotonic() - t0 < 30, "not one fresh pool per record"

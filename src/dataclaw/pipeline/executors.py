@@ -32,7 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Protocol
 
-from dataclaw.core.errors import Reject
+from dataclaw.core.errors import DataclawError, Reject
 from dataclaw.core.procs import die_with_parent
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 
@@ -42,6 +42,12 @@ INTERNAL_ERROR = "internal_error"
 WORKER_CRASHED = "worker_crashed"
 CRASHES_TO_REJECT = 2
 """A record is rejected once it was in flight in this many worker crashes (the last one alone)."""
+BREAKS_BEFORE_ANY_RESULT = 3
+"""A pool that breaks this many times before any record finished is not a bad record: the stage stops."""
+
+
+class WorkersDying(DataclawError):
+    """A stage's worker processes die before finishing anything (a setup that kills them, no memory)."""
 
 
 class Executor(Protocol):
@@ -232,6 +238,7 @@ class LocalExecutor:
         suspects: deque[Record] = deque()
         crashes: dict[str, int] = {}
         running: dict[asyncio.Future[Result], Record] = {}
+        finished_any, breaks = False, 0
         pool = self._pool(stage, scratch)
         try:
             while pending or suspects or running:
@@ -249,6 +256,7 @@ class LocalExecutor:
                     item = running.pop(fut)
                     exc = fut.exception()
                     if exc is None:
+                        finished_any = True
                         yield item, fut.result(), True
                     elif isinstance(exc, BrokenProcessPool):
                         broken = True
@@ -256,9 +264,16 @@ class LocalExecutor:
                     elif is_fatal(exc):
                         raise exc
                     else:
+                        finished_any = True
                         yield item, _crash_reject(stage, item, exc), False
                 if not broken:
                     continue
+                breaks += 1
+                if not finished_any and breaks >= BREAKS_BEFORE_ANY_RESULT:
+                    raise WorkersDying(
+                        f"stage {stage.name}: its worker processes died {breaks} times before finishing "
+                        "any record (a failing setup, or out of memory?); rerun with --workers 1 --debug"
+                    )
                 victims = list(running.values())
                 for fut in running:
                     fut.cancel()
