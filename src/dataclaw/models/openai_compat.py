@@ -348,7 +348,7 @@ def _new_session(api_key: str, timeout: float) -> aiohttp.ClientSession:
         connector=aiohttp.TCPConnector(limit=0),
         headers=headers,
         timeout=aiohttp.ClientTimeout(total=timeout),
-        json_serialize=lambda v: orjson.dumps(v).decode(),
+        trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as the openai SDK honoured them
     )
 
 
