@@ -181,14 +181,11 @@ def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
     compact = entities_schema(COMPACT)
     ent = compact["properties"]["entities"]
     assert ent["maxItems"] == 1 and ent["items"]["properties"]["attributes"]["maxItems"] == 4
-    assert ent["items"]["properties"]["description"] == {
-        "type": "string",
-        "maxLength": 80,
-    }
+    assert ent["items"]["properties"]["description"] == {"type": "string", "minLength": 1, "maxLength": 80}
     scenarios = state_schema({"ticket": ["ticket_id"]}, COMPACT)["properties"]["scenarios"]
     assert scenarios["items"]["properties"]["gold_facts"] == {
         "type": "array",
-        "items": {"type": "string", "maxLength": 80},
+        "items": {"type": "string", "minLength": 1, "maxLength": 80},
         "maxItems": 1,
         "minItems": 1,
     }

@@ -627,7 +627,8 @@ class _Parts:
         n = lim.name_len - 1
         self.name: dict[str, Any] = {"type": "string", "pattern": f"^[a-z][a-z0-9_]{{0,{n}}}$"}
         self.opt_name: dict[str, Any] = {"type": "string", "pattern": f"^([a-z][a-z0-9_]{{0,{n}}})?$"}
-        self.text: dict[str, Any] = {"type": "string", "maxLength": lim.text_len}
+        # prose is never empty (the embedded model writes "" for facts it has none for)
+        self.text: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": lim.text_len}
         self.time: dict[str, Any] = {
             "type": "string",
             "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$",
