@@ -203,6 +203,7 @@ def test_sigkill_mid_run_leaves_a_manifest_that_counts_every_request(
     assert sent["answered"] + sent["failed"] + sent["in_flight"] == sent["started"]
     usage = manifest["models"]["usage"]["by_model"][model]
     assert 0 < usage["calls"] <= sent["started"] and usage["prompt_tokens"] > 0, "tokens saved as it went"
+    assert not (run / "_tmp").exists(), "no temp folder left"
 
 
 def test_a_changed_model_makes_new_answers_and_supersedes_the_old(

@@ -55,7 +55,8 @@ class Executor(Protocol):
         self, stage: Stage, items: Sequence[Record], scratch: Path | None = None
     ) -> AsyncIterator[tuple[Record, Result, bool]]:
         """Yield ``(item, result, ok)``; ``ok`` is False when the stage raised (retry next run).
-        ``scratch``: a folder for the stage's temporary files (removed by the caller)."""
+        ``scratch``: a folder for the stage's temporary files, created when needed (removed by the
+        caller)."""
         ...
 
 
@@ -82,6 +83,7 @@ def scratch_tempdir(scratch: Path | None) -> Iterator[None]:
     if scratch is None:
         yield
         return
+    scratch.mkdir(parents=True, exist_ok=True)
     old = tempfile.tempdir
     own = Path(tempfile.mkdtemp(prefix=f"main-{os.getpid()}-", dir=scratch))
     tempfile.tempdir = str(own)
@@ -176,10 +178,9 @@ class LocalExecutor:
     ) -> AsyncIterator[tuple[Record, Result, bool]]:
         if not items:
             return
-        if stage.resources is Resources.ASYNC:
-            with scratch_tempdir(scratch):
-                async for out in self._map_async(stage, items):
-                    yield out
+        if stage.resources is Resources.ASYNC:  # model calls: no temp files, and tempfile stays as it is
+            async for out in self._map_async(stage, items):
+                yield out
         elif self.workers == 1:  # (one record still goes to a worker: a crash must not take the run along)
             with scratch_tempdir(scratch):
                 stage.setup()
@@ -220,6 +221,8 @@ class LocalExecutor:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def _pool(self, stage: Stage, scratch: Path | None) -> ProcessPoolExecutor:
+        if scratch is not None:
+            scratch.mkdir(parents=True, exist_ok=True)
         return ProcessPoolExecutor(
             self.workers,
             mp_context=mp.get_context("forkserver"),

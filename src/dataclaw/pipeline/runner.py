@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
-import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import DataclawError, Reject
-from dataclaw.core.store import RunStore
+from dataclaw.core.store import SCRATCH, RunStore
 from dataclaw.pipeline.executors import Executor, LocalExecutor
 from dataclaw.pipeline.stage import Record, Result, Stage
 
@@ -95,7 +95,10 @@ async def arun_stage(
     t0 = time.perf_counter()
     if progress:
         progress(0, len(todo))
-    scratch = Path(tempfile.mkdtemp(prefix=f"{stage.name}-", dir=store.scratch())) if todo else None
+    scratch = None  # the stage's temp folder; made by the executor only when it runs something there
+    if todo:
+        store.lock()
+        scratch = store.root / SCRATCH / f"{stage.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     last_error = ""
     usage = _LedgerSaver(stage, store)
     results = executor.map(stage, todo, scratch=scratch)
