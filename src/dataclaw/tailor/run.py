@@ -141,6 +141,7 @@ def plan_items(
         kinds = sorted({(c["kind"], streams[c["stream_id"]].get("modality")) for c in candidates})
         choices = resolve_choices(store, config.request, kinds, catalog, router)
     items = []
+    versions: dict[str, str] = {}  # intent id -> definition hash, once per intent (not per candidate)
     for cand in candidates:
         stream = streams[cand["stream_id"]]
         if config.request:
@@ -152,7 +153,8 @@ def plan_items(
         for intent, why in chosen:
             if intent.applies(cand["kind"], stream.get("modality")):
                 item = synth_item(cand, stream, used, intent, why)
-                item["id"] = response_id(cand["id"], intent, config, store.producer(CANDIDATES))
+                version = versions.get(intent.id) or versions.setdefault(intent.id, intent_hash(intent))
+                item["id"] = response_id(cand["id"], intent, config, store.producer(CANDIDATES), version)
                 items.append(item)
     return items, candidates
 
@@ -162,12 +164,19 @@ def intent_hash(intent: Intent) -> str:
     return stable_hash(intent.model_dump(mode="json"), 12)
 
 
-def response_id(candidate_id: str, intent: Intent, config: TailorRunConfig, candidates: str | None) -> str:
+def response_id(
+    candidate_id: str,
+    intent: Intent,
+    config: TailorRunConfig,
+    candidates: str | None,
+    version: str | None = None,
+) -> str:
     """The id of a response: the candidate, the intent and the hash of what produces the answer (the
-    model routed to, the intent's definition, seed, whether frames are sent, the candidates' producer),
-    so a changed model or intent is a new response, not a reuse of the old one."""
+    model routed to, the intent's definition — ``version``, its :func:`intent_hash` —, seed, whether
+    frames are sent, the candidates' producer), so a changed model or intent is a new response, not a
+    reuse of the old one."""
     model = config.route.spec_for(intent.domain)
-    producer = [model, intent_hash(intent), config.seed, config.send_images, candidates]
+    producer = [model, version or intent_hash(intent), config.seed, config.send_images, candidates]
     return child_id(candidate_id, "resp", [intent.id, stable_hash(producer, 8)], label=intent.id)
 
 
