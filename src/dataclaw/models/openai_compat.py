@@ -348,8 +348,19 @@ def _new_session(api_key: str, timeout: float) -> aiohttp.ClientSession:
         connector=aiohttp.TCPConnector(limit=0),
         headers=headers,
         timeout=aiohttp.ClientTimeout(total=timeout),
-        trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as the openai SDK honoured them
     )
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, unless ``NO_PROXY`` matches), looked
+    up once per session: aiohttp's ``trust_env`` looks it up again on every request (~0.5 ms each)."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 async def _closed_with_loop(session: aiohttp.ClientSession) -> AsyncIterator[None]:
@@ -420,6 +431,7 @@ class OpenAICompatBackend(Backend):
         self._closer: AsyncIterator[None] | None = None
         self._state: dict[str, int] = {}
         self._breaker: CircuitBreaker | None = None
+        self._proxy: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickles without its loop-bound clients; the copy makes its own on first use."""
@@ -453,6 +465,7 @@ class OpenAICompatBackend(Backend):
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._client is None or self._limiter is None:
             self._client = _new_session(self.api_key, self.deadline)
+            self._proxy = proxy_for(self.base_url)
             decrease = 0.5 if self.adaptive else 1.0
             self._limiter = AdaptiveLimiter(self.concurrency, decrease=decrease)
             self._probe_lock = asyncio.Lock()
@@ -586,7 +599,8 @@ class OpenAICompatBackend(Backend):
 
     async def _send(self, session: aiohttp.ClientSession, body: dict[str, Any]) -> HTTPAnswer:
         """POST ``body`` to ``/chat/completions``; the answer, or :class:`HTTPStatusError` for non-2xx."""
-        async with session.post(f"{self.base_url}/chat/completions", data=orjson.dumps(body)) as resp:
+        url = f"{self.base_url}/chat/completions"
+        async with session.post(url, data=orjson.dumps(body), proxy=self._proxy) as resp:
             answer = HTTPAnswer(
                 resp.status, {k.lower(): v for k, v in resp.headers.items()}, await resp.read()
             )
@@ -634,7 +648,7 @@ class OpenAICompatBackend(Backend):
         session, _ = await self._bind()
         try:
             async with asyncio.timeout(min(10.0, self.timeout)):
-                async with session.get(f"{self.base_url}/models") as resp:
+                async with session.get(f"{self.base_url}/models", proxy=self._proxy) as resp:
                     ok, raw = resp.status < 400, await resp.read()
             data = orjson.loads(raw) if ok else None
             names = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]  # type: ignore[union-attr]
