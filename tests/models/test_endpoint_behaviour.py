@@ -384,3 +384,16 @@ def test_real_servers_refusals_are_read_as_capabilities(status, message, used, c
     assert got == capability
     if capability:
         assert not verdict.retry and verdict.error.fatal
+
+
+def test_the_environments_proxy_is_honoured_except_where_no_proxy_says(monkeypatch):
+    from dataclaw.models.openai_compat import proxy_for
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert proxy_for("https://api.openai.com/v1") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1,.internal")
+    assert proxy_for("https://api.openai.com/v1") == "http://proxy.corp:3128"
+    assert proxy_for("https://gpu01.internal:8000/v1") is None
+    assert proxy_for("http://127.0.0.1:8000/v1") is None
