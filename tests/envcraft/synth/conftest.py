@@ -139,11 +139,11 @@ def split():
 
 
 def _as_answer(t: dict[str, Any]) -> dict[str, Any]:
-    """A C.3 T_spec as the model answers it: parameters as a map with per-parameter ``required`` flags."""
+    """A C.3 T_spec as the model answers it: parameters as a list with per-parameter ``required`` flags."""
     tools = []
     for tool in t["tools"]:
         req = set(tool["parameters"]["required"])
-        params = {n: {**d, "required": n in req} for n, d in tool["parameters"]["properties"].items()}
+        params = [{"name": n, **d, "required": n in req} for n, d in tool["parameters"]["properties"].items()]
         returns = {k: v for k, v in tool["returns"].items() if k != "type"}
         tools.append({**tool, "parameters": params, "returns": returns})
     return {"tools": tools}

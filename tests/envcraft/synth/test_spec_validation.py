@@ -193,3 +193,15 @@ def test_embedded_models_get_compact_bounds(e_answer: dict) -> None:
         jsonschema.validate({"domains": ["helpdesk"], "entities": e_answer["entities"]}, compact)
     assert len(t_spec_schema(["tickets"], COMPACT)["properties"]["tools"]["prefixItems"]) == 2
     assert t_spec_schema(["tickets"])["properties"]["tools"]["maxItems"] == 10
+
+
+def test_tool_answer_conversion(t_answer: dict, tool_answer) -> None:
+    answer = tool_answer(t_answer)
+    answer["tools"][1]["parameters"][0]["default"] = "t1"  # a required parameter's default means nothing
+    tools = answer_to_tools(answer)["tools"]
+    assert tools[1]["parameters"]["required"] == ["ticket_id", "agent_id"]
+    assert "default" not in tools[1]["parameters"]["properties"]["ticket_id"]
+    assert tools[0]["parameters"]["properties"]["status"]["default"] == "open"  # optional keeps its default
+    answer["tools"][1]["parameters"].append(dict(answer["tools"][1]["parameters"][0]))
+    with pytest.raises(ValueError, match="parameter 'ticket_id' is declared twice"):
+        answer_to_tools(answer)

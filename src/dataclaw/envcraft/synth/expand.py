@@ -245,7 +245,7 @@ async def expand_scenario(
         if answer is not None:
             try:
                 parsed = build(answer)
-            except ValidationError as exc:
+            except (ValidationError, ValueError) as exc:  # ValidationError is a ValueError; both named
                 issues = [_schema_issue(exc)]
         if parsed is not None:
             issues = check(parsed)

@@ -600,6 +600,7 @@ class SchemaLimits:
     """Cap on every list's ``maxItems`` (a list's own bound applies when lower)."""
     max_attributes: int = 6
     max_tools: int = 10
+    max_params: int = 5
     read_write: bool = False
     """Ask for exactly one read and one write tool (a tuple whose side effects the grammar fixes)."""
     max_record_fields: int = 6
@@ -778,15 +779,16 @@ def t_spec_schema(state_fields: Iterable[str], limits: SchemaLimits = FULL) -> d
     scalar_or_null = {"type": ["string", "number", "integer", "boolean", "null"]}
     param = _obj(
         {
+            "name": p.name,
             "type": {"enum": list(PARAM_TYPES)},
             "description": p.text,
             "required": {"type": "boolean"},
             "default": scalar_or_null,
         },
-        ["type", "description", "required"],
+        ["name", "type", "description", "required"],
     )
-    # no maxProperties: llama.cpp grammars do not enforce it, so the answer would fail validation instead
-    properties = {"type": "object", "additionalProperties": param}
+    # a list, not C.3's name-keyed map: llama.cpp grammars constrain list items but not map keys
+    properties = {"type": "array", "items": param, "maxItems": limits.max_params}
 
     def tool(effect: dict[str, Any], modifies: dict[str, Any], affected: dict[str, Any]) -> dict[str, Any]:
         return _obj(
@@ -812,23 +814,34 @@ def t_spec_schema(state_fields: Iterable[str], limits: SchemaLimits = FULL) -> d
 
 
 def answer_to_tools(answer: dict[str, Any]) -> dict[str, Any]:
-    """A T_spec answer in C.3 form: per-parameter ``required`` flags become ``parameters.required``."""
+    """A T_spec answer in C.3 form: the parameter list becomes ``properties`` + ``required``. A default
+    applies to optional parameters only (a required one's is dropped); a parameter named twice is a
+    ValueError (the caller reports it as a schema issue)."""
     tools = []
     for t in answer.get("tools") or []:
-        if not isinstance(t, dict) or not isinstance(t.get("parameters"), dict):
+        params = t.get("parameters") if isinstance(t, dict) else None
+        if not isinstance(params, list):  # already C.3, or malformed: pydantic decides
             tools.append(t)
             continue
-        params = t["parameters"]
-        if params.get("type") == "object" and "properties" in params:  # already C.3
-            tools.append(t)
-            continue
-        props, required = {}, []
-        for name, decl in params.items():
-            decl = dict(decl) if isinstance(decl, dict) else decl
-            if isinstance(decl, dict) and decl.pop("required", False):
+        props: dict[str, Any] = {}
+        required = []
+        for decl in params:
+            if not isinstance(decl, dict) or "name" not in decl:
+                raise ValueError(f"tool {t.get('name')!r}: a parameter has no name")
+            decl = dict(decl)
+            name = decl.pop("name")
+            if name in props:
+                raise ValueError(f"tool {t.get('name')!r}: parameter {name!r} is declared twice")
+            if decl.pop("required", False):
                 required.append(name)
+                decl.pop("default", None)
             props[name] = decl
         returns = {"type": "object", **(t.get("returns") or {})}
-        tools.append({**t, "parameters": {"type": "object", "properties": props, "required": required},
-                      "returns": returns})  # fmt: skip
+        tools.append(
+            {
+                **t,
+                "parameters": {"type": "object", "properties": props, "required": required},
+                "returns": returns,
+            }
+        )
     return {**answer, "tools": tools}
