@@ -613,11 +613,12 @@ COMPACT = SchemaLimits(
     max_items=1,
     max_attributes=4,
     max_tools=4,
+    max_params=1,
     max_record_fields=3,
     read_write=True,
 )
-"""One item per list (a weak model repeats items, and a repeated id is a duplicate) but for attributes and
-tools; the smallest spec that is still a spec."""
+"""One item per list, one parameter per tool (a weak model repeats items, and a repeated name is a
+duplicate) but for attributes and the read+write tool pair; the smallest spec that is still a spec."""
 
 
 class _Parts:
