@@ -320,6 +320,10 @@ def test_stale_tasks_claw_tasks_and_malformed_files_are_refused(tool_tasks: list
     with pytest.raises(ExportError, match="no longer passes its verifier"):
         export_tasks(write([stale], tmp_path / "s.jsonl"), "trl", tmp_path / "a")
     assert export_tasks(write([stale], tmp_path / "s.jsonl"), "trl", tmp_path / "a", check=False).tasks == 1
+    with pytest.raises(ExportError, match="has no scenario 'nope'"):
+        export_tasks(
+            write([{**tool_tasks[0], "scenario_id": "nope"}], tmp_path / "n.jsonl"), "trl", tmp_path / "n"
+        )
     with pytest.raises(ExportError, match="claw workspace task"):
         export_tasks(
             write([{"id": "c", "kind": "claw_workspace"}], tmp_path / "c.jsonl"), "verl", tmp_path / "b"

@@ -174,6 +174,19 @@ def check_gold(env_cls: Any, tasks: list[dict[str, Any]]) -> None:
         )
 
 
+def has_scenario(env_cls: Any, scenario_id: str) -> bool:
+    """Whether ``scenario_id`` names a scenario of the environment (one per member for a group, whose
+    combined catalogue is capped)."""
+    members = getattr(env_cls, "members", None)
+    if not members:
+        return scenario_id in env_cls.scenarios()
+    try:
+        parts = env_cls.split_scenario(scenario_id)
+    except ValueError:
+        return False
+    return all(sc in members[env].scenarios() for env, sc in parts.items())
+
+
 @dataclass
 class Prepared:
     """A checked task set of one group, ready to be written in a trainer's format."""
@@ -207,9 +220,8 @@ def prepare(
     except Exception as exc:  # noqa: BLE001 - name the task and the environment, not a traceback
         where = f"task {first['id']!r}: cannot load environment {group_of(first)!r}"
         raise ExportError(f"{where}: {exc}") from None
-    scenarios = env_cls.scenarios()
     for t in tasks:
-        if t["scenario_id"] not in scenarios:
+        if not has_scenario(env_cls, t["scenario_id"]):
             raise ExportError(
                 f"task {t['id']!r}: environment {group_of(t)!r} has no scenario {t['scenario_id']!r}"
             )
