@@ -55,9 +55,13 @@ def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split, to
     with pytest.raises(jsonschema.ValidationError):  # the enum keeps a constrained model in the E_spec
         jsonschema.validate(tool_answer({"tools": [t_answer["tools"][0], bad]}), t_spec_schema(["tickets"]))
     compact = t_spec_schema(["tickets", "audit_log"], COMPACT)
-    jsonschema.validate(answer, compact)  # one read tool, then one write tool
+    small = copy.deepcopy(answer)
+    small["tools"][1]["parameters"] = small["tools"][1]["parameters"][:1]  # compact: one parameter a tool
+    jsonschema.validate(small, compact)  # one read tool, then one write tool
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(answer, compact)
     with pytest.raises(jsonschema.ValidationError):  # the compact tuple fixes the side effects
-        jsonschema.validate({"tools": answer["tools"][::-1]}, compact)
+        jsonschema.validate({"tools": small["tools"][::-1]}, compact)
 
 
 def _set(path: str, value: Any) -> Callable[[dict, dict], None]:
