@@ -57,6 +57,7 @@ def test_answers_fit_the_model_schemas(e_answer: dict, t_answer: dict, split, to
     compact = t_spec_schema(["tickets", "audit_log"], COMPACT)
     small = copy.deepcopy(answer)
     small["tools"][1]["parameters"] = small["tools"][1]["parameters"][:1]  # compact: one parameter a tool
+    small["tools"][1]["state_fields_affected"] = ["tickets"]  # ... and one affected field
     jsonschema.validate(small, compact)  # one read tool, then one write tool
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(answer, compact)
@@ -121,6 +122,8 @@ CASES: list[tuple[str, Callable[[dict, dict], None], IssueCode, str]] = [
      "state_fields[2].name"),
     ("no read tool", _set("t.tools.0", None), IssueCode.NO_READ_TOOL, "tools"),
     ("no write tool", _set("t.tools.1", None), IssueCode.NO_WRITE_TOOL, "tools"),
+    ("affected field twice", _set("t.tools.1.state_fields_affected", ["tickets", "tickets"]),
+     IssueCode.DUPLICATE_ID, "tools[1].state_fields_affected"),
     ("read tool with fields", _set("t.tools.0.state_fields_affected", ["tickets"]), IssueCode.BAD_SIDE_EFFECT,
      "tools[0].state_fields_affected"),
     ("write tool without fields", _set("t.tools.1.state_fields_affected", []), IssueCode.BAD_SIDE_EFFECT,

@@ -513,6 +513,7 @@ def check_t_spec(tools: TSpec, spec: ESpec) -> list[Issue]:
                     message="a read tool changes no state field: leave it empty",
                 )
             )
+        out += _unique(t.state_fields_affected, f"{where}.state_fields_affected", "affected state field")
         for j, name in enumerate(t.state_fields_affected):
             if name not in fields:
                 path = f"{where}.state_fields_affected[{j}]"
@@ -808,7 +809,7 @@ def t_spec_schema(state_fields: Iterable[str], limits: SchemaLimits = FULL) -> d
         read = tool(
             {"const": "read"}, {"const": False}, {"type": "array", "items": field_item, "maxItems": 0}
         )
-        write = tool({"const": "write"}, {"const": True}, {**p.list(field_item, 3, 1), "maxItems": 3})
+        write = tool({"const": "write"}, {"const": True}, p.list(field_item, 3, 1))
         return _obj({"tools": {"type": "array", "prefixItems": [read, write], "items": False}})
     any_tool = tool({"enum": ["read", "write"]}, {"type": "boolean"}, p.list(field_item, 3))
     return _obj({"tools": {"type": "array", "items": any_tool, "minItems": 2, "maxItems": limits.max_tools}})
