@@ -95,6 +95,10 @@ def _import_folder(folder: Path) -> ModuleType:
     name = folder.name
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(init):
         return sys.modules[name]
+    # another folder's package of the same name was loaded before: drop its submodules too, or this
+    # package's ``from .env import ...`` would silently bind the other folder's code
+    for stale in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[stale]
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
     if spec is None or spec.loader is None:
         raise ConfigError(f"cannot load environment package from {folder}")
