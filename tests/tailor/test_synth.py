@@ -28,7 +28,7 @@ from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.route import RouteConfig
 from dataclaw.tailor.synthesize import SynthesizeStage, load_distractors, run_distractors, synth_item
 from dataclaw.tailor.validate import ValidateStage
-from support.openai_server import OpenAIServer, Reply
+from support.openai_server import KindResponder, OpenAIServer, Reply
 
 pytestmark = pytest.mark.slow
 
@@ -144,9 +144,15 @@ def record_answers(items: list[dict], stage: SynthesizeStage, catalog: IntentCat
         ctx, _, messages = stage.prepare(item, catalog.get(item["intent"]))
         by_prompt[messages[1]["content"]] = good_answer(item["intent"], ctx)
 
+    vision = KindResponder()  # the endpoint probe's one-message requests: a vision model answers them
+    answered = []
+
     def responder(req: Any) -> Reply:
+        if len(req.body["messages"]) < 2:
+            return vision(req)
         content = req.body["messages"][1]["content"]
         text = content if isinstance(content, str) else content[0]["text"]
+        answered.append(text)
         return Reply.json(by_prompt[text])
 
     with OpenAIServer(responder=responder) as server:
@@ -159,7 +165,7 @@ def record_answers(items: list[dict], stage: SynthesizeStage, catalog: IntentCat
         for item in items:
             [rec] = asyncio.run(rec_stage.aprocess(item))
             assert rec["output"] is not None
-        return server.request_count
+        return len(answered)
 
 
 def test_one_intent_per_domain_end_to_end(ingested: dict[str, Any], tmp_path: Path) -> None:
