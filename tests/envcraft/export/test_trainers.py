@@ -146,3 +146,7 @@ def test_train_grpo_runs_two_steps_on_cpu_and_writes_the_reward_curve(
     width, height = _png_size(run / "reward_curve.png")
     assert width > 300 and height > 200
     assert "reward per step" in output.out
+    (line,) = [x for x in output.out.splitlines() if x.startswith('{"summary"')]
+    summary = json.loads(line)["summary"]
+    assert summary["activation_checkpointing"] is False  # GRPOConfig's default is on; the recipe turns it off
+    assert summary["rewards"] == [r["reward"] for r in steps]
