@@ -47,6 +47,29 @@ class Score:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def envelope_result(envelope: dict[str, Any]) -> ToolResult:
+    """An environment's response envelope as the agent's tool observation (errors are agent-safe)."""
+    content = json.dumps(envelope, ensure_ascii=False, default=str)
+    if envelope.get("status") == "ok":
+        return ToolResult(content)
+    return ToolResult(content, ok=False, error_kind=str((envelope.get("error") or {}).get("category")))
+
+
+def verifier_score(verifier: dict[str, Any], state: dict[str, Any]) -> Score:
+    """A tool task's binary reward (D.3: 1.0 only when every assertion holds) from its final state."""
+    from dataclaw.envcraft.tasks.verifier import evaluate
+
+    try:
+        result = evaluate(verifier, state)
+    except Exception as exc:
+        raise VerifierError("evaluating the task's assertions", exc) from exc
+    if "error" in result:
+        raise VerifierError(f"evaluating a malformed verifier ({result['error']})")
+    return Score(
+        1.0 if result["passed"] else 0.0, {"fraction": result["score"], "results": result["results"]}
+    )
+
+
 class Harness(ABC):
     """One task, instantiated for one rollout."""
 
@@ -130,27 +153,15 @@ class ToolTaskHarness(Harness):
         return [str(t) for t in turns]
 
     def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
-        envelope = self.env.call(
-            self.session_id, self._names.get(name, name), **args
-        )  # never raises; errors are agent-safe
-        content = json.dumps(envelope, ensure_ascii=False, default=str)
-        if envelope.get("status") == "ok":
-            return ToolResult(content)
-        return ToolResult(content, ok=False, error_kind=str(envelope.get("error", {}).get("category")))
+        # never raises; errors are agent-safe
+        return envelope_result(self.env.call(self.session_id, self._names.get(name, name), **args))
 
     def score(self) -> Score:
-        from dataclaw.envcraft.tasks.verifier import evaluate
-
         try:
             state = self.env.get_session_state(self.session_id)
-            result = evaluate(self.task["verifier"], state)
         except Exception as exc:
-            raise VerifierError("evaluating the task's assertions", exc) from exc
-        if "error" in result:
-            raise VerifierError(f"evaluating a malformed verifier ({result['error']})")
-        return Score(
-            1.0 if result["passed"] else 0.0, {"fraction": result["score"], "results": result["results"]}
-        )
+            raise VerifierError("reading the session's final state", exc) from exc
+        return verifier_score(self.task["verifier"], state)
 
     def cleanup(self) -> None:
         if self.env is not None and self.session_id:

@@ -22,7 +22,13 @@ from typing import Any
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.rollout.claw_tools import ToolResult
 from dataclaw.envcraft.rollout.errors import SetupError, VerifierError
-from dataclaw.envcraft.rollout.harness import TOOL_SYSTEM_PROMPT, Harness, Score, ToolTaskHarness
+from dataclaw.envcraft.rollout.harness import (
+    TOOL_SYSTEM_PROMPT,
+    Harness,
+    Score,
+    ToolTaskHarness,
+    envelope_result,
+)
 from dataclaw.sandbox import SandboxPolicy
 
 FINISH_TOOL = "finish"
@@ -79,13 +85,7 @@ class ScenarioHarness(Harness):
         return [self.env_cls.scenario(self.scenario_id).task_prompt]
 
     def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
-        import json
-
-        envelope = self.env.call(self.session_id, name, **args)
-        content = json.dumps(envelope, ensure_ascii=False, default=str)
-        if envelope.get("status") == "ok":
-            return ToolResult(content)
-        return ToolResult(content, ok=False, error_kind=str(envelope.get("error", {}).get("category")))
+        return envelope_result(self.env.call(self.session_id, name, **args))
 
     def score(self) -> Score:
         try:

@@ -17,7 +17,13 @@ from typing import Any
 
 from dataclaw.envcraft.rollout.claw_tools import ToolResult
 from dataclaw.envcraft.rollout.errors import SetupError, VerifierError
-from dataclaw.envcraft.rollout.harness import TOOL_SYSTEM_PROMPT, Harness, Score
+from dataclaw.envcraft.rollout.harness import (
+    TOOL_SYSTEM_PROMPT,
+    Harness,
+    Score,
+    envelope_result,
+    verifier_score,
+)
 from dataclaw.sandbox import SandboxPolicy, WarmWorker
 
 JOBS = "dataclaw.envcraft.serve.jobs"
@@ -111,27 +117,17 @@ class SandboxedHarness(Harness):
             # the call itself crashed or hung the sandboxed child: agent-safe, and the session goes on
             why = f"{name} failed; try again or differently"
             envelope = {"status": "error", "error": {"category": "infrastructure", "message": why}}
-        content = json.dumps(envelope, ensure_ascii=False, default=str)
-        if envelope.get("status") == "ok":
-            return ToolResult(content)
-        return ToolResult(content, ok=False, error_kind=str((envelope.get("error") or {}).get("category")))
+        return envelope_result(envelope)
 
     def score(self) -> Score:
-        from dataclaw.envcraft.tasks.verifier import evaluate
-
         try:
             if self.task is None:
                 result = self._job("evaluate", self.pkg, STATE_DIR, self.session_id)
                 return Score(float(result["overall_score"]), {"evaluation": result})
             state = self._job("state", self.pkg, STATE_DIR, self.session_id)
-            verdict = evaluate(self.task["verifier"], state)
         except Exception as exc:
             raise VerifierError("scoring the sandboxed session", exc) from exc
-        if "error" in verdict:
-            raise VerifierError(f"evaluating a malformed verifier ({verdict['error']})")
-        return Score(
-            1.0 if verdict["passed"] else 0.0, {"fraction": verdict["score"], "results": verdict["results"]}
-        )
+        return verifier_score(self.task["verifier"], state)
 
     def cleanup(self) -> None:
         if self.worker is not None:
