@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dataclaw.core.store import is_current
 from envcraft.rollout.rollout_helpers import example_claw_task, tool_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("require_sandbox")]
@@ -106,16 +107,22 @@ def test_parallel_audit_prints_a_summary_records_every_task_and_resumes(task_set
     rejects = {r["record_id"] for r in _lines(run / "rejects.jsonl")}
     assert {"crashing_builder", "free_credit", "lonely"} <= rejects
 
-    # a rerun into the same run directory skips finished tasks: breaking one on disk changes nothing
-    write_task(task_set, "stock_0", builder="raise SystemExit(3)\n")
+    # a rerun into the same run directory skips finished tasks ...
     again = dataclaw("tasks", "audit", str(task_set), "-o", str(run), "--workers", "2", "--verbose")
     assert again.returncode == 0, again.stderr
     assert "8 resumed" in again.stdout and "0 audited" in again.stdout
     assert "stock_0" in again.stdout and "failed checks" in again.stdout  # --verbose: the per-task table
     assert len(_lines(run / "code_audit.jsonl")) == 8
-    assert {r["id"]: r for r in _lines(run / "code_audit.jsonl")}["stock_0"]["passed"]
+    # ... but a task edited on disk is audited again: its stored verdict belonged to the old files
+    write_task(task_set, "stock_0", builder="raise SystemExit(3)\n")
+    third = dataclaw("tasks", "audit", str(task_set), "-o", str(run), "--workers", "2")
+    assert third.returncode == 0, third.stderr
+    current = [r for r in _lines(run / "code_audit.jsonl") if is_current(run / "code_audit.jsonl")(r)]
+    assert len(current) == 8
+    assert not {r["id"]: r for r in current}["stock_0"]["passed"]
+    assert "stock_0" in {r["record_id"] for r in _lines(run / "rejects.jsonl")}
     manifest = json.loads((run / "manifest.json").read_text())["audit"]
-    assert manifest["workers"] == 2 and manifest["summary"]["verdicts"]["pass"] == 6
+    assert manifest["workers"] == 2 and manifest["summary"]["verdicts"]["pass"] == 5  # the third run's
 
 
 def test_serial_and_parallel_audits_agree(task_set: Path, tmp_path: Path):

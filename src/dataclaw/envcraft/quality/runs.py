@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataclaw.core.errors import ConfigError, Reject
+from dataclaw.core.ids import stable_hash
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollout
 from dataclaw.envcraft.rollout.loop import rollout_id
@@ -117,6 +118,32 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+CODE_AUDIT_VERSION = 1
+"""Bumped when the code checks change what they conclude: every stored verdict is then redone."""
+
+
+def task_fingerprint(task: Any) -> str:
+    """Hash of what a task *is*: a claw task's YAML config, prompt, builder, verifier and solution; a tool
+    task's record. An edited file is another fingerprint (the file's name and place are not part of it)."""
+    if isinstance(task, dict):
+        return stable_hash({"tool": task}, 16)
+    return stable_hash(
+        {
+            "config": task.config,
+            "prompt": task.prompt,
+            "builder": task.builder,
+            "verifier": task.verifier,
+            "solution": task.solution,
+        },
+        16,
+    )
+
+
+def _audit_producer(task: Any, floor: float) -> str:
+    """A task's audit producer: its fingerprint, the floor and the checks' version."""
+    return stable_hash({"task": task_fingerprint(task), "floor": floor, "checks": CODE_AUDIT_VERSION}, 16)
+
+
 def audit_by_code(
     loaded: LoadedTasks,
     store: RunStore,
@@ -130,15 +157,44 @@ def audit_by_code(
     alike) and a reject per failed or unloadable task: claw tasks by the C.6 checks in the sandbox (up to
     ``workers`` tasks at once, each in its own sandboxed runs), tool tasks by :func:`tool_task_problems`.
 
-    Resumable per task: a task whose report is already in the run directory (same ``floor``) is read
-    back, not audited again. Unloadable tasks are rejects only (they are re-read on every run, so a fixed
-    task is audited next time). Rows come back in task order; each report records its ``duration_s``."""
+    Resumable per task *and per content*: each report carries ``task_producer``, a hash of the task's
+    files (:func:`task_fingerprint`), the ``floor`` and :data:`CODE_AUDIT_VERSION`; a report is read back
+    only when that hash matches, so an edited task, or another floor, is audited again. The stage's
+    producer (``manifest.json`` ``producers.code_audit``) hashes every task's producer: when any of them
+    changes, the old reports and their rejects are superseded (kept in the file, not read), the unchanged
+    tasks' reports are carried over under the new producer without re-running them, and the changed ones
+    are redone. Unloadable tasks are rejects only (re-read on every run, so a fixed task is audited next
+    time). Rows come back in task order; each report records its ``duration_s``."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 
+    tasks = [t for t in loaded.tasks if isinstance(t, dict | WorkspaceTask)]
+    producers = {task_id(t): _audit_producer(t, floor) for t in tasks}
+    store.set_producer(
+        "code_audit",
+        {
+            "floor": floor,
+            "checks": CODE_AUDIT_VERSION,
+            "tasks": len(producers),
+            "task_producers": stable_hash(sorted(producers.items()), 16),
+        },
+    )
     out = store.stage("code_audit")
-    done = {r["id"]: r for r in out.read()}
+    # every stored report by (id, task producer), superseded ones included: an unchanged task's report
+    # from a run whose task set differed is carried over, not redone
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in out.read():
+        if r.get("task_producer") and not r.get("error"):
+            done[(r["id"], r["task_producer"])] = r
     rows: dict[str, dict[str, Any]] = {}
     order: list[str] = []
+
+    def carry(rec: dict[str, Any]) -> dict[str, Any]:
+        if not out.is_current(rec):  # a superseded report of the same task content: re-stamp it
+            rec = {k: v for k, v in rec.items() if k != "producer"}
+            out.append(rec)
+            _reject_failed(store, rec)
+        return rec
+
     for err in loaded.broken:
         reason = str(err.reason)
         check = {"name": "layout", "passed": False, "reason": reason, "message": err.message}
@@ -148,29 +204,33 @@ def audit_by_code(
         }  # fmt: skip
         store.reject(Reject(id=err.task_id, stage="code_audit", reason=reason, message=err.message))
     for task in (t for t in loaded.tasks if isinstance(t, dict)):
-        order.append(task["id"])
-        rec = done.get(task["id"])
+        tid = task["id"]
+        order.append(tid)
+        rec = done.get((tid, producers[tid]))
         if rec is None or rec.get("kind") != "tool":
             t0 = time.perf_counter()
             checks = tool_task_problems(task)
             rec = {
-                "id": task["id"],
+                "id": tid,
                 "kind": "tool",
                 "passed": all(c["passed"] for c in checks),
                 "defect": False,
                 "checks": checks,
+                "task_producer": producers[tid],
                 "duration_s": round(time.perf_counter() - t0, 3),
             }
             out.append(rec)
             _reject_failed(store, rec)
-        rows[task["id"]] = rec
+        else:
+            rec = carry(rec)
+        rows[tid] = rec
     claw = [t for t in loaded.tasks if isinstance(t, WorkspaceTask)]
     order += [t.task_id for t in claw]
     todo = []
     for task in claw:
-        rec = done.get(task.task_id)
+        rec = done.get((task.task_id, producers[task.task_id]))
         if rec is not None and rec.get("floor") == floor:
-            rows[task.task_id] = rec
+            rows[task.task_id] = carry(rec)
         else:
             todo.append(task)
     finished = len(claw) - len(todo)
@@ -179,8 +239,8 @@ def audit_by_code(
     if todo:
         require_sandbox(policy)
     for task, rec in _audit_claw(todo, floor, policy, max(1, workers)):
-        # a report of another floor stays; an audit that crashed is retried next run: both returned only
-        if task.task_id not in done and not rec.get("error"):
+        rec = {**rec, "task_producer": producers[task.task_id]}
+        if not rec.get("error"):  # an audit that crashed is retried next run: returned only
             out.append(rec)
         _reject_failed(store, rec)
         rows[task.task_id] = rec
