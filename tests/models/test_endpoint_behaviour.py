@@ -172,6 +172,15 @@ def test_drop_images_downgrades_once_and_the_ledger_shows_it(server):
     assert "2 request(s) sent without images" in ledger.render()
 
 
+def test_the_first_images_request_under_server_auto_is_refused_before_it_is_sent(server):
+    server.responder = KindResponder(images="blind")  # HTTP 200, but the model never sees the image
+    model = get_model(f"{server.base_url}::m?server=auto&{FAST}", cache=False)
+    for _ in range(2):  # the first request (which probes the endpoint) and a later one alike
+        with pytest.raises(CapabilityError, match="images"):
+            _run(model.complete("Describe the frame.", images=[solid_png((0, 0, 255))]))
+    assert not [b for b in server.chat_bodies() if b["messages"][0]["content"] == "Describe the frame."]
+
+
 def test_the_openai_form_to_a_llama_cpp_python_server_is_a_capability_error(server):
     server.responder = KindResponder("llama-cpp-python", answer={"steps": 1})
     model = get_model(f"{server.base_url}::m?server=openai&{FAST}", cache=False)

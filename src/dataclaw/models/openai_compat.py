@@ -504,15 +504,16 @@ class OpenAICompatBackend(Backend):
         return caps
 
     async def generate(self, request: ChatRequest) -> Generation:
-        if self._form is None:
+        images = has_images(request.messages)
+        if self._form is None or (images and not self._probed):
+            # server=auto needs the schema form; and some text-only servers answer 200 to images they
+            # cannot see (the image is read as text): only a probe tells, once per endpoint, before the
+            # first image is sent
             await self.capabilities()
-        if not self._probed and has_images(request.messages):
-            # some text-only servers answer 200 to images they cannot see (the image is read as text):
-            # only a probe tells, once per endpoint, before the first image is sent
-            caps = await self.capabilities()
-            if not caps.images:
-                why = caps.detail.get("images") or "the images probe failed"
-                raise capability_error(self.model_id, "images", self.form, why, None)
+        if images and not self.supports_images:
+            caps = await self.capabilities()  # cached by now
+            why = caps.detail.get("images") or "the images probe failed"
+            raise capability_error(self.model_id, "images", self.form, why, None)
         form = self.form
         messages = MESSAGE_FORMS[form](request.messages) if form in MESSAGE_FORMS else request.messages
         body = {"model": self.model_name, "messages": messages, **self.body(request, form)}
