@@ -127,7 +127,7 @@ def test_a_prompt_that_states_the_expected_amount_is_a_leak(tmp_path: Path) -> N
     shape.prompt += "顺便，总费用应该是 10450.75。\n"
     report = audit_task(_load(tmp_path, shape))
     assert R.ANSWER_LEAK in _failed(report)
-    assert "10450.75" in report.failures[0].message
+    assert "10450.75" in next(c for c in report.failures if c.reason is R.ANSWER_LEAK).message
 
 
 def test_a_verifier_checking_an_output_the_prompt_never_asks_for_is_flagged(tmp_path: Path) -> None:

@@ -18,6 +18,10 @@ when the task ships a reference ``solution.py``, on the solved one) and checks:
   (traced in the run, or built by ``os.path.join``/pathlib in the verifier's source);
 * ``objective_consistency``: the verifier inspects no output the prompt does not ask for and changes
   nothing in the workspace but its score file;
+* ``output_fields``: every field name the verifier reads from or expects in the output (``data["k"]``,
+  ``.get("k")``, an expected record's keys, a ``required_fields`` list) is named by the prompt or held by
+  the inputs (else ``objective_mismatch``: the prompt says "format as before" and the verifier wants
+  ``accuracy_diff``);
 * ``data_consistency``: identifiers the verifier checks literally exist in the built workspace; with a
   solution, the solved workspace scores 1.0;
 * ``answer_uniqueness``: two builds agree (up to record order and timestamps) and the verifier gives the
@@ -637,6 +641,93 @@ def _key_strings(tree: ast.AST | None) -> set[str]:
     return out
 
 
+_SCORE_VOCABULARY = frozenset(
+    {"total_score", "details", "score", "max_score", "item", "passed", "reason", "name", "message", "field"}
+)
+"""Keys of the score file and its detail items (and the words verifiers name them by): never output fields."""
+_DETAIL_KEYS = frozenset({"score", "max_score", "total_score", "details", "item", "passed"})
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LISTED_FIELDS = re.compile(r"field|key|required|column", re.IGNORECASE)
+
+
+def _alternative_keys(tree: ast.AST) -> set[str]:
+    """Keys tested by ``if "k" in data:`` in an ``if``/``elif`` chain: one accepted shape among several
+    (``{"denied_ids": [...]}`` or a bare list), not a field the output must have."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and node.orelse and isinstance(node.orelse[0], ast.If)):
+            continue
+        chain: list[ast.If] = [node]
+        while chain[-1].orelse and len(chain[-1].orelse) == 1 and isinstance(chain[-1].orelse[0], ast.If):
+            chain.append(chain[-1].orelse[0])  # type: ignore[arg-type]
+        for branch in chain:
+            for sub in ast.walk(branch.test):
+                if (
+                    isinstance(sub, ast.Compare)
+                    and isinstance(sub.left, ast.Constant)
+                    and isinstance(sub.left.value, str)
+                    and all(isinstance(op, ast.In) for op in sub.ops)
+                ):
+                    out.add(sub.left.value)
+    return out
+
+
+def required_output_keys(source: str) -> set[str]:
+    """Field names the verifier *reads or expects*: ``data["k"]``, ``.get("k")``, the keys of an expected
+    record literal, the strings of a ``required_fields``/``keys`` list. Not ``"k" in text`` alone (that is
+    as often a substring test on free text), not the score file's own vocabulary, not the detail items'
+    keys, not one accepted alternative among several (:func:`_alternative_keys`)."""
+    tree = _parse(source)
+    if tree is None:
+        return set()
+    out: set[str] = set()
+
+    def environ(n: ast.AST) -> bool:  # os.environ["WORKSPACE"] is a setting, not an output field
+        return (isinstance(n, ast.Attribute) and n.attr == "environ") or (
+            isinstance(n, ast.Name) and n.id == "environ"
+        )
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            if isinstance(node.slice.value, str) and not environ(node.value):
+                out.add(node.slice.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault")
+            and not environ(node.func.value)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            out.add(node.args[0].value)
+        elif isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            if not keys & _DETAIL_KEYS:
+                out |= keys
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.List | ast.Tuple | ast.Set):
+            if any(isinstance(t, ast.Name) and _LISTED_FIELDS.search(t.id) for t in node.targets):
+                elts = node.value.elts
+                out |= {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    out -= _alternative_keys(tree)
+    return {k for k in out if _IDENTIFIER.match(k) and k not in _SCORE_VOCABULARY}
+
+
+def _unstated_fields(task: WorkspaceTask, inputs: dict[str, bytes]) -> list[str]:
+    """Keys the verifier requires that neither the prompt names (as a word, or with spaces for ``_``) nor
+    any built input holds (a key of the input data is the verifier reading its inputs)."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", task.prompt)}
+    prose = task.prompt.lower()
+    held: set[str] = set()
+    for data in inputs.values():
+        held |= set(re.findall(r"[A-Za-z0-9_]+", data.decode("utf-8", "replace")))
+    return sorted(
+        k
+        for k in required_output_keys(task.verifier)
+        if k.lower() not in words and k.replace("_", " ").lower() not in prose and k not in held
+    )
+
+
 def _threshold_numbers(tree: ast.AST | None) -> set[float]:
     """Numbers the verifier compares with ``<``/``>``/``<=``/``>=`` (rule thresholds the request must
     state), and the points of its detail items: parameters, not answers."""
@@ -958,6 +1049,17 @@ def _consistency_checks(
         report.add("objective_consistency", (kind, what), warning=True)
     else:
         report.add("objective_consistency", None)
+    unstated = _unstated_fields(task, inputs)
+    report.add(
+        "output_fields",
+        None
+        if not unstated
+        else (
+            ClawAuditReason.OBJECTIVE_MISMATCH,
+            f"the verifier requires output fields the prompt never names (nor any input holds): "
+            f"{unstated[:6]}; an agent that follows the prompt cannot know them",
+        ),
+    )
     text = "\n".join(b.decode("utf-8", "replace") for b in inputs.values())
     missing = sorted(
         s for s in set(constants) if _ID_LIKE.match(s) and s not in text and s not in task.prompt
