@@ -61,9 +61,9 @@ train-setup: $(TRAIN_VENV)/.deps-ok
 
 verl-setup: $(VERL_VENV)/.deps-ok
 
-# the exports against TRL and VERL, and the 2-step GRPO smoke run on CPU
+# the exports against TRL and VERL, and the 2-step GRPO and SFT smoke runs on CPU
 test-train: setup $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok
-	$(BIN)/python -m pytest -q tests/envcraft/export
+	$(BIN)/python -m pytest -q tests/envcraft/export tests/train
 
 run: setup
 	$(BIN)/dataclaw quickstart

@@ -26,7 +26,7 @@ GROUPS: dict[str, tuple[str, str]] = {
         "dataclaw.cli.tasks",
         "EnvCraft tasks: sample chains, synthesise, audit, calibrate, roll out; claw workspace tasks.",
     ),
-    "train": ("dataclaw.cli.train", "Train on dataclaw data: GRPO with TRL in the trainer's own venv."),
+    "train": ("dataclaw.cli.train", "Train on dataclaw data: TRL GRPO and SFT in the trainer's own venv."),
 }
 # top-level commands: name -> module exposing a function of the same name.
 COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart"}

@@ -3,10 +3,11 @@
 A standalone script run by the *trainer's* Python (``.venv-train``: torch, trl, transformers, gguf,
 matplotlib and dataclaw's base install); dataclaw itself never imports it. It
 
-1. turns the policy into a plain checkpoint once (a GGUF such as the SmolLM2-135M we ship is loaded
-   through transformers' GGUF support, de-quantised and saved to ``--cache``) with a chat template that
-   renders tool calls (TRL's ChatML/Qwen2.5 tool template: SmolLM2 speaks ChatML, so its
-   ``<|im_start|>``/``<|im_end|>`` tokens are unchanged) and TRL's matching response parser;
+1. turns the policy into a plain checkpoint once (``dataclaw.train.checkpoint``, shared with the SFT
+   recipe: a GGUF such as the SmolLM2-135M we ship is loaded through transformers' GGUF support,
+   de-quantised and saved to ``--cache``) with a chat template that renders tool calls (TRL's
+   ChatML/Qwen2.5 tool template: SmolLM2 speaks ChatML, so its ``<|im_start|>``/``<|im_end|>`` tokens
+   are unchanged) and TRL's matching response parser;
 2. trains with ``GRPOTrainer(environment_factory=<the exported class>)`` — the reward is the class's
    ``get_reward()`` (the task's verifier on the final environment state);
 3. writes ``metrics.jsonl`` (one line per logged step: reward, its std, tool-call frequency and failures,
@@ -25,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from dataclaw.train.checkpoint import checkpointing_off, plain_checkpoint
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -47,48 +50,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (D.1: 1.0)")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
-
-
-def plain_checkpoint(model: str, cache: Path | None) -> Path:
-    """A transformers checkpoint folder for ``model`` (a GGUF is converted once and cached)."""
-    src = Path(model)
-    if src.is_dir():
-        return src
-    if not src.is_file():
-        raise SystemExit(f"error: model {model}: no such GGUF file or checkpoint folder")
-    dest = (cache or src.parent) / (src.stem + "-hf")
-    if (dest / "dataclaw-checkpoint.json").is_file():
-        return dest
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl.chat_template_utils import qwen2_5_chat_template
-
-    t0 = time.monotonic()
-    tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
-    loaded = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name)  # de-quantised to fp32
-    # transformers marks a GGUF-loaded model as quantised and refuses to save it: the same weights in a
-    # plain model of the same config save as an ordinary checkpoint
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    net = type(loaded)(config)
-    net.load_state_dict(loaded.state_dict())
-    del loaded
-    tokenizer.chat_template = qwen2_5_chat_template  # renders tools, tool calls and tool results
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
-    net.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    info = {"source": str(src), "chat_template": "trl qwen2_5 (ChatML + <tool_call>)"}
-    (tmp / "dataclaw-checkpoint.json").write_text(json.dumps(info) + "\n")
-    if dest.exists():  # another run finished first
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        tmp.rename(dest)
-    print(f"checkpoint: {src.name} -> {dest} in {time.monotonic() - t0:.1f} s", flush=True)
-    return dest
 
 
 def env_class(export: Path) -> Any:
@@ -135,16 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = plain_checkpoint(args.model, args.cache)
     cls, module = env_class(args.export.resolve())
 
-    import dataclasses
-
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    # transformers 5 renamed gradient_checkpointing (kept as a deprecated alias)
-    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
-    checkpointing = (
-        "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
-    )
+    off = checkpointing_off(GRPOConfig)
+    (checkpointing,) = off
     metrics_path = args.out / "metrics.jsonl"
     metrics_path.write_text("")
     rows: list[dict[str, Any]] = []
@@ -188,9 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         dataloader_num_workers=0,
         log_completions=False,
-        # GRPOConfig turns activation (gradient) checkpointing on by default; a 135M model fits without it,
-        # and recomputing activations only costs CPU time
-        **{checkpointing: False},
+        **off,  # GRPOConfig's default is on
     )
     dataset = module.train_dataset()
     trainer = GRPOTrainer(

@@ -1,0 +1,133 @@
+"""SFT with TRL on chat messages read from a dataclaw ShareGPT export (``dataclaw train sft``).
+
+A standalone script run by the *trainer's* Python (``.venv-train``: torch, trl, transformers, gguf,
+matplotlib and dataclaw's base install); dataclaw itself never imports it. ``dataclaw train sft`` reads
+the export (``dataclaw.train.sharegpt``) and hands this script ``--data``, one ``{"messages": [...]}``
+line per conversation. It
+
+1. turns the policy into a plain checkpoint once (``dataclaw.train.checkpoint``, shared with the GRPO
+   recipe: the SmolLM2-135M GGUF we ship, de-quantised, saved with a ChatML template);
+2. trains ``SFTTrainer`` for ``--steps`` optimizer steps on CPU, batch 1, sequences cut to
+   ``--max-length`` tokens, loss on the whole rendered conversation, activation checkpointing off;
+3. writes ``metrics.jsonl`` (one line per step: loss, grad norm, learning rate, token accuracy, timing)
+   and ``loss_curve.png``, and prints a JSON summary as its last line.
+
+    python trl_sft.py --data sft.jsonl --out RUN_DIR --model smollm2.gguf --steps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from dataclaw.train.checkpoint import checkpointing_off, plain_checkpoint, plot_curve
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, required=True, help='JSONL, one {"messages": [...]} per line')
+    p.add_argument("--out", type=Path, required=True, help="run folder: metrics, curve, trainer output")
+    p.add_argument(
+        "--model", required=True, help="a GGUF file, or a folder holding a transformers checkpoint"
+    )
+    p.add_argument("--cache", type=Path, default=None, help="where the checkpoint made from a GGUF is kept")
+    p.add_argument("--steps", type=int, default=2, help="optimizer steps")
+    p.add_argument("--max-length", type=int, default=256, help="tokens per sequence (longer ones are cut)")
+    p.add_argument("--learning-rate", type=float, default=2e-5, help="AdamW learning rate")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.monotonic()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    checkpoint = plain_checkpoint(args.model, args.cache)
+
+    from datasets import load_dataset
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    metrics_path = args.out / "metrics.jsonl"
+    metrics_path.write_text("")
+    rows: list[dict[str, Any]] = []
+
+    class JsonlMetrics(TrainerCallback):
+        """One JSON line per logged step."""
+
+        def on_log(self, _args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+            if not logs or "train_runtime" in logs:
+                return
+            row = {"step": state.global_step, "wall_s": round(time.monotonic() - t0, 2), **logs}
+            rows.append(row)
+            with open(metrics_path, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    off = checkpointing_off(SFTConfig)
+    config = SFTConfig(
+        output_dir=str(args.out / "trainer"),
+        max_steps=args.steps,
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=1,
+        max_length=args.max_length,
+        packing=False,
+        learning_rate=args.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=args.seed,
+        dataloader_num_workers=0,
+        **off,  # SFTConfig's default is on
+    )
+    dataset = load_dataset("json", data_files=str(args.data), split="train")
+    trainer = SFTTrainer(
+        model=str(checkpoint),
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=dataset,
+        callbacks=[JsonlMetrics()],
+    )
+    trainer.train()
+    steps = [r for r in rows if "loss" in r]
+    curve = args.out / "loss_curve.png"
+    plot_curve(
+        [r["step"] for r in steps],
+        [r["loss"] for r in steps],
+        curve,
+        title=f"SFT on {len(dataset)} conversations ({Path(args.model).name}, max length {args.max_length})",
+        ylabel="loss",
+        label="training loss (per step)",
+    )
+    (checkpointing,) = off
+    summary = {
+        "steps": args.steps,
+        "losses": [r["loss"] for r in steps],
+        "finite": all(math.isfinite(r["loss"]) for r in steps),
+        "samples": len(dataset),
+        "checkpoint": str(checkpoint),
+        "metrics": str(metrics_path),
+        "curve": str(curve),
+        "activation_checkpointing": bool(getattr(trainer.args, checkpointing)),
+        "wall_s": round(time.monotonic() - t0, 1),
+    }
+    print(json.dumps({"summary": summary}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
