@@ -100,3 +100,23 @@ def plot_curve(
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def jsonl_metrics(path: Path, t0: float) -> tuple[Any, list[dict[str, Any]]]:
+    """A transformers ``TrainerCallback`` that appends one JSON line per logged step to ``path`` (emptied
+    first), and the list it also collects the rows in (for the curve and the summary)."""
+    from transformers import TrainerCallback
+
+    path.write_text("")
+    rows: list[dict[str, Any]] = []
+
+    class JsonlMetrics(TrainerCallback):
+        def on_log(self, _args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+            if not logs or "train_runtime" in logs:
+                return
+            row = {"step": state.global_step, "wall_s": round(time.monotonic() - t0, 2), **logs}
+            rows.append(row)
+            with open(path, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+    return JsonlMetrics(), rows

@@ -24,9 +24,8 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from dataclaw.train.checkpoint import checkpointing_off, plain_checkpoint, plot_curve
+from dataclaw.train.checkpoint import checkpointing_off, jsonl_metrics, plain_checkpoint, plot_curve
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -52,23 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = plain_checkpoint(args.model, args.cache)
 
     from datasets import load_dataset
-    from transformers import AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
     metrics_path = args.out / "metrics.jsonl"
-    metrics_path.write_text("")
-    rows: list[dict[str, Any]] = []
-
-    class JsonlMetrics(TrainerCallback):
-        """One JSON line per logged step."""
-
-        def on_log(self, _args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
-            if not logs or "train_runtime" in logs:
-                return
-            row = {"step": state.global_step, "wall_s": round(time.monotonic() - t0, 2), **logs}
-            rows.append(row)
-            with open(metrics_path, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
+    metrics, rows = jsonl_metrics(metrics_path, t0)
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     off = checkpointing_off(SFTConfig)
@@ -100,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         processing_class=tokenizer,
         args=config,
         train_dataset=dataset,
-        callbacks=[JsonlMetrics()],
+        callbacks=[metrics],
     )
     trainer.train()
     steps = [r for r in rows if "loss" in r]

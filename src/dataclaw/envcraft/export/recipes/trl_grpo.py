@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dataclaw.train.checkpoint import checkpointing_off, plain_checkpoint
+from dataclaw.train.checkpoint import checkpointing_off, jsonl_metrics, plain_checkpoint
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -96,25 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = plain_checkpoint(args.model, args.cache)
     cls, module = env_class(args.export.resolve())
 
-    from transformers import AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     off = checkpointing_off(GRPOConfig)
     (checkpointing,) = off
     metrics_path = args.out / "metrics.jsonl"
-    metrics_path.write_text("")
-    rows: list[dict[str, Any]] = []
-
-    class JsonlMetrics(TrainerCallback):
-        """One JSON line per logged step."""
-
-        def on_log(self, _args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
-            if not logs or "train_runtime" in logs:
-                return
-            row = {"step": state.global_step, "wall_s": round(time.monotonic() - t0, 2), **logs}
-            rows.append(row)
-            with open(metrics_path, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
+    metrics, rows = jsonl_metrics(metrics_path, t0)
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     tokenizer.padding_side = "left"
@@ -153,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         args=config,
         train_dataset=dataset,
         environment_factory=cls,
-        callbacks=[JsonlMetrics()],
+        callbacks=[metrics],
     )
     trainer.train()
     curve = args.out / "reward_curve.png"
