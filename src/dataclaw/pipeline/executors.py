@@ -10,6 +10,11 @@ OOM killer) the records in flight with it are retried, each alone, and only a re
 worker a second time is rejected (``worker_crashed``, retried on the next run). Workers die with the
 run: they ask the kernel for a signal when their parent goes (``PR_SET_PDEATHSIG``), watch the run's
 process, and keep their temporary files in the run's scratch folder, removed when they stop.
+
+**Streaming.** Inputs are consumed lazily (a list, a generator or an async iterator) and only a window of
+records is in flight (``workers`` for a pool, ``concurrency`` for ASYNC stages): a new record is taken
+only when a slot frees, and a slot frees when the runner has stored a result (the generator is suspended
+while it writes), so the store's pace is the back-pressure and memory stays flat whatever the input size.
 """
 
 from __future__ import annotations
@@ -26,11 +31,11 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from dataclaw.core.errors import DataclawError, Reject
 from dataclaw.core.procs import die_with_parent
@@ -50,14 +55,40 @@ class WorkersDying(DataclawError):
     """A stage's worker processes die before finishing anything (a setup that kills them, no memory)."""
 
 
+T = TypeVar("T")
+R = TypeVar("R")
+Items = Iterable[Record] | AsyncIterable[Record]
+
+
 class Executor(Protocol):
+    name: str
+
     def map(
-        self, stage: Stage, items: Sequence[Record], scratch: Path | None = None
+        self, stage: Stage, items: Items, scratch: Path | None = None
     ) -> AsyncIterator[tuple[Record, Result, bool]]:
         """Yield ``(item, result, ok)``; ``ok`` is False when the stage raised (retry next run).
-        ``scratch``: a folder for the stage's temporary files, created when needed (removed by the
-        caller)."""
+        ``items`` are consumed lazily; ``scratch``: a folder for the stage's temporary files, created
+        when needed (removed by the caller)."""
         ...
+
+    def calls(self, fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, R]]:
+        """``(item, fn(item))`` as each call finishes, ``workers`` at a time: work that is not a stage
+        (an audit, a rollout) and waits on sandboxes. An exception of ``fn`` ends the iteration."""
+        ...
+
+    def check(self, stages: Iterable[Stage]) -> None:
+        """Raise a ConfigError now (before anything is written) if a stage cannot run here."""
+        ...
+
+
+async def aiter_items(items: Items) -> AsyncIterator[Record]:
+    """``items`` (sync or async) as an async iterator, pulled one at a time."""
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
 
 
 def is_fatal(exc: BaseException) -> bool:
@@ -167,24 +198,56 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
 
 class LocalExecutor:
     """One machine. ``workers``: processes for CPU stages (1 = in this process); ``concurrency``: the
-    number of ASYNC stage calls in flight."""
+    number of ASYNC stage calls in flight. Both are the stage's in-flight window."""
+
+    name = "local"
 
     def __init__(self, workers: int | None = None, concurrency: int = 16) -> None:
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self.concurrency = max(1, concurrency)
 
-    async def map(
-        self, stage: Stage, items: Sequence[Record], scratch: Path | None = None
-    ) -> AsyncIterator[tuple[Record, Result, bool]]:
-        if not items:
+    def check(self, stages: Iterable[Stage]) -> None:
+        """Every stage runs on this machine (its declared resources are a cluster's concern)."""
+
+    def calls(self, fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, R]]:
+        """Threads (each call waits on its sandboxed subprocesses, so the GIL is not the limit), at most
+        ``workers`` calls in flight and items taken lazily."""
+        it = iter(items)
+        if workers <= 1:
+            for item in it:
+                yield item, fn(item)
             return
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="calls")
+        running: dict[Future[R], T] = {}
+        try:
+            while True:
+                for item in it:
+                    running[pool.submit(fn, item)] = item
+                    if len(running) >= workers:
+                        break
+                if not running:
+                    return
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    yield running.pop(fut), fut.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    async def map(
+        self, stage: Stage, items: Items, scratch: Path | None = None
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
+        source = aiter_items(items)
         if stage.resources is Resources.ASYNC:  # model calls: no temp files, and tempfile stays as it is
-            async for out in self._map_async(stage, items):
+            async for out in self._map_async(stage, source):
                 yield out
         elif self.workers == 1:  # (one record still goes to a worker: a crash must not take the run along)
+            first = await anext(source, None)
+            if first is None:
+                return
             with scratch_tempdir(scratch):
                 stage.setup()
-                for item in items:
+                item: Record | None = first
+                while item is not None:
                     try:
                         result, ok = stage.process(item), True
                     except Exception as exc:
@@ -192,33 +255,47 @@ class LocalExecutor:
                             raise
                         result, ok = _crash_reject(stage, item, exc), False
                     yield item, result, ok
+                    item = await anext(source, None)
         else:
-            async for out in self._map_pool(stage, items, scratch):
+            async for out in self._map_pool(stage, source, scratch):
                 yield out
 
     async def _map_async(
-        self, stage: Stage, items: Sequence[Record]
+        self, stage: Stage, source: AsyncIterator[Record]
     ) -> AsyncIterator[tuple[Record, Result, bool]]:
+        """At most ``concurrency`` calls in flight; the next item is taken when one finishes."""
+        first = await anext(source, None)
+        if first is None:
+            return
         stage.setup()
-        sem = asyncio.Semaphore(self.concurrency)
 
         async def one(item: Record) -> tuple[Record, Result, bool]:
-            async with sem:
-                try:
-                    return item, await stage.aprocess(item), True
-                except Exception as exc:
-                    if is_fatal(exc):
-                        raise
-                    return item, _crash_reject(stage, item, exc), False
+            try:
+                return item, await stage.aprocess(item), True
+            except Exception as exc:
+                if is_fatal(exc):
+                    raise
+                return item, _crash_reject(stage, item, exc), False
 
-        tasks = [asyncio.ensure_future(one(it)) for it in items]
+        running: set[asyncio.Task[tuple[Record, Result, bool]]] = {asyncio.ensure_future(one(first))}
+        exhausted = False
         try:
-            for fut in asyncio.as_completed(tasks):
-                yield await fut
+            while True:
+                while not exhausted and len(running) < self.concurrency:
+                    item = await anext(source, None)
+                    if item is None:
+                        exhausted = True
+                    else:
+                        running.add(asyncio.ensure_future(one(item)))
+                if not running:
+                    break
+                finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for fut in finished:
+                    yield fut.result()
         finally:
-            for t in tasks:
+            for t in running:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*running, return_exceptions=True)
 
     def _pool(self, stage: Stage, scratch: Path | None) -> ProcessPoolExecutor:
         if scratch is not None:
@@ -231,28 +308,42 @@ class LocalExecutor:
         )
 
     async def _map_pool(
-        self, stage: Stage, items: Sequence[Record], scratch: Path | None
+        self, stage: Stage, source: AsyncIterator[Record], scratch: Path | None
     ) -> AsyncIterator[tuple[Record, Result, bool]]:
         """At most ``workers`` records in flight (so each one in flight is running). A worker crash
         breaks the pool: its records in flight count one crash each and are retried alone in a new
         pool, where a second crash names the record that causes it."""
         loop = asyncio.get_running_loop()
-        pending: deque[Record] = deque(items)
+        first = await anext(source, None)
+        if first is None:
+            return
+        pending: deque[Record] = deque([first])
+        exhausted = False
         suspects: deque[Record] = deque()
         crashes: dict[str, int] = {}
         running: dict[asyncio.Future[Result], Record] = {}
         finished_any, breaks = False, 0
         pool = self._pool(stage, scratch)
         try:
-            while pending or suspects or running:
+            while True:
                 if suspects:
                     if not running:
                         item = suspects.popleft()
                         running[loop.run_in_executor(pool, _worker_process, item)] = item
                 else:
-                    while pending and len(running) < self.workers:
+                    while len(running) < self.workers:
+                        if not pending and not exhausted:
+                            nxt = await anext(source, None)
+                            if nxt is None:
+                                exhausted = True
+                            else:
+                                pending.append(nxt)
+                        if not pending:
+                            break
                         item = pending.popleft()
                         running[loop.run_in_executor(pool, _worker_process, item)] = item
+                if not running:
+                    break
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 broken = False
                 for fut in finished:
@@ -287,15 +378,19 @@ class LocalExecutor:
                     crashes[item["id"]] = crashes.get(item["id"], 0) + 1
                     if crashes[item["id"]] >= CRASHES_TO_REJECT and len(victims) == 1:
                         log.warning("stage %s: %s killed its worker twice", stage.name, item["id"])
-                        yield item, Reject(
-                            id=item["id"], stage=stage.name, reason=WORKER_CRASHED,
-                            message=f"the worker processing it died {crashes[item['id']]} times "
-                            "(a crash in native code, or killed for memory)",
-                            detail={"crashes": crashes[item["id"]]},
-                        ), False  # fmt: skip
+                        yield item, worker_crashed(stage, item, crashes[item["id"]]), False
                     else:
                         suspects.append(item)
         finally:
             for fut in running:
                 fut.cancel()
             _stop_pool(pool)
+
+
+def worker_crashed(stage: Stage, item: Record, crashes: int) -> Reject:
+    """The reject of a record whose worker died ``crashes`` times with it (retried on the next run)."""
+    return Reject(
+        id=item["id"], stage=stage.name, reason=WORKER_CRASHED,
+        message=f"the worker processing it died {crashes} times (a crash in native code, or out of memory)",
+        detail={"crashes": crashes},
+    )  # fmt: skip

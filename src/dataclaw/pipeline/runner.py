@@ -14,13 +14,13 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import Any
 
 from dataclaw.core.errors import DataclawError, Reject
 from dataclaw.core.store import SCRATCH, RunStore
-from dataclaw.pipeline.executors import Executor, LocalExecutor
+from dataclaw.pipeline.executors import Executor, Items, LocalExecutor, aiter_items
 from dataclaw.pipeline.stage import Record, Result, Stage
 
 ProgressFn = Callable[[int, int], None]
@@ -67,7 +67,7 @@ class StageStats:
 
 async def arun_stage(
     stage: Stage,
-    items: Iterable[Record],
+    items: Items,
     store: RunStore,
     executor: Executor | None = None,
     progress: ProgressFn | None = None,
@@ -75,33 +75,49 @@ async def arun_stage(
     producer: Any = None,
     fail_fast: int | None = None,
     on_record: Callable[[Record, Result, StageStats], None] | None = None,
+    emit: Callable[[Record], Awaitable[None]] | None = None,
 ) -> StageStats:
     """Process every item not yet done by ``stage`` in ``store``; return what happened.
 
-    ``producer``: what produces the stage's records now (a JSON-able config or a hash); ``fail_fast``:
-    stop with :class:`StageAborted` when this many records failed (raised) before any succeeded;
-    ``on_record(item, result, stats)``: called after each finished record (e.g. to save usage as the run
-    goes; raising stops the stage). A stage
-    with a usage ledger (``stage.ledger``) has it saved into the manifest as it goes.
+    ``items`` (a list, a generator or an async iterator) are consumed lazily: only the executor's window
+    is in flight. ``producer``: what produces the stage's records now (a JSON-able config or a hash);
+    ``fail_fast``: stop with :class:`StageAborted` when this many records failed (raised) before any
+    succeeded; ``on_record(item, result, stats)``: called after each finished record (e.g. to save usage
+    as the run goes; raising stops the stage); ``emit(record)``: awaited for each record written (the
+    next stage of a chain takes it). A stage with a usage ledger (``stage.ledger``) has it saved into
+    the manifest as it goes.
     """
     executor = executor or LocalExecutor()
-    items = list(items)
+    executor.check([stage])  # a stage that cannot run here fails before anything is written
     if producer is not None:
         store.set_producer(stage.name, producer)
     done = store.done(stage.name)
     out = store.stage(stage.name)
-    todo = [it for it in items if it["id"] not in done]
-    stats = StageStats(stage=stage.name, inputs=len(items), skipped=len(items) - len(todo))
+    stats = StageStats(stage=stage.name)
+    total = None
+    if isinstance(items, Sized) and isinstance(items, Iterable):  # in memory already: count what is to do
+        total = sum(1 for it in items if it["id"] not in done)
+    todo = 0
+    scratch = store.root / SCRATCH / f"{stage.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+    async def pending() -> AsyncIterator[Record]:
+        nonlocal todo
+        async for item in aiter_items(items):
+            stats.inputs += 1
+            if item["id"] in done:
+                stats.skipped += 1
+                continue
+            if not todo:
+                store.lock()
+            todo += 1
+            yield item
+
     t0 = time.perf_counter()
     if progress:
-        progress(0, len(todo))
-    scratch = None  # the stage's temp folder; made by the executor only when it runs something there
-    if todo:
-        store.lock()
-        scratch = store.root / SCRATCH / f"{stage.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        progress(0, total or 0)
     last_error = ""
     usage = _LedgerSaver(stage, store)
-    results = executor.map(stage, todo, scratch=scratch)
+    results = executor.map(stage, pending(), scratch=scratch)
     try:
         async for item, result, ok in results:
             stats.processed += 1
@@ -116,13 +132,16 @@ async def arun_stage(
                     last_error = result.message
             else:
                 for rec in result:
-                    stats.outputs += out.append(rec)
+                    written = out.append(rec)
+                    stats.outputs += written
+                    if emit is not None and written:
+                        await emit(rec)
                 done.append({"id": item["id"], "outputs": len(result)})
             usage.tick()
             if on_record:
                 on_record(item, result, stats)
             if progress:
-                progress(stats.processed, len(todo))
+                progress(stats.processed, total if total is not None else todo)
             if fail_fast and stats.errors >= fail_fast and stats.errors == stats.processed:
                 raise StageAborted(
                     f"stage {stage.name}: the first {stats.errors} records all failed, stopping "
@@ -139,16 +158,79 @@ async def arun_stage(
             await aclose()
         if todo:
             usage.tick(final=True)
-        if scratch is not None:  # the stage's temporary files go with it, however it ended
-            shutil.rmtree(scratch, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                scratch.parent.rmdir()
+        # the stage's temporary files go with it, however it ended
+        shutil.rmtree(scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            scratch.parent.rmdir()
     return stats
+
+
+@dataclass
+class Step:
+    """One stage of a chain: its producer and fail-fast limit, as for :func:`arun_stage`."""
+
+    stage: Stage
+    producer: Any = None
+    fail_fast: int | None = None
+
+
+_END = object()
+
+
+async def arun_chain(
+    steps: Sequence[Step],
+    items: Items,
+    store: RunStore,
+    executor: Executor | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    *,
+    window: int = 256,
+) -> list[StageStats]:
+    """Run ``steps`` as overlapping stages: each record a stage writes flows to the next stage at once
+    (through a queue of ``window`` records, so a slow stage holds back the one before it), and the
+    records a stage wrote in earlier runs are fed to the next one first. Resumable like each stage."""
+    executor = executor or LocalExecutor()
+    executor.check([s.stage for s in steps])
+    queues: list[asyncio.Queue[Any]] = [asyncio.Queue(maxsize=window) for _ in steps[1:]]
+
+    def feeder(k: int) -> AsyncIterator[Record]:
+        async def gen() -> AsyncIterator[Record]:
+            seen: set[str] = set()
+            for rec in store.records(steps[k - 1].stage.name):  # written before this run
+                seen.add(rec["id"])
+                yield rec
+            while (rec := await queues[k - 1].get()) is not _END:
+                if rec["id"] not in seen:
+                    seen.add(rec["id"])
+                    yield rec
+
+        return gen()
+
+    async def one(k: int) -> StageStats:
+        step = steps[k]
+        emit = queues[k].put if k < len(queues) else None
+        report = (lambda d, t, n=step.stage.name: progress(n, d, t)) if progress else None
+        try:
+            return await arun_stage(
+                step.stage, items if k == 0 else feeder(k), store, executor, report,
+                producer=step.producer, fail_fast=step.fail_fast, emit=emit,
+            )  # fmt: skip
+        finally:
+            if k < len(queues):
+                await queues[k].put(_END)
+
+    tasks = [asyncio.ensure_future(one(k)) for k in range(len(steps))]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def run_stage(
     stage: Stage,
-    items: Iterable[Record],
+    items: Items,
     store: RunStore,
     executor: Executor | None = None,
     progress: ProgressFn | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -24,15 +25,36 @@ class Resources(StrEnum):
     ASYNC = "async"
 
 
+@dataclass(frozen=True)
+class Demand:
+    """What one worker of a stage needs: CPUs, memory (MB) and GPUs (a local VLM). The Ray executor
+    asks the cluster for exactly this per actor; the local executor runs one worker per CPU."""
+
+    cpus: float = 1.0
+    memory_mb: int = 0
+    gpus: float = 0.0
+
+    def describe(self) -> str:
+        parts = [f"{self.cpus:g} CPU"]
+        if self.memory_mb:
+            parts.append(f"{self.memory_mb} MB memory")
+        if self.gpus:
+            parts.append(f"{self.gpus:g} GPU")
+        return ", ".join(parts)
+
+
 class Stage(ABC):
     """Subclass and implement :meth:`process` (CPU) or :meth:`aprocess` (ASYNC).
 
     ``name`` is the stage's output file (``<run>/<name>.jsonl``). Heavy state (models, decoders) is
-    built in :meth:`setup`, once per worker, never in ``__init__``: stages are pickled to workers.
+    built in :meth:`setup`, once per worker, never in ``__init__``: stages are pickled to workers
+    (process-pool workers or Ray actors).
     """
 
     name: ClassVar[str]
     resources: ClassVar[Resources] = Resources.CPU
+    demand: ClassVar[Demand] = Demand()
+    """Per worker (actor) resources; declared by the stage, mapped by the executor."""
 
     def setup(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Load what the stage needs once per worker."""
