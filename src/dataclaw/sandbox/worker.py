@@ -74,7 +74,7 @@ class WarmWorker(Runtime):
         self._writable: list[str] = []
         self._hidden: list[str] = []
         self._owned = False
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # one for the worker's life: every job and restart goes through it
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -179,7 +179,14 @@ class WarmWorker(Runtime):
             if self._owned:
                 runner.chown_tree(self.workspace, os.geteuid(), os.getegid())
                 self._owned = False
-        self._lock = threading.RLock()
+        # the lock is never replaced: a thread already queued on it must not run beside a later caller
+
+    def kill(self) -> None:
+        """Kill the worker process now, without waiting for the job lock: a job blocked on it (a hung call)
+        gets EOF and returns a classified outcome; the next job restarts the worker. Safe from any thread."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            runner.kill_group(proc)
 
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
