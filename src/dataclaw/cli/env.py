@@ -22,18 +22,17 @@ _DEFAULT_ROOT = Path(".envcraft_state")
 
 
 def env_package(name: str) -> Any:
-    """An archetype by name, else anything the loader accepts (import name or package folder)."""
-    from importlib.util import find_spec
+    """An archetype by name (in-process), else a package folder or import name, opened in its sandboxed
+    env worker (``dataclaw.envcraft.worker``): its code never runs in this process."""
+    from importlib.machinery import PathFinder
 
     from dataclaw.envcraft import archetypes
-    from dataclaw.envcraft.runtime import load_env_package
+    from dataclaw.envcraft.worker import open_environment
 
     if name in archetypes.names():
         return archetypes.get(name)
-    if Path(name).is_dir():
-        return load_env_package(Path(name))
-    if "." in name or find_spec(name) is not None:
-        return load_env_package(name)
+    if Path(name).is_dir() or "." in name or PathFinder.find_spec(name) is not None:
+        return open_environment(Path(name) if Path(name).is_dir() else name)
     raise ConfigError(
         f"unknown environment {name!r}; known archetypes: {', '.join(archetypes.names()) or 'none'}"
     )
@@ -138,20 +137,22 @@ def call(
     evaluate: bool = typer.Option(False, "--evaluate", help="Also print the session's evaluation."),
 ) -> None:
     """Call one tool in a persistent poke session (created from a scenario on first use)."""
+    from dataclaw.envcraft.worker import persistent_env
+
     env_cls = env_package(name).env_cls
     scenarios = env_cls.scenarios()
     scenario_id = scenario or next(iter(scenarios))
-    env = env_cls(state_root / env_cls.name)
-    sid = session or f"poke-{scenario_id}"
-    if fresh and env.store.exists(sid):
-        env.delete_session(sid)
-    if not env.store.exists(sid):
-        env.create_session(scenario_id, sid)
-    tool = tool if tool in env_cls.tools else tool.replace("-", "_")  # accept CLI spelling too
-    params = _parse_args(env_cls.tools.get(tool), arg or []) if tool in env_cls.tools else {}
-    out = env.call(sid, tool, **params)
-    if evaluate:
-        out = {**out, "evaluation": env.evaluate_session(sid)}
+    with persistent_env(env_cls, state_root / env_cls.name) as env:
+        sid = session or f"poke-{scenario_id}"
+        if fresh and env.store.exists(sid):
+            env.delete_session(sid)
+        if not env.store.exists(sid):
+            env.create_session(scenario_id, sid)
+        tool = tool if tool in env_cls.tools else tool.replace("-", "_")  # accept CLI spelling too
+        params = _parse_args(env_cls.tools.get(tool), arg or []) if tool in env_cls.tools else {}
+        out = env.call(sid, tool, **params)
+        if evaluate:
+            out = {**out, "evaluation": env.evaluate_session(sid)}
     _echo_json(out)
     if out["status"] != "ok":
         raise SystemExit(1)  # the JSON above is the message; only the exit status is left to set
@@ -162,7 +163,18 @@ def contract(name: str = typer.Argument(..., help="Archetype name, import name o
     """Run the runtime contract test-suite against an environment package."""
     from dataclaw.envcraft.runtime.contract import run_contract
 
-    report = run_contract(env_package(name))
+    pkg = env_package(name)
+    if not getattr(pkg, "builtin", True):  # not our code: the contract suite runs in the sandbox
+        from dataclaw.envcraft.audit import DynamicOptions, audit_package
+
+        checks = audit_package(pkg.folder, options=DynamicOptions(run_tests=False)).checks
+        for c in checks:
+            typer.echo(f"{'PASS' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        typer.echo(f"{sum(c.ok for c in checks)}/{len(checks)} contract checks passed (sandboxed)")
+        if not all(c.ok for c in checks):
+            raise SystemExit(1)
+        return
+    report = run_contract(pkg)
     for check in report.checks:
         typer.echo(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
     typer.echo(report.summary().splitlines()[0])
