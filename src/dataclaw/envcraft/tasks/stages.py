@@ -30,13 +30,14 @@ from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 
 
 def load_env(env: str, module: str | None = None) -> Any:
-    """The Environment class of an archetype name or an importable env package."""
+    """The Environment class of an archetype name, an import name or a package folder: the archetype's own
+    class in-process, any other package's stand-in whose code runs in its sandboxed env worker."""
     from dataclaw.envcraft import archetypes
-    from dataclaw.envcraft.runtime import load_env_package
+    from dataclaw.envcraft.worker import env_class
 
-    if env in archetypes.names():
+    if env in archetypes.names() and module in (None, f"{archetypes.__name__}.{env}"):
         return archetypes.get(env).env_cls
-    return load_env_package(module or env).env_cls
+    return env_class(module or env)
 
 
 def task_env(envs: list[str], modules: dict[str, str] | None = None) -> Any:

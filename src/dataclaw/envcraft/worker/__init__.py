@@ -13,6 +13,7 @@ from dataclaw.envcraft.worker.handle import (
     is_builtin,
     locate_package,
     open_environment,
+    persistent_env,
 )
 from dataclaw.envcraft.worker.remote import RemoteEnvironment
 
@@ -28,4 +29,5 @@ __all__ = [
     "is_builtin",
     "locate_package",
     "open_environment",
+    "persistent_env",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import shutil
 import socket
 import tempfile
@@ -227,6 +228,39 @@ class EnvWorker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ---- session folders -------------------------------------------------------------------------------
+
+    def import_state(self, key: str, src: Path) -> None:
+        """Copy a host folder of sessions in as instance ``key``'s state (before the key is first used):
+        how ``dataclaw env call`` keeps poke sessions between runs."""
+        from dataclaw.sandbox import runner
+
+        with self._lock:
+            self.start()
+            dst = self._tmp / STATE_DIR / key
+            shutil.rmtree(dst, ignore_errors=True)
+            if src.is_dir():
+                shutil.copytree(src, dst)
+            else:
+                dst.mkdir(parents=True)
+            if self._worker._owned:  # the sandbox's uid owns the workspace: it must own these too
+                runner.chown_tree(dst, self._worker._uid, self._worker._uid)
+
+    def export_state(self, key: str, dst: Path) -> None:
+        """Copy instance ``key``'s sessions out to a host folder (replacing what was there)."""
+        with self._lock:
+            src = self._tmp / STATE_DIR / key
+            tmp = dst.with_name(dst.name + ".tmp-export")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(src, tmp)
+            if os.geteuid() == 0:
+                from dataclaw.sandbox import runner
+
+                runner.chown_tree(tmp, os.geteuid(), os.getegid())
+            shutil.rmtree(dst, ignore_errors=True)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp.rename(dst)
 
     # ---- requests --------------------------------------------------------------------------------------
 

@@ -10,9 +10,12 @@ has the surface of an ``Environment`` class, so code written for one works with 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import hashlib
 import importlib.machinery
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +117,22 @@ class EnvHandle:
         """Stop the worker (a no-op in-process); later calls on it fail."""
         if self.worker is not None:
             _REGISTRY.close(self.worker.folder)
+
+
+@contextlib.contextmanager
+def persistent_env(env_cls: Any, root: Path) -> Iterator[Any]:
+    """An environment instance whose sessions live in the host folder ``root`` across runs. In-process
+    that is ``env_cls(root)``; for a worker's package the folder is copied into the worker's workspace
+    first and back at the end (the sandbox can write nowhere else)."""
+    if not getattr(env_cls, "remote", False):
+        yield env_cls(root)
+        return
+    key = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:20]
+    env_cls.worker.import_state(key, root)
+    try:
+        yield env_cls(root, key=key)
+    finally:
+        env_cls.worker.export_state(key, root)
 
 
 class _Registry:
@@ -236,4 +255,5 @@ __all__ = [
     "is_builtin",
     "locate_package",
     "open_environment",
+    "persistent_env",
 ]

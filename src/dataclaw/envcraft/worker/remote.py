@@ -81,9 +81,11 @@ class RemoteEnvironment:
     layout: ClassVar[list[str]]
     remote: ClassVar[bool] = True
 
-    def __init__(self, state_root: str | Path | None = None, **_options: Any) -> None:
+    def __init__(
+        self, state_root: str | Path | None = None, *, key: str | None = None, **_options: Any
+    ) -> None:
         self.state_root = Path(state_root) if state_root is not None else None
-        self.inst = uuid.uuid4().hex
+        self.inst = key or uuid.uuid4().hex
         self.session_id: str | None = None
         self.store = _Store(self)
         # the worker keeps this instance's sessions until the instance is gone (a caller's temp folder)
