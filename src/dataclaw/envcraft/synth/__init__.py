@@ -4,6 +4,7 @@ retrieval. Generation, audit-driven self-healing and the library index build on 
     from dataclaw.envcraft.synth import SpecStage, scenario_record, expand_scenario, retrieve
 """
 
+from dataclaw.envcraft.synth.compile import CompileError, CompileResult, compile_package
 from dataclaw.envcraft.synth.expand import REPAIR_ROUNDS, SpecReason, SpecResult, expand_scenario
 from dataclaw.envcraft.synth.retrieval import Retrieved, prompt_section, retrieve, score_all
 from dataclaw.envcraft.synth.spec import (
@@ -23,6 +24,8 @@ from dataclaw.envcraft.synth.stages import SpecStage, scenario_record
 
 __all__ = [
     "REPAIR_ROUNDS",
+    "CompileError",
+    "CompileResult",
     "ESpec",
     "Issue",
     "IssueCode",
@@ -35,6 +38,7 @@ __all__ = [
     "check_e_spec",
     "check_spec",
     "check_t_spec",
+    "compile_package",
     "entities_schema",
     "expand_scenario",
     "prompt_section",
