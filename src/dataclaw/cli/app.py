@@ -29,7 +29,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "train": ("dataclaw.cli.train", "Train on dataclaw data: TRL GRPO and SFT in the trainer's own venv."),
 }
 # top-level commands: name -> module exposing a function of the same name.
-COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart"}
+COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart", "view": "dataclaw.cli.view"}
 
 app = typer.Typer(
     name="dataclaw",
