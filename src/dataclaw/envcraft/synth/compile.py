@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict
 from dataclaw.envcraft.synth.mechanics import templates as T
 from dataclaw.envcraft.synth.mechanics.claw import workspace_files
 from dataclaw.envcraft.synth.mechanics.evaluation import DIMENSIONS, PENALISED
-from dataclaw.envcraft.synth.retrieval import Retrieved, stem
+from dataclaw.envcraft.synth.retrieval import Retrieved
 from dataclaw.envcraft.synth.spec import IDENT_RE, ESpec, IssueCode, ToolDecl, TSpec, check_spec
 
 MIN_TOOLS = 6
@@ -787,12 +787,15 @@ def _target_collection(p: Plan, decl: ToolDecl) -> Collection | None:
 
 
 def _status_target(c: Collection, verb: str) -> str | None:
-    v = stem(verb)
-    if len(v) < 4:
+    """The status a verb moves a record to (``close`` → closed, ``verify`` → verified, ``activate`` →
+    active): a shared prefix of at least four letters, at most two short of the shorter word."""
+    if len(verb) < 4:
         return None
     for s in c.statuses:
-        st = stem(s)
-        if st == v or (len(st) >= 4 and (st.startswith(v) or v.startswith(st))):
+        common = next(
+            (i for i, (a, b) in enumerate(zip(verb, s, strict=False)) if a != b), min(len(verb), len(s))
+        )
+        if common >= 4 and common >= min(len(verb), len(s)) - 2:
             return s
     return None
 
