@@ -318,3 +318,8 @@ def intents(
     for i in catalog:
         table.add_row(i.id, str(i.domain), ", ".join(i.applies_to.candidate_kinds), i.description)
     Console().print(table)
+
+
+from dataclaw.cli.tailor_score import register as _register_scoring  # noqa: E402  (bench, cost)
+
+_register_scoring(app)
