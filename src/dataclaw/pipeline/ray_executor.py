@@ -1,0 +1,465 @@
+"""The Ray executor: the same stages on a Ray cluster (or a Ray started on this machine).
+
+- **CPU stages** run as Ray Data ``map_batches`` over an actor pool: each actor calls the stage's
+  ``setup`` once, then processes batches of records. A list of inputs is one dataset; a lazy input
+  (a generator, the previous stage of a chain) is cut into windows of ``window`` records, one dataset
+  each (so setup runs once per actor per window).
+- **ASYNC stages** (model calls) run on async Ray actors, ``concurrency`` calls in flight in all, taken
+  from the input as calls finish. The model's response cache is the stage's own (a sqlite file in the
+  run directory, reopened by path in each actor): an answer an actor got is there for a resumed run.
+- **Other work** (claw audits, calibration, rollouts: :meth:`RayExecutor.calls`) runs on a pool of
+  Ray actors, ``workers`` calls in flight.
+
+The driver owns the store: workers return records, the runner writes them. Actors are restarted when
+their process dies and the calls in flight with it are retried (``max_restarts`` / ``max_task_retries``),
+so a killed worker loses no record. Stages declare per-worker resources (:class:`Demand`), asked of the
+cluster per actor; a demand no node can meet is one clear error before anything is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import socket
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+from dataclaw.core.errors import ConfigError, DataclawError, Reject
+from dataclaw.pipeline.executors import (
+    Items,
+    _crash_reject,
+    aiter_items,
+    is_fatal,
+    scratch_tempdir,
+    worker_crashed,
+)
+from dataclaw.pipeline.stage import Demand, Record, Resources, Result, Stage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+RAY_HINT = (
+    "--executor ray needs Ray, which is not installed: pip install 'dataclaw[ray]' "
+    "(or pip install 'ray[data]>=2.50,<3')"
+)
+CONNECT_TIMEOUT_S = 5.0
+MB = 1024 * 1024
+RESTARTS = 3
+"""How often a dead actor is restarted (its calls in flight retried on the new one)."""
+
+
+class RayWorkersDying(DataclawError):
+    """Ray workers of a stage died more often than they may be restarted (a record that crashes its
+    worker every time, or a node out of memory)."""
+
+
+def import_ray() -> Any:
+    """``ray``, or a ConfigError with the install hint."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(RAY_HINT) from None
+    return ray
+
+
+def _probe(address: str) -> None:
+    """Fail fast with one line when ``address`` (``host:port`` or ``ray://host:port``) does not answer:
+    ``ray.init`` itself retries for minutes."""
+    if address == "auto":
+        return
+    parsed = urlparse(address if "://" in address else f"tcp://{address}")
+    host, port = parsed.hostname, parsed.port
+    if not host or not port:
+        raise ConfigError(f"--ray-address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); "
+            "start one with `ray start --head` or check the address"
+        ) from None
+
+
+def connect(address: str | None, num_cpus: int | None = None) -> Any:
+    """Join the cluster at ``address`` (None: ``RAY_ADDRESS``, else start Ray here with ``num_cpus``)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        _probe(address)
+    try:
+        ray.init(
+            address=address,
+            num_cpus=None if address else num_cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            ignore_reinit_error=True,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"the Ray cluster at {address}" if address else "a local Ray"
+        raise ConfigError(f"cannot start or join {where}: {str(exc).splitlines()[0][:200]}") from None
+    _quiet(ray)
+    return ray
+
+
+def _quiet(ray: Any) -> None:
+    """Ray Data's own progress logs and bars off: the command draws its own progress."""
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    with contextlib.suppress(AttributeError):
+        ctx.enable_operator_progress_bars = False
+    for name in ("ray.data", "ray._private", "ray"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _node_fits(resources: dict[str, float], demand: Demand) -> bool:
+    return (
+        resources.get("CPU", 0.0) >= demand.cpus
+        and resources.get("GPU", 0.0) >= demand.gpus
+        and resources.get("memory", 0.0) >= demand.memory_mb * MB
+    )
+
+
+def _node_text(resources: dict[str, float]) -> str:
+    return (
+        f"{resources.get('CPU', 0):g} CPU, {int(resources.get('memory', 0) // MB)} MB memory, "
+        f"{resources.get('GPU', 0):g} GPU"
+    )
+
+
+def check_demand(stage_name: str, demand: Demand, nodes: list[dict[str, Any]]) -> None:
+    """ConfigError unless some alive node has ``demand`` in total."""
+    alive = [n.get("Resources", {}) for n in nodes if n.get("Alive", n.get("alive", True))]
+    if any(_node_fits(r, demand) for r in alive):
+        return
+    biggest = max(alive, key=lambda r: (r.get("GPU", 0), r.get("CPU", 0)), default={})
+    raise ConfigError(
+        f"stage {stage_name} asks for {demand.describe()} per worker, and no node of the Ray cluster has "
+        f"that (largest: {_node_text(biggest) if biggest else 'no node'})"
+    )
+
+
+def _remote_args(demand: Demand) -> dict[str, Any]:
+    args: dict[str, Any] = {"num_cpus": demand.cpus}
+    if demand.gpus:
+        args["num_gpus"] = demand.gpus
+    if demand.memory_mb:
+        args["memory"] = demand.memory_mb * MB
+    return args
+
+
+def _named_args(demand: Demand) -> dict[str, Any]:
+    """``map_batches``' own resource parameters."""
+    args = _remote_args(demand)
+    return {"num_cpus": args["num_cpus"], "num_gpus": args.get("num_gpus"), "memory": args.get("memory")}
+
+
+def _restartable() -> dict[str, Any]:
+    """Actors of a Ray Data pool restart when their process dies, and retry the batch they held."""
+    return {"max_restarts": RESTARTS, "max_task_retries": RESTARTS}
+
+
+# worker side ---------------------------------------------------------------------------------------
+class _BatchWorker:
+    """A Ray Data actor: the stage set up once, then ``{"k", "blob"}`` batches in, results out."""
+
+    def __init__(self, stage_blob: bytes, scratch: str | None) -> None:
+        self.stage: Stage = pickle.loads(stage_blob)
+        self.scratch = Path(scratch) if scratch else None
+        with scratch_tempdir(self.scratch):
+            self.stage.setup()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        ks, blobs, oks = [], [], []
+        with scratch_tempdir(self.scratch):
+            for k, blob in zip(batch["k"], batch["blob"], strict=True):
+                item = pickle.loads(blob)
+                try:
+                    result, ok = self.stage.process(item), True
+                except Exception as exc:
+                    if is_fatal(exc):
+                        raise
+                    result, ok = _crash_reject(self.stage, item, exc), False
+                ks.append(int(k))
+                blobs.append(pickle.dumps(result))
+                oks.append(ok)
+        return {"k": ks, "blob": blobs, "ok": oks}
+
+
+class _AsyncWorker:
+    """An async Ray actor for ASYNC stages: set up once, many ``aprocess`` calls at a time."""
+
+    def __init__(self, stage_blob: bytes) -> None:
+        self.stage: Stage = pickle.loads(stage_blob)
+        self.stage.setup()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def run(self, blob: bytes) -> tuple[bytes, bool]:
+        item = pickle.loads(blob)
+        try:
+            return pickle.dumps(await self.stage.aprocess(item)), True
+        except Exception as exc:
+            if is_fatal(exc):
+                raise
+            return pickle.dumps(_crash_reject(self.stage, item, exc)), False
+
+
+class _CallWorker:
+    """A Ray actor that runs functions (an audit, a rollout) for :meth:`RayExecutor.calls`."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run(self, fn: Callable[[Any], Any], item: Any) -> Any:
+        return fn(item)
+
+
+# run side ------------------------------------------------------------------------------------------
+class RayExecutor:
+    """Stages on Ray. ``address``: the cluster (None: ``RAY_ADDRESS``, else a Ray on this machine with
+    ``workers`` CPUs); ``workers``: actors per stage (default: the cluster's CPUs / the stage's CPUs);
+    ``concurrency``: ASYNC calls in flight; ``batch_size``: records per ``map_batches`` call;
+    ``window``: records per dataset when the input is lazy."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        concurrency: int = 16,
+        *,
+        batch_size: int = 64,
+        window: int = 20_000,
+    ) -> None:
+        self.address = address
+        self.workers = workers
+        self.concurrency = max(1, concurrency)
+        self.batch_size = max(1, batch_size)
+        self.window = max(1, window)
+        self.ray = connect(address, workers)
+
+    def check(self, stages: Iterable[Stage]) -> None:
+        nodes = self.ray.nodes()
+        for stage in stages:
+            check_demand(stage.name, stage.demand, nodes)
+
+    def _actors(self, demand: Demand, want: int | None = None) -> int:
+        if want is not None:
+            return max(1, want)
+        cpus = self.ray.cluster_resources().get("CPU", 1.0)
+        return max(1, int(cpus // max(demand.cpus, 0.01)))
+
+    # CPU stages: Ray Data --------------------------------------------------------------------------
+    async def map(
+        self, stage: Stage, items: Items, scratch: Path | None = None
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
+        self.check([stage])
+        if stage.resources is Resources.ASYNC:
+            async for out in self._map_async(stage, aiter_items(items)):
+                yield out
+            return
+        source = aiter_items(items)
+        while True:
+            window: list[Record] = []
+            async for item in source:
+                window.append(item)
+                if len(window) >= self.window:
+                    break
+            if not window:
+                return
+            async for out in self._map_window(stage, window, scratch):
+                yield out
+            if len(window) < self.window:
+                return
+
+    async def _map_window(
+        self, stage: Stage, window: list[Record], scratch: Path | None
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
+        ray = self.ray
+        if scratch is not None:
+            scratch.mkdir(parents=True, exist_ok=True)
+        rows = [{"k": k, "blob": pickle.dumps(item)} for k, item in enumerate(window)]
+        size = min(self._actors(stage.demand, self.workers), max(1, len(window) // self.batch_size or 1))
+        blocks = max(1, -(-len(rows) // self.batch_size))
+        ds = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
+            _BatchWorker,
+            fn_constructor_args=(pickle.dumps(stage), str(scratch) if scratch else None),
+            compute=ray.data.ActorPoolStrategy(size=size),
+            batch_size=self.batch_size,
+            batch_format="default",
+            ray_remote_args_fn=_restartable,
+            **_named_args(stage.demand),
+        )
+        seen: set[int] = set()
+        batches = iter(ds.iter_batches(batch_size=None, batch_format="default"))
+        try:
+            while True:
+                try:
+                    batch = await asyncio.to_thread(next, batches, None)
+                except ray.exceptions.RayError as exc:
+                    fatal = _fatal_cause(exc)
+                    if fatal is not None:
+                        raise fatal from None
+                    if not _died(ray, exc):
+                        raise
+                    raise RayWorkersDying(
+                        f"stage {stage.name}: Ray workers kept dying ({type(exc).__name__}); "
+                        f"{len(window) - len(seen)} records are retried on the next run "
+                        "(rerun with --executor local to find a record that crashes its worker)"
+                    ) from None
+                if batch is None:
+                    return
+                for k, blob, ok in zip(batch["k"], batch["blob"], batch["ok"], strict=True):
+                    seen.add(int(k))
+                    yield window[int(k)], pickle.loads(blob), bool(ok)
+        finally:
+            with contextlib.suppress(Exception):
+                batches.close()  # type: ignore[attr-defined]
+
+    # ASYNC stages: async actors --------------------------------------------------------------------
+    async def _map_async(
+        self, stage: Stage, source: AsyncIterator[Record]
+    ) -> AsyncIterator[tuple[Record, Result, bool]]:
+        first = await anext(source, None)
+        if first is None:
+            return
+        ray = self.ray
+        n = self._actors(stage.demand, self.workers)
+        per = max(1, -(-self.concurrency // n))
+        cls = ray.remote(_AsyncWorker).options(
+            max_concurrency=per,
+            max_restarts=RESTARTS,
+            max_task_retries=RESTARTS,
+            **_remote_args(stage.demand),
+        )
+        blob = pickle.dumps(stage)
+        actors = [cls.remote(blob) for _ in range(n)]
+        self.last_actors = actors  # (tests kill one of them)
+        load = [0] * n
+        running: dict[Any, tuple[Record, int]] = {}
+        pending: list[Record] = [first]
+        exhausted = False
+        try:
+            while True:
+                while len(running) < self.concurrency:
+                    if not pending and not exhausted:
+                        nxt = await anext(source, None)
+                        if nxt is None:
+                            exhausted = True
+                        else:
+                            pending.append(nxt)
+                    if not pending:
+                        break
+                    item = pending.pop()
+                    a = min(range(n), key=load.__getitem__)
+                    load[a] += 1
+                    running[actors[a].run.remote(pickle.dumps(item))] = (item, a)
+                if not running:
+                    return
+                done, _ = await asyncio.to_thread(
+                    ray.wait, list(running), num_returns=1, timeout=None, fetch_local=True
+                )
+                for ref in done:
+                    item, a = running.pop(ref)
+                    load[a] -= 1
+                    try:
+                        out, ok = await asyncio.to_thread(ray.get, ref)
+                    except ray.exceptions.RayTaskError as exc:
+                        cause = exc.as_instanceof_cause()
+                        if is_fatal(cause):
+                            raise cause from None
+                        yield item, _crash_reject(stage, item, cause), False
+                        continue
+                    except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError):
+                        yield item, worker_crashed(stage, item, RESTARTS + 1), False
+                        continue
+                    yield item, pickle.loads(out), ok
+        finally:
+            for ref in running:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
+
+    # other work: actors ----------------------------------------------------------------------------
+    def calls(self, fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, R]]:
+        """``workers`` Ray actors run ``fn`` (a module-level function, pickled by reference), one call
+        each at a time; items are taken lazily. A call's exception ends the iteration, raised here."""
+        ray = self.ray
+        it = iter(items)
+        cls = ray.remote(_CallWorker).options(max_restarts=RESTARTS, max_task_retries=RESTARTS, num_cpus=1)
+        actors: list[Any] = []
+        free: list[Any] = []
+        running: dict[Any, tuple[T, Any]] = {}
+        try:
+            while True:
+                while len(running) < max(1, workers):
+                    item = next(it, _NONE)
+                    if item is _NONE:
+                        break
+                    if not free:
+                        actors.append(cls.remote())
+                        free.append(actors[-1])
+                    actor = free.pop()
+                    running[actor.run.remote(fn, item)] = (item, actor)
+                if not running:
+                    return
+                done, _ = ray.wait(list(running), num_returns=1)
+                for ref in done:
+                    item, actor = running.pop(ref)
+                    free.append(actor)
+                    try:
+                        value = ray.get(ref)
+                    except ray.exceptions.RayTaskError as exc:
+                        raise exc.as_instanceof_cause() from None
+                    yield item, value
+        finally:
+            for ref in running:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
+
+
+_NONE: Any = object()
+
+
+def _died(ray: Any, exc: BaseException) -> bool:
+    """Whether a Ray error chain says a worker process died (not a bug in a stage)."""
+    kinds = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ActorDiedError)
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kinds) or "died" in str(seen).lower()[:500]:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _fatal_cause(exc: BaseException) -> BaseException | None:
+    """The stage's own fatal exception inside a Ray error chain, if there is one."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        cause = getattr(seen, "as_instanceof_cause", None)
+        inner = cause() if callable(cause) else seen
+        if is_fatal(inner):
+            return inner
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+__all__ = ["RAY_HINT", "RayExecutor", "RayWorkersDying", "Reject", "check_demand", "connect", "import_ray"]
