@@ -128,6 +128,7 @@ class Collection:
     statuses: list[str]
     transitions: dict[str, list[str]]
     gated: list[str] = field(default_factory=list)
+    docs: dict[str, str] = field(default_factory=dict)  # attribute -> the spec's description
     stages: list[str] = field(default_factory=list)
 
     def config(self) -> dict[str, Any]:
@@ -285,6 +286,7 @@ def _build_collections(spec: ESpec, plan_defaults: list[str]) -> dict[str, Colle
             prefix=prefix,
             label_field=label,
             attributes=attrs,
+            docs={a.name: _clean(a.description, 100) for a in ent.attributes if a.description.strip()},
             status_field=status_field,
             statuses=statuses,
             transitions=_lifecycle(statuses),
@@ -378,7 +380,9 @@ def _attr_params(c: Collection, required_label: bool) -> list[Param]:
             continue
         req = required_label and a == c.label_field
         hint = _HINTS[kind] if req else f"{_HINTS[kind]} | None"
-        out.append(Param(a, hint, f"the {a.replace('_', ' ')}", None, req))
+        doc = c.docs.get(a, "")
+        what = f"the {_w(a)}" + (f" ({doc})" if doc and doc != a and doc != "-" else "")
+        out.append(Param(a, hint, what, None, req))
     return out
 
 
