@@ -4,6 +4,7 @@ specs compile to a floor package; claw scenarios get bash and a workflow SKILL.m
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -16,11 +17,21 @@ from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
 from dataclaw.envcraft.runtime import load_env_package
 from dataclaw.envcraft.runtime.contract import run_contract
 from dataclaw.envcraft.scenarios import builtin_scenarios
-from dataclaw.envcraft.synth import CompileError, CompileResult, ESpec, TSpec, compile_package, retrieve
+from dataclaw.envcraft.synth import (
+    CompileError,
+    CompileResult,
+    ESpec,
+    TSpec,
+    compile_package,
+    expand_scenario,
+    retrieve,
+)
 from dataclaw.envcraft.synth.compile import MIN_SCENARIOS, MIN_TOOLS
+from dataclaw.envcraft.synth.spec import COMPACT
 from dataclaw.envcraft.tasks import GroundingError, ground_chain
 from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier
 from dataclaw.envcraft.tasks.synth import SynthError
+from dataclaw.models import get_model
 from dataclaw.sandbox import SandboxUnavailable
 from dataclaw.sandbox.bwrap import sandbox_available
 
@@ -283,3 +294,29 @@ def test_bad_input_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CompileError, match="not a compiled package"):
         compile_package(e, t, [], tmp_path, scenario={})
     assert (tmp_path / "greenhouse_irrigation" / "notes.txt").is_file()
+
+
+REPLAYS = sorted((Path(__file__).parent / "fixtures" / "compile").glob("smollm2_*.jsonl"))
+
+
+@pytest.mark.parametrize("recording", REPLAYS, ids=[p.stem for p in REPLAYS])
+def test_a_spec_the_embedded_model_wrote_compiles(recording: Path, tmp_path: Path) -> None:
+    """Answers SmolLM2-135M gave (recorded once with ``get_model(..., record_to=...)``, COMPACT bounds as
+    for ``local:`` models), replayed through ``expand_scenario``: the thin spec still compiles to a
+    package that passes the contract suite and yields a proven task."""
+    scenario = CATALOGUE[recording.stem.removeprefix("smollm2_")]
+    result = asyncio.run(
+        expand_scenario(get_model(f"replay:{recording}"), scenario, repair_rounds=2, limits=COMPACT)
+    )
+    assert result.valid and result.e_spec is not None and result.t_spec is not None
+    found = retrieve(result.e_spec, result.t_spec, scenario)
+    res = compile_package(
+        result.e_spec, result.t_spec, found, tmp_path, scenario=scenario.model_dump(mode="json")
+    )
+    assert len(res.tools) >= MIN_TOOLS and len(res.scenarios) >= MIN_SCENARIOS and res.defaults
+    assert res.claw == (scenario.category == "claw")
+    assert json.loads((res.path / "data" / "compile.json").read_text())["tools"] == res.tools
+    assert static_audit(res.path) == []
+    report = run_contract(res.path)
+    assert report.passed, report.summary()
+    assert proven_task(load_env_package(res.path).env_cls)["proof"]["gold"] == 1.0

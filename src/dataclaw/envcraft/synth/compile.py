@@ -1005,7 +1005,17 @@ def _scenario(p: Plan, sc: Any, index: int, claw: bool) -> dict[str, Any]:
 # ---- writing -------------------------------------------------------------------------------------------
 
 
+def _wrap(head: str, items: list[str], tail: str, width: int = 110) -> str:
+    """``head + items + tail`` on one line, or one item per line when that is too long (black style)."""
+    line = head + ", ".join(items) + tail
+    if len(line) <= width:
+        return line
+    indent = " " * (len(head) - len(head.lstrip()) + 4)
+    return head + "\n" + "".join(f"{indent}{x},\n" for x in items) + indent[:-4] + tail
+
+
 def _py_tool(t: ToolPlan) -> str:
+    t.params.sort(key=lambda x: not x.required)  # Python: parameters with defaults come last
     sig = ["session: dict"]
     for prm in t.params:
         sig.append(f"{prm.name}: {prm.hint}" + ("" if prm.required else f" = {prm.default!r}"))
@@ -1025,9 +1035,9 @@ def _py_tool(t: ToolPlan) -> str:
     return "\n".join(
         [
             deco,
-            f"def {t.name}({', '.join(sig)}) -> dict:",
+            _wrap(f"def {t.name}(", sig, ") -> dict:"),
             *doc,
-            f"    return _run(session, CONFIG, {call})",
+            _wrap("    return _run(", ["session", "CONFIG", *call.split(", ")], ")"),
             "",
             "",
         ]
