@@ -4,9 +4,12 @@
   ``setup`` once, then processes batches of records. A list of inputs is one dataset; a lazy input
   (a generator, the previous stage of a chain) is cut into windows of ``window`` records, one dataset
   each (so setup runs once per actor per window).
-- **ASYNC stages** (model calls) run on async Ray actors, ``concurrency`` calls in flight in all, taken
-  from the input as calls finish. The model's response cache is the stage's own (a sqlite file in the
-  run directory, reopened by path in each actor): an answer an actor got is there for a resumed run.
+- **ASYNC stages** (model calls) keep ``concurrency`` calls in flight in all, taken from the input as
+  calls finish. A stage that calls a model endpoint runs them from the driver (the endpoint is what
+  scales; the usage ledger and response cache stay the driver's); a stage that runs its model itself
+  (it declares GPUs, or ``async_on_actors=True``) runs on async Ray actors, set up once each, whose
+  response cache is the stage's own (a sqlite file in the run directory, reopened by path in each
+  actor): an answer an actor got is there for a resumed run.
 - **Other work** (claw audits, calibration, rollouts: :meth:`RayExecutor.calls`) runs on a pool of
   Ray actors, ``workers`` calls in flight.
 
@@ -32,6 +35,7 @@ from urllib.parse import urlparse
 from dataclaw.core.errors import ConfigError, DataclawError, Reject
 from dataclaw.pipeline.executors import (
     Items,
+    LocalExecutor,
     _crash_reject,
     aiter_items,
     is_fatal,
@@ -231,7 +235,8 @@ class RayExecutor:
     """Stages on Ray. ``address``: the cluster (None: ``RAY_ADDRESS``, else a Ray on this machine with
     ``workers`` CPUs); ``workers``: actors per stage (default: the cluster's CPUs / the stage's CPUs);
     ``concurrency``: ASYNC calls in flight; ``batch_size``: records per ``map_batches`` call;
-    ``window``: records per dataset when the input is lazy."""
+    ``window``: records per dataset when the input is lazy; ``async_on_actors``: ASYNC stages on actors
+    (default: only those that declare GPUs)."""
 
     name = "ray"
 
@@ -243,12 +248,14 @@ class RayExecutor:
         *,
         batch_size: int = 64,
         window: int = 20_000,
+        async_on_actors: bool | None = None,
     ) -> None:
         self.address = address
         self.workers = workers
         self.concurrency = max(1, concurrency)
         self.batch_size = max(1, batch_size)
         self.window = max(1, window)
+        self.async_on_actors = async_on_actors
         self.ray = connect(address, workers)
 
     def check(self, stages: Iterable[Stage]) -> None:
@@ -268,7 +275,12 @@ class RayExecutor:
     ) -> AsyncIterator[tuple[Record, Result, bool]]:
         self.check([stage])
         if stage.resources is Resources.ASYNC:
-            async for out in self._map_async(stage, aiter_items(items)):
+            on_actors = self.async_on_actors if self.async_on_actors is not None else stage.demand.gpus > 0
+            if on_actors:
+                mapped = self._map_async(stage, aiter_items(items))
+            else:  # the driver's event loop, the same bounded window as on one machine
+                mapped = LocalExecutor(workers=1, concurrency=self.concurrency).map(stage, items)
+            async for out in mapped:
                 yield out
             return
         source = aiter_items(items)
