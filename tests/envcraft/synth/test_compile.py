@@ -320,3 +320,45 @@ def test_a_spec_the_embedded_model_wrote_compiles(recording: Path, tmp_path: Pat
     report = run_contract(res.path)
     assert report.passed, report.summary()
     assert proven_task(load_env_package(res.path).env_cls)["proof"]["gold"] == 1.0
+
+
+def _weak(**change: Any) -> dict[str, Any]:
+    """A copy of the first fixture spec with the primary entity (or the spec) changed as weak models do."""
+    e = json.loads(json.dumps(RECORDS[0]["e_spec"]))
+    for key, value in change.items():
+        if key == "records":
+            e["world_data"]["records"] = value
+        elif key == "scenarios":
+            e["scenarios"] = value
+        else:
+            e["entities"][0][key] = value
+    return e
+
+
+WEAK = {
+    "all_statuses_final": _weak(statuses=["cancelled", "rejected"]),
+    "one_status": _weak(statuses=["Open Now"]),
+    "spaces_and_case": _weak(statuses=["New Item", "In Review", "Done!"]),
+    "no_text_attribute": _weak(
+        attributes=[{"name": "note_id", "type": "string"}, {"name": "count", "type": "integer"}]
+    ),
+    "no_world_records": _weak(records=[]),
+    "no_scenarios": _weak(scenarios=[]),
+    "final_world_records": _weak(
+        records=[
+            {"record_id": f"n{i}", "entity": "note", "fields": {"note_id": f"n{i}", "status": "archived"}}
+            for i in range(3)
+        ]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WEAK))
+def test_weak_specs_still_compile_to_a_working_package(case: str, tmp_path: Path) -> None:
+    e = ESpec.model_validate(WEAK[case])
+    t = TSpec.model_validate({"tools": RECORDS[0]["t_spec"]})
+    res = compile_package(e, t, retrieve(e, t), tmp_path, scenario=RECORDS[0]["scenario"])
+    assert len(res.tools) >= MIN_TOOLS and len(res.scenarios) >= MIN_SCENARIOS
+    assert static_audit(res.path) == []
+    report = run_contract(res.path)
+    assert report.passed, report.summary()

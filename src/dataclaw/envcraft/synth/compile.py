@@ -44,6 +44,8 @@ from dataclaw.envcraft.synth.retrieval import Retrieved
 from dataclaw.envcraft.synth.spec import IDENT_RE, ESpec, IssueCode, ToolDecl, TSpec, check_spec
 
 MIN_TOOLS = 6
+MAX_TOOL_NAME = 64
+"""OpenAI function names are at most 64 characters."""
 MIN_SCENARIOS = 2
 MIN_RECORDS = 3
 MIN_MOVABLE = 2
@@ -178,6 +180,7 @@ class Plan:
 
     def add_tool(self, t: ToolPlan, *, canonical: bool = True) -> bool:
         """Add unless a tool with the same name, or (canonical ones) the same operation key, exists."""
+        t.name = t.name[:MAX_TOOL_NAME]
         if t.name in self.tools or (canonical and t.key and any(x.key == t.key for x in self.tools.values())):
             return False
         self.tools[t.name] = t
@@ -256,11 +259,11 @@ def _build_collections(spec: ESpec, plan_defaults: list[str]) -> dict[str, Colle
         if id_param != id_field and id_param in attrs:
             id_param = id_field
         status_field = _status_attr(ent)
-        statuses = list(dict.fromkeys(ent.statuses))
-        if len(statuses) < 2:
+        statuses = list(dict.fromkeys(s.strip() for s in ent.statuses if s.strip()))
+        if sum(not _cancel_like(s) for s in statuses) < 2:
             statuses = list(DEFAULT_LIFECYCLE)
             plan_defaults.append(
-                f"entity {ent.name}: fewer than two statuses, lifecycle {'/'.join(statuses)}"
+                f"entity {ent.name}: fewer than two open statuses, lifecycle {'/'.join(statuses)}"
             )
         if status_field is None:
             status_field = "status" if "status" not in attrs else f"{ent.name}_status"
@@ -973,7 +976,8 @@ def _scenario(p: Plan, sc: Any, index: int, claw: bool) -> dict[str, Any]:
         sid, prompt, base = sc.scenario_id, _clean(sc.task_prompt, 1500), _iso(sc.base_time)
         gold, stale = list(sc.gold_facts), list(sc.stale_facts)
     else:
-        sid = f"{c.entity}_{expected.get(c.status_field, 'update')}_{goal.rid.lower().replace('-', '_')}"
+        raw = f"{c.entity}_{expected.get(c.status_field, 'update')}_{goal.rid}".lower()
+        sid = re.sub(r"[^a-z0-9_]+", "_", raw).strip("_")[:60]
         prompt = f"Bring the {c.entity.replace('_', ' ')} {goal.rid} forward in its lifecycle."
         base = _iso(p.spec.scenarios[0].base_time) if p.spec.scenarios else DEFAULT_BASE_TIME
         gold, stale = [f"{goal.rid} is '{rec[c.status_field]}' at the start"], []
@@ -1193,8 +1197,8 @@ def compile_package(
     config: dict[str, Any] = {"env": env, "collections": {}, "tools": {}}
     plan = Plan(env, e_spec, colls, primary, state, config, defaults=defaults)
     for f in e_spec.state_fields:  # the spec's other state: kept, with empty values
-        if f.kind != "collection" and f.name not in state:
-            state[f.name] = {"log": [], "counter": 0, "setting": {}}[f.kind]
+        if f.name not in state:  # (a second collection of one entity stays an empty collection)
+            state[f.name] = {"log": [], "counter": 0, "setting": {}, "collection": {}}[f.kind]
     logs = [f.name for f in e_spec.state_fields if f.kind == "log"]
     config["log"] = logs[0] if logs else plan.free("activity_log")
     state.setdefault(config["log"], [])
