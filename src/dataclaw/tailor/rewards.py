@@ -14,8 +14,8 @@
 * ``R_eff``: group-relative CoT length regularisation. The top 50% rollouts of a group by R_format +
   R_anchor (weighted) set the reference band [min, max] of their CoT lengths, widened by ``tolerance``;
   each other rollout in the band gets ``+bonus``, one outside it ``−penalty·min(1, relative distance)``;
-  the reference rollouts themselves get 0. CoT length is counted in whitespace-separated words of the
-  think block plus the answer's reasoning field.
+  the reference rollouts themselves get 0, and an answer that is not JSON no bonus. CoT length is
+  counted in whitespace-separated words of the think block plus the answer's reasoning field.
 
 Exposed two ways. TRL ``GRPOTrainer(reward_funcs=REWARD_FUNCS, args=GRPOConfig(reward_weights=
 REWARD_WEIGHTS))``: each function takes ``prompts, completions, completion_ids`` and the dataset columns
@@ -32,7 +32,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -102,10 +102,12 @@ def split_think(text: str) -> tuple[str, str]:
     return "", text.strip()
 
 
-class Parsed(BaseModel):
-    """A completion split into its answer (the JSON object, or None with the reason) and its CoT."""
+class Parsed(NamedTuple):
+    """A completion split into its answer (the JSON object, or None with the reason) and its CoT.
 
-    model_config = {"frozen": True}
+    A NamedTuple, not a pydantic model or dataclass: VERL can load this file as a module of its own
+    (``custom_reward_function.path: /path/to/rewards.py``), outside ``sys.modules``, where those two
+    cannot resolve postponed annotations."""
 
     output: Any = None
     think: str = ""
@@ -237,10 +239,14 @@ def cot_length(parsed: Parsed, intent: str, schema: Any = None) -> int:
 
 
 def efficiency_rewards(
-    rewards: Sequence[float], lengths: Sequence[float], config: RewardConfig = DEFAULT
+    rewards: Sequence[float],
+    lengths: Sequence[float],
+    config: RewardConfig = DEFAULT,
+    eligible: Sequence[bool] | None = None,
 ) -> list[float]:
     """R_eff of one group: the top ``top_fraction`` by reward set the length band; the rest are
-    rewarded inside it and penalised outside it in proportion to the relative distance."""
+    rewarded inside it and penalised outside it in proportion to the relative distance. A rollout not
+    ``eligible`` (its answer is not JSON) can be penalised but never gets the in-band bonus."""
     n = len(rewards)
     if n < 2:
         return [0.0] * n
@@ -255,7 +261,7 @@ def efficiency_rewards(
             continue
         length = lengths[i]
         if lo <= length <= hi:
-            out[i] = config.bonus
+            out[i] = config.bonus if eligible is None or eligible[i] else 0.0
         elif length > hi:
             out[i] = -config.penalty * min(1.0, (length - hi) / max(hi, 1.0))
         else:
@@ -264,12 +270,15 @@ def efficiency_rewards(
 
 
 def group_advantages(rewards: Sequence[float]) -> list[float]:
-    """Â = (R − μ) / σ within one group (σ with Bessel's correction, as TRL); all 0 when σ = 0."""
+    """Â = (R − μ) / σ within one group (σ with Bessel's correction, as TRL); all 0 when σ = 0 (up to
+    float rounding: three equal rewards of 0.7 have σ ≈ 1e-16, which must not blow up into ±0.8)."""
     r = np.asarray(rewards, dtype=np.float64)
     if r.size < 2:
         return [0.0] * int(r.size)
     sigma = float(r.std(ddof=1))
-    if sigma == 0.0 or not np.isfinite(sigma):
+    if not np.isfinite(sigma) or sigma <= 1e-9 * max(
+        1.0, float(np.abs(r).max())
+    ):  # equal rewards (to rounding)
         return [0.0] * int(r.size)
     return [float(x) for x in (r - r.mean()) / sigma]
 
@@ -329,11 +338,13 @@ def _eff(
     lengths = [
         cot_length(p, i, s) for p, i, s in zip(base["parsed"], base["intents"], base["schemas"], strict=True)
     ]
+    ok = [isinstance(p.output, dict) for p in base["parsed"]]
     out = [0.0] * len(scores)
     for idx in _groups(prompts, kwargs):
-        for i, r in zip(
-            idx, efficiency_rewards([scores[i] for i in idx], [lengths[i] for i in idx], config), strict=True
-        ):
+        group = efficiency_rewards(
+            [scores[i] for i in idx], [lengths[i] for i in idx], config, [ok[i] for i in idx]
+        )
+        for i, r in zip(idx, group, strict=True):
             out[i] = r
     return out
 
