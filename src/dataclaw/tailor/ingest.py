@@ -34,7 +34,7 @@ from dataclaw.core.lock import run_lock
 from dataclaw.core.store import RunStore
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.pipeline import Resources, Stage, StageStats, run_stage
-from dataclaw.pipeline.executors import LocalExecutor
+from dataclaw.pipeline.registry import make_executor
 from dataclaw.pipeline.stage import Record, Result
 from dataclaw.tailor.anchors.base import (
     EXTRACTORS,
@@ -372,7 +372,7 @@ def ingest(
     # front with one clear error (the stages sent to workers stay unbuilt: they build in each worker)
     AnchorStage(config.extractors, config.extractor_config).setup()
     MineStage(config.miners, config.miner_config).setup()
-    executor = LocalExecutor(workers=config.workers)
+    executor = make_executor(workers=config.workers, stages=(anchor_stage, mine_stage))
     anchors_by, candidates_by = ingest_producers(config)
     stages: dict[str, dict[str, Any]] = {}
     with run_lock(run_dir, "tailor ingest"), RunStore(run_dir) as store:

@@ -362,3 +362,18 @@ def test_weak_specs_still_compile_to_a_working_package(case: str, tmp_path: Path
     assert static_audit(res.path) == []
     report = run_contract(res.path)
     assert report.passed, report.summary()
+
+
+@pytest.mark.skipif(not sandbox_available().ok, reason="the env worker runs in the bubblewrap sandbox")
+def test_a_compiled_package_runs_in_its_env_worker(compiled: dict[str, CompileResult]) -> None:
+    """The non-built-in path: the package is imported only inside its sandboxed env worker; tasks come
+    out the same way, and the claw bash tool works there (no nested bubblewrap)."""
+    from dataclaw.envcraft.worker import env_class
+
+    cls = env_class(str(compiled["brand_product_research"].path))
+    assert "bash" in cls.tools and len(cls.scenarios()) >= MIN_SCENARIOS
+    assert proven_task(cls)["proof"]["gold"] == 1.0
+    env = cls()
+    sid = env.create_session("verify_finding")
+    out = env.call(sid, "bash", command="ls findings")
+    assert out["status"] == "ok" and "f1.json" in out["data"]["output"], out

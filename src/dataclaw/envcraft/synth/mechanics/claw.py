@@ -5,12 +5,15 @@ over a workspace made from the session: every record of every collection as ``<c
 the logs as ``<log>.json`` and a ``README.md`` naming the layout. The command runs in the sandbox (no
 network, the throwaway workspace as the only writable path); the workspace is deleted afterwards, so the
 tool is a read tool — state changes go through the environment's own write tools. Its output is a
-function of the session state and the command, like any read tool.
+function of the session state and the command, like any read tool. Inside the env worker (itself a
+sandbox, where bubblewrap cannot nest) the command runs as a child process with rlimits and a timeout,
+contained by the worker's sandbox.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -38,6 +41,15 @@ def workspace_files(session: dict[str, Any], config: dict[str, Any]) -> dict[str
     return files
 
 
+def _policy() -> Any:
+    """The sandbox policy for bash: its own bubblewrap sandbox on the host; inside a dataclaw sandbox
+    already (the env worker runs non-built-in packages in one, where bubblewrap cannot nest) a plain child
+    process with rlimits and a timeout, contained by that outer sandbox."""
+    from dataclaw.sandbox import SandboxPolicy  # on first use: package import stays light
+
+    return SandboxPolicy(unsafe=os.environ.get("DATACLAW_SANDBOX") == "1")
+
+
 def bash_over_state(session: dict[str, Any], config: dict[str, Any], command: str) -> dict[str, Any]:
     """Run ``command`` with the claw bash tool over a fresh snapshot of ``session``."""
     from dataclaw.envcraft.rollout.claw_tools import ClawTools
@@ -54,7 +66,7 @@ def bash_over_state(session: dict[str, Any], config: dict[str, Any], command: st
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         try:
-            result = ClawTools(ws).call("bash", {"command": command})
+            result = ClawTools(ws, policy=_policy()).call("bash", {"command": command})
         except Exception:  # noqa: BLE001 - the sandbox could not start here: an agent-safe refusal
             raise EnvError(
                 ErrorCategory.INFRASTRUCTURE,
