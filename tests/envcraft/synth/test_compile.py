@@ -377,3 +377,17 @@ def test_a_compiled_package_runs_in_its_env_worker(compiled: dict[str, CompileRe
     sid = env.create_session("verify_finding")
     out = env.call(sid, "bash", command="ls findings")
     assert out["status"] == "ok" and "f1.json" in out["data"]["output"], out
+
+
+def test_repeated_and_unusable_attributes_are_skipped_not_fatal(tmp_path: Path) -> None:
+    """What SmolLM2 gave for scheduling_reminders (an attribute repeated) and others: compiled anyway."""
+    e = json.loads(json.dumps(THIN_E))
+    attrs = e["entities"][0]["attributes"]
+    attrs += [{"name": "flow_rate", "type": "number"}, {"name": "flow_rate", "type": "string"}]
+    attrs += [{"name": "Bad Name", "type": "string"}, {"name": "class", "type": "string"}]
+    e["entities"][0]["statuses"] = ["closed", "open", "open"]
+    spec, t = ESpec.model_validate(e), TSpec.model_validate(THIN_T)
+    res = compile_package(spec, t, retrieve(spec, t), tmp_path, scenario={})
+    skipped = [d for d in res.defaults if "skipped" in d]
+    assert len(skipped) == 3 and any("'class'" in d for d in skipped)
+    assert run_contract(res.path).passed

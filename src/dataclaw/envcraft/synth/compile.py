@@ -55,6 +55,9 @@ DEFAULT_BASE_TIME = "2026-03-02T09:00:00+00:00"
 MARKER = "data/compile.json"
 _CANCEL_WORDS = ("cancel", "reject", "declin", "withdraw", "abandon", "fail", "void", "refus", "dismiss")
 _FATAL = {IssueCode.BAD_IDENTIFIER, IssueCode.RESERVED_NAME, IssueCode.DUPLICATE_ID, IssueCode.SCHEMA}
+_FATAL_PATH = re.compile(r"^(entities|state_fields)(\[\d+\](\.name|\.entity)?)?$")
+"""Where a naming problem cannot be compiled around (entity and state field names); elsewhere (attributes,
+statuses, records, scenarios, tools) the compiler skips or renames the part and records it."""
 _RESERVED_PARAMS = frozenset({"session", "status", "limit", "query"})
 _RESERVED_TOOLS = frozenset({"tool", "Literal", "CONFIG", "annotations"})
 _HINTS = {
@@ -246,7 +249,14 @@ def _build_collections(spec: ESpec, plan_defaults: list[str]) -> dict[str, Colle
         if cname is None:
             cname = _plural(ent.name)
             plan_defaults.append(f"entity {ent.name}: no collection declared, stored in {cname!r}")
-        attrs = {a.name: a.type for a in ent.attributes}
+        attrs: dict[str, str] = {}
+        for a in ent.attributes:  # a weak model repeats attributes and misnames some: keep the usable first
+            if a.name in attrs or not IDENT_RE.match(a.name) or keyword.iskeyword(a.name):
+                plan_defaults.append(
+                    f"entity {ent.name}: attribute {a.name!r} skipped (repeated or unusable)"
+                )
+                continue
+            attrs[a.name] = a.type
         id_field = ent.id_field if ent.id_field in attrs else f"{ent.name}_id"
         if id_field not in attrs:
             plan_defaults.append(
@@ -1177,7 +1187,7 @@ def compile_package(
     :class:`CompileError` for a spec whose names the runtime cannot use (bad identifiers, duplicates,
     reserved keys) or that declares no entity."""
     issues = check_spec(e_spec, t_spec)
-    fatal = [i for i in issues if i.code in _FATAL and not i.path.startswith(("tools", "scenarios"))]
+    fatal = [i for i in issues if i.code in _FATAL and _FATAL_PATH.match(i.path)]
     if fatal:
         raise CompileError(
             f"{e_spec.environment_name}: spec cannot be compiled: " + "; ".join(i.line() for i in fatal[:5])
