@@ -7,14 +7,14 @@ lifecycle (forward edges in declared order, cancel-like statuses reachable from 
 records read-only); each retrieved archetype adds its mechanics (:data:`MECHANICS`: draft/commit,
 pipeline stages and reports, user confirmation before gated moves, event triggers, available transitions,
 time slots, bilateral matching, stream acknowledgement). T_spec tools are mapped onto operations by their
-verb, target collection and parameters; a tool that maps onto nothing is dropped with a reason, and
-canonical tools (``list_X``, ``get_X``, ``search_X``, ``create_X``, ``update_X``, ``set_X_status``) fill the
-package up to at least :data:`MIN_TOOLS`. Spec scenarios become runtime scenarios (at least
-:data:`MIN_SCENARIOS`, filled when the spec has fewer) with a goal derived from the scoring rules when one
-reads ``<record>.<field> == <value>`` and from the lifecycle otherwise, a reference solution and forbidden
-actions. Claw scenarios (catalogue category ``claw`` or ``claw=True``) get the claw bash tool over the
-session's records and a SKILL.md of workflow guidance. Everything filled in is listed in
-``CompileResult.defaults``.
+verb, target collection and parameters; a tool that maps onto nothing is dropped with a reason. Every
+collection gets the canonical tools (``list_X``, ``get_X``, ``search_X``, ``create_X``, ``update_X``,
+``set_X_status``) the declared ones do not already provide, so a package has at least :data:`MIN_TOOLS`.
+Spec scenarios become runtime scenarios (at least :data:`MIN_SCENARIOS`, filled when the spec has
+fewer) with a goal derived from the scoring rules when one reads ``<record>.<field> == <value>`` and from
+the lifecycle otherwise, a reference solution and forbidden actions. Claw scenarios (catalogue category
+``claw`` or ``claw=True``) get the claw bash tool over the session's records and a SKILL.md of workflow
+guidance. Everything filled in is listed in ``CompileResult.defaults``.
 
 The package written is data (``data/config.json``, ``data/world.json``, ``data/scenarios/*.json``) plus thin
 generated glue: ``tools.py`` (typed, documented ``@tool`` functions whose body is one ``run(...)`` call),
@@ -172,9 +172,6 @@ class Plan:
     mapped: dict[str, str] = field(default_factory=dict)
     path_name: str = ""
 
-    def taken(self) -> set[str]:
-        return set(self.state)
-
     def free(self, base: str) -> str:
         name, n = base, 2
         while name in self.state:
@@ -182,9 +179,14 @@ class Plan:
         return name
 
     def add_tool(self, t: ToolPlan, *, canonical: bool = True) -> bool:
-        """Add unless a tool with the same name, or (canonical ones) the same operation key, exists."""
+        """Add a tool. A canonical one is skipped when a tool with its operation key exists, and renamed
+        (``<name>_records``) when only its name is taken; a declared one is refused on a taken name."""
         t.name = t.name[:MAX_TOOL_NAME]
-        if t.name in self.tools or (canonical and t.key and any(x.key == t.key for x in self.tools.values())):
+        if canonical and t.key and any(x.key == t.key for x in self.tools.values()):
+            return False
+        if t.name in self.tools and canonical:
+            t.name = f"{t.name[: MAX_TOOL_NAME - 8]}_records"
+        if t.name in self.tools:
             return False
         self.tools[t.name] = t
         return True
@@ -718,7 +720,7 @@ def _workflow(p: Plan) -> None:
 
 @mechanic("stream_processing")
 def _stream(p: Plan) -> None:
-    events = _events(p)
+    _events(p)
     cursor = p.config.setdefault("cursor", p.free("stream_cursor"))
     p.state.setdefault(cursor, {"acked": -1})
     p.add_tool(
@@ -745,7 +747,6 @@ def _stream(p: Plan) -> None:
             ("acknowledge",),
         )
     )
-    _ = events
 
 
 # ---- mapping T_spec tools ------------------------------------------------------------------------------
@@ -1247,10 +1248,10 @@ def compile_package(
             )
         )
     plan.config["collections"] = {c.name: c.config() for c in colls.values()}
-    # the write tools declared by the spec fire events too when a mechanic added them later
+    # tools compiled before a mechanic added the events log fire events too: declare it
     for t in plan.tools.values():
         if t.side_effect == "write" and t.op in ("create", "update", "transition", "advance"):
-            t.fields = plan.write_fields(t.cfg["collection"], *[f for f in t.fields if f not in ("",)])
+            t.fields = plan.write_fields(t.cfg["collection"], *t.fields)
         plan.config["tools"][t.name] = {"op": t.op, **t.cfg}
     specs = list(e_spec.scenarios)
     scenarios = [_scenario(plan, sc, i, is_claw) for i, sc in enumerate(specs)]
