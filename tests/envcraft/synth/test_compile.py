@@ -391,3 +391,12 @@ def test_repeated_and_unusable_attributes_are_skipped_not_fatal(tmp_path: Path) 
     skipped = [d for d in res.defaults if "skipped" in d]
     assert len(skipped) == 3 and any("'class'" in d for d in skipped)
     assert run_contract(res.path).passed
+
+
+def test_an_empty_t_spec_gives_the_canonical_tools(tmp_path: Path) -> None:
+    """Expansion stops before the tools when the E_spec stays invalid: the compiler still gives a floor."""
+    spec = ESpec.model_validate(THIN_E)
+    res = compile_package(spec, TSpec(), [], tmp_path, scenario={})
+    assert res.tools[:2] == ["list_valves", "get_valve"] and len(res.tools) == MIN_TOOLS
+    assert "no archetype retrieved: core mechanics only" in res.defaults
+    assert run_contract(res.path).passed
