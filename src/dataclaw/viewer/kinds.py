@@ -626,16 +626,19 @@ def _rollout_facets(run: Run, rec: Rec) -> dict[str, str]:
     }
 
 
-def _rw_counts(rec: Rec, sides: dict[str, str]) -> tuple[int, int]:
-    """Read and write tool calls of a rollout (side effects as the run's grounded chains record them)."""
-    reads = writes = 0
+def _rw_counts(rec: Rec, sides: dict[str, str]) -> str:
+    """Read / write tool calls of a rollout, by the side effects the run's grounded chains record;
+    calls of tools the run never saw a side effect for are counted apart (claw tools, other envs)."""
+    reads = writes = other = 0
     for s in map(_d, _l(rec.get("steps"))):
         side = s.get("side_effect") or sides.get(_s(s.get("tool")))
         if side == "write":
             writes += 1
         elif side == "read":
             reads += 1
-    return reads, writes
+        else:
+            other += 1
+    return f"{reads} / {writes}" + (f" <small>+{other} other</small>" if other else "")
 
 
 def _rollout_row(rec: Rec, ctx: Ctx) -> list[str]:
@@ -644,7 +647,6 @@ def _rollout_row(rec: Rec, ctx: Ctx) -> list[str]:
     match = score.get("fraction", _d(score.get("workplace_score")).get("total_score"))
     metrics = _d(rec.get("metrics"))
     tags = [k for k, v in metrics.items() if k != "tool_calls" and v]
-    reads, writes = _rw_counts(rec, ctx.tool_sides())
     return [
         ctx.self_link(rec, "open"),
         ctx.id_link(_s(rec.get("task_id"))),
@@ -652,7 +654,7 @@ def _rollout_row(rec: Rec, ctx: Ctx) -> list[str]:
         f"<b>{esc(rec.get('reward'))}</b>",
         esc(match),
         esc(metrics.get("tool_calls")),
-        f"{reads} / {writes}",
+        _rw_counts(rec, ctx.tool_sides()),
         esc(rec.get("turns")),
         esc(f["stop_reason"]),
         esc(", ".join(filter(None, [f["error"], *tags]))),

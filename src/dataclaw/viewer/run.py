@@ -46,6 +46,8 @@ STAGE_ORDER = [
     "rollouts",
 ]
 
+LOCATE_FIRST = {"samples"}
+
 
 def is_run(path: Path) -> bool:
     """A run directory holds a manifest.json or at least one stage file (``*.jsonl``)."""
@@ -178,8 +180,9 @@ class Run:
         return idx
 
     def locate(self, rid: str) -> tuple[str, int] | None:
-        """Where the record with id ``rid`` is (stage, position); samples before validated copies."""
-        for stage in self.stages():
+        """Where the record with id ``rid`` is (stage, position); a sample's final record (``samples``)
+        before its earlier copies (``validated``, ``materialize``)."""
+        for stage in sorted(self.stages(), key=lambda s: s not in LOCATE_FIRST):
             n = self.indexes[stage].find(rid)
             if n is not None:
                 return stage, n

@@ -55,8 +55,8 @@ class Exporter:
 class Ctx:
     """What a page kind may ask while drawing one record: links, lineage, media, related records."""
 
-    def __init__(self, site: Site, run: Run, depth: int) -> None:
-        self.site, self.run = site, run
+    def __init__(self, site: Site, run: Run, depth: int, stage: str | None = None) -> None:
+        self.site, self.run, self.stage = site, run, stage
         self.root = "../" * depth
         self.base = f"{self.root}r/{run.key}/"
 
@@ -67,12 +67,17 @@ class Ctx:
     def link(self, stage: str, rec: dict[str, Any], text: str | None = None) -> str:
         rid = rec.get("id")
         n = self.run.index(stage).find(rid) if isinstance(rid, str) and stage in self.run.indexes else None
-        label = esc(text or short(rid or "record", 90))
-        return f'<a href="{self.rec_url(stage, n)}">{label}</a>' if n is not None else label
+        label = esc(text or _tail(rid))
+        return (
+            f'<a href="{self.rec_url(stage, n)}" title="{esc(rid)}">{label}</a>' if n is not None else label
+        )
 
     def self_link(self, rec: dict[str, Any], text: str | None = None) -> str:
+        """A link to ``rec`` in the stage being shown (the same id may sit in several stage files)."""
         rid = rec.get("id")
-        loc = self.run.locate(rid) if isinstance(rid, str) else None
+        here = self.run.indexes.get(self.stage) if self.stage else None
+        n = here.find(rid) if here is not None and isinstance(rid, str) else None
+        loc = (self.stage, n) if n is not None else self.run.locate(rid) if isinstance(rid, str) else None
         label = esc(text or _tail(rid))
         return f'<a href="{self.rec_url(*loc)}" title="{esc(rid)}">{label}</a>' if loc else label
 
@@ -423,7 +428,7 @@ class Site:
         if idx is None:
             raise NotFound(f"run {run.name} has no stage file {stage}.jsonl")
         kind = kind_of(stage)
-        ctx = Ctx(self, run, 3)
+        ctx = Ctx(self, run, 3, stage)
         want = {f: query.get(f, "") for f in kind.facets}
         text = query.get("q", "")
         rows = idx.select(want, text) if (any(want.values()) or text) else None
@@ -500,7 +505,7 @@ class Site:
         except IndexError:
             raise NotFound(f"{stage}.jsonl has no record {pos}") from None
         kind = kind_of(stage)
-        ctx = Ctx(self, run, 3)
+        ctx = Ctx(self, run, 3, stage)
         try:
             body = (kind.render or _plain_render)(rec, ctx)
         except Exception as exc:  # noqa: BLE001 - an unexpected shape shows as JSON with the reason
