@@ -296,7 +296,12 @@ def test_bad_input_is_one_clear_error(tmp_path: Path) -> None:
     assert (tmp_path / "greenhouse_irrigation" / "notes.txt").is_file()
 
 
-REPLAYS = sorted((Path(__file__).parent / "fixtures" / "compile").glob("smollm2_*.jsonl"))
+REPLAYS = sorted(
+    p
+    for p in (Path(__file__).parent / "fixtures" / "compile").glob("smollm2_*.jsonl")
+    if "_invalid_" not in p.name
+)
+INVALID = sorted((Path(__file__).parent / "fixtures" / "compile").glob("smollm2_invalid_*.jsonl"))
 
 
 @pytest.mark.parametrize("recording", REPLAYS, ids=[p.stem for p in REPLAYS])
@@ -400,3 +405,27 @@ def test_an_empty_t_spec_gives_the_canonical_tools(tmp_path: Path) -> None:
     assert res.tools[:2] == ["list_valves", "get_valve"] and len(res.tools) == MIN_TOOLS
     assert "no archetype retrieved: core mechanics only" in res.defaults
     assert run_contract(res.path).passed
+
+
+@pytest.mark.parametrize("recording", INVALID, ids=[p.stem for p in INVALID])
+def test_an_e_spec_the_embedded_model_never_got_valid_still_compiles(recording: Path, tmp_path: Path) -> None:
+    """SmolLM2's E_spec stayed invalid after two repairs (an attribute repeated; an undeclared id field), so
+    expansion stopped before the tools: its entities alone compile to a floor package."""
+    scenario = CATALOGUE[recording.stem.removeprefix("smollm2_invalid_")]
+    result = asyncio.run(
+        expand_scenario(get_model(f"replay:{recording}"), scenario, repair_rounds=2, limits=COMPACT)
+    )
+    assert not result.valid and result.e_spec is not None and result.t_spec is None
+    res = compile_package(
+        result.e_spec,
+        TSpec(),
+        retrieve(result.e_spec, None, scenario),
+        tmp_path,
+        scenario=scenario.model_dump(mode="json"),
+    )
+    assert len(res.tools) >= MIN_TOOLS and len(res.scenarios) >= MIN_SCENARIOS
+    assert res.claw == (scenario.category == "claw")
+    assert static_audit(res.path) == []
+    report = run_contract(res.path)
+    assert report.passed, report.summary()
+    assert proven_task(load_env_package(res.path).env_cls)["proof"]["gold"] == 1.0
