@@ -1168,10 +1168,14 @@ def _package_name(env: str) -> str:
     return name
 
 
-def _is_claw(scenario: Mapping[str, Any], claw: bool | None) -> bool:
+def _is_claw(scenario: Mapping[str, Any] | Any, claw: bool | None) -> bool:
+    """``claw`` when given, else whether the scenario record (or a ``ScenarioSpec``) is claw-specific."""
     if claw is not None:
         return claw
-    return str(scenario.get("category", "")).lower() in ("claw", "claw-specific", "claw_specific")
+    category = (
+        scenario.get("category", "") if isinstance(scenario, Mapping) else getattr(scenario, "category", "")
+    )
+    return str(category).lower() in ("claw", "claw-specific", "claw_specific")
 
 
 def compile_package(
