@@ -48,6 +48,7 @@ class LineIndex:
     _scanned: int = 0
     _ino: int | None = None
     _line_no: int = 0
+    _posting_cache: dict[str, tuple[int, dict[str, list[int]]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __len__(self) -> int:
@@ -73,6 +74,7 @@ class LineIndex:
         self.ids.clear()
         self.facets.clear()
         self.problems.clear()
+        self._posting_cache.clear()
         self.torn_bytes = self.superseded = self._scanned = 0
         self._ino = None
 
@@ -143,7 +145,9 @@ class LineIndex:
         contains ``text`` (case-insensitive, searched in the stored line, not in the browser)."""
         want = {k: v for k, v in want.items() if v}
         if want:
-            rows = [i for i, f in enumerate(self.facets) if all(f.get(k, "") == v for k, v in want.items())]
+            lists = sorted((self._postings(k).get(v, []) for k, v in want.items()), key=len)
+            others = [set(p) for p in lists[1:]]
+            rows = [i for i in lists[0] if all(i in o for o in others)]
         else:
             rows = list(range(len(self.offsets)))
         if not text:
@@ -157,11 +161,20 @@ class LineIndex:
                     out.append(i)
         return out
 
-    def facet_values(self, name: str) -> dict[str, int]:
-        """Each value of facet ``name`` with its count (for the filter menus)."""
-        out: dict[str, int] = {}
-        for f in self.facets:
+    def _postings(self, name: str) -> dict[str, list[int]]:
+        """Facet value → positions in file order, built once per length of the index."""
+        cached = self._posting_cache.get(name)
+        if cached is not None and cached[0] == len(self.facets):
+            return cached[1]
+        out: dict[str, list[int]] = {}
+        for i, f in enumerate(self.facets):
             value = f.get(name)
             if value:
-                out[value] = out.get(value, 0) + 1
-        return dict(sorted(out.items()))
+                out.setdefault(value, []).append(i)
+        self._posting_cache[name] = (len(self.facets), out)
+        return out
+
+    def facet_values(self, name: str) -> dict[str, int]:
+        """Each value of facet ``name`` with its count (for the filter menus); counted once per length
+        of the index."""
+        return {value: len(rows) for value, rows in sorted(self._postings(name).items())}

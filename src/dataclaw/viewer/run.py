@@ -70,6 +70,7 @@ class Run:
     indexes: dict[str, LineIndex] = field(default_factory=dict)
     verdicts: dict[str, dict[str, str]] = field(default_factory=dict)
     """stage -> record id -> how the runner finished it there (a reject reason, or "" for outputs)."""
+    _verdict_cache: dict[str, tuple[Any, dict[str, str]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -126,9 +127,19 @@ class Run:
         return value
 
     def _read_verdicts(self) -> dict[str, dict[str, str]]:
+        """Completion markers per stage, reread only for files that changed since the last look."""
         out: dict[str, dict[str, str]] = {}
         for path in sorted((self.root / PROGRESS).glob("*.jsonl")):
             producer = self.producer(path.stem)
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns, producer)
+            cached = self._verdict_cache.get(path.stem)
+            if cached is not None and cached[0] == stamp:
+                out[path.stem] = cached[1]
+                continue
             seen: dict[str, str] = {}
             try:
                 lines = path.read_bytes().splitlines()
@@ -148,6 +159,7 @@ class Run:
                 elif "outputs" in marker:
                     seen[marker["id"]] = ""
             out[path.stem] = seen
+            self._verdict_cache[path.stem] = (stamp, seen)
         return out
 
     def _keeper(self, name: str) -> Any:

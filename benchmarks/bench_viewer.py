@@ -1,0 +1,154 @@
+"""Viewer latency on a large run: time to first byte of the overview and of a sample page.
+
+Generates a Tailor run of ``--samples`` samples (default 100,000; each a real quickstart sample with its
+own id, intent and domain, plus its artifact record, 10% rejects and completion markers) through the
+record store, opens it in the viewer (the one-time line-offset index is timed and reported), serves
+it, and measures time to first byte over HTTP: the overview, and sample pages spread over the file.
+The baseline, in the same run, is reading and parsing the run's ``manifest.json``. Target (issue 19):
+p50 TTFB <= 200 ms for each page. A filtered list page (one intent, a later page) is reported, not
+judged. Prints one JSON line; exits 1 on a miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dataclaw.core.store import RunStore
+from dataclaw.media.writers import write_clip
+from dataclaw.viewer import open_site
+from dataclaw.viewer.server import make_server
+
+TARGET_MS = 200.0
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "viewer" / "data" / "quickstart" / "tailor"
+INTENTS = [
+    ("describe_current_subtask", "embodied"),
+    ("robot_fault_recovery", "embodied"),
+    ("video_generation_segment", "aigc"),
+    ("gui_next_action", "gui"),
+    ("lecture_qa", "education"),
+]
+
+
+def make_run(root: Path, n: int) -> None:
+    """A run of ``n`` samples written through the store, shaped like the quickstart's records."""
+    sample = json.loads((FIXTURE / "samples.jsonl").read_text().splitlines()[0])
+    art = json.loads((FIXTURE / "artifacts.jsonl").read_text().splitlines()[0])
+    stream = json.loads((FIXTURE / "streams.jsonl").read_text().splitlines()[0])
+    frames = (np.arange(64 * 48 * 3, dtype=np.uint32).reshape(48, 64, 3) % 251).astype(np.uint8)
+    clip = "media/clip.mp4"
+    write_clip([frames] * 10, root / clip, 30.0)
+    with RunStore(root, command="bench_viewer") as store:
+        store.stage("streams").append(stream)
+        samples, arts, done = store.stage("samples"), store.stage("artifacts"), store.done("validated")
+        for i in range(n):
+            intent, domain = INTENTS[i % len(INTENTS)]
+            sid = f"{stream['id']}/cand-{i:06d}/sample-{intent}-{i:08x}"
+            aid = f"{sid}/clip-observation-{i:08x}"
+            samples.append(
+                {
+                    **sample,
+                    "id": sid,
+                    "intent": intent,
+                    "domain": domain,
+                    "media": [
+                        {"artifact_id": aid, "kind": "video", "role": "observation", "placeholder": None}
+                    ],
+                }
+            )
+            arts.append({**art, "id": aid, "sample_id": sid, "path": clip})
+            done.append({"id": f"{sid}-resp", "outputs": 1})
+            if i % 10 == 0:
+                from dataclaw.core.errors import Reject
+
+                store.reject(
+                    Reject(
+                        id=f"{sid}-resp-x", stage="validated", reason="frames_out_of_order", message=f"n {i}"
+                    )
+                )
+                done.append({"id": f"{sid}-resp-x", "reject": "frames_out_of_order"})
+        store.update_manifest(command="bench_viewer", config={"samples": n})
+
+
+def ttfb_ms(port: int, path: str) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    t0 = time.perf_counter()
+    conn.request("GET", path)
+    resp = conn.getresponse()  # returns once the status line (the first bytes) arrived
+    first = (time.perf_counter() - t0) * 1000
+    body = resp.read()
+    conn.close()
+    if resp.status != 200 or not body:
+        raise SystemExit(f"bench_viewer: GET {path} answered {resp.status}")
+    return first
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=9)
+    parser.add_argument("--keep", type=Path, default=None, help="Write the run here and keep it.")
+    args = parser.parse_args()
+    tmp = tempfile.TemporaryDirectory(prefix="bench_viewer_")
+    root = args.keep or Path(tmp.name) / "run"
+    t0 = time.perf_counter()
+    if not (root / "samples.jsonl").is_file():
+        make_run(root, args.samples)
+    gen_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    site = open_site([root], Path(tmp.name) / "cache")
+    index_s = time.perf_counter() - t0
+    server = make_server(site)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    n = len(site.runs["0"].index("samples"))
+    manifest, overview, sample, listing = [], [], [], []
+    cold = {
+        "overview": ttfb_ms(port, "/r/0/index.html"),
+        "sample": ttfb_ms(port, f"/r/0/samples/{n // 2}.html"),
+    }
+    for k in range(args.requests):
+        t = time.perf_counter()
+        json.loads((root / "manifest.json").read_bytes())
+        manifest.append((time.perf_counter() - t) * 1000)
+        overview.append(ttfb_ms(port, "/r/0/index.html"))
+        sample.append(ttfb_ms(port, f"/r/0/samples/{(k * 7919 * 13) % n}.html"))
+        listing.append(ttfb_ms(port, f"/r/0/samples/p{k + 2}.html?intent=gui_next_action"))
+    server.shutdown()
+    named = (("manifest", manifest), ("overview", overview), ("sample", sample))
+    p50 = {name: round(statistics.median(xs), 2) for name, xs in named}
+    size = sum(f.stat().st_size for f in root.glob("*.jsonl"))
+    result = {
+        "bench": "viewer",
+        "samples": n,
+        "jsonl_mb": round(size / 1e6, 1),
+        "generate_s": round(gen_s, 1),
+        "index_s": round(index_s, 2),
+        "manifest_read_ms_p50": p50["manifest"],
+        "overview_ttfb_ms_p50": p50["overview"],
+        "sample_ttfb_ms_p50": p50["sample"],
+        "filtered_list_ttfb_ms_p50": round(statistics.median(listing), 2),
+        "overview_ttfb_ms_cold": round(cold["overview"], 2),
+        "sample_ttfb_ms_cold": round(cold["sample"], 2),
+        "overview_vs_manifest": round(p50["overview"] / max(p50["manifest"], 1e-3), 1),
+        "sample_vs_manifest": round(p50["sample"] / max(p50["manifest"], 1e-3), 1),
+        "target_ms": TARGET_MS,
+        "load": os.getloadavg()[0],
+    }
+    result["ok"] = p50["overview"] <= TARGET_MS and p50["sample"] <= TARGET_MS
+    print(json.dumps(result))
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
