@@ -37,9 +37,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel, Field
 
-from dataclaw.models.schema import check_schema
 from dataclaw.tailor.bench.config import RoleBook, Roles
 from dataclaw.tailor.bench.data import parse_answer
+from dataclaw.tailor.bench.fastschema import validity
 from dataclaw.tailor.bench.metric import texts_of
 from dataclaw.tailor.bench.trajectory import (
     TrajectorySpec,
@@ -157,11 +157,12 @@ class _Context:
         return self._schemas[intent]
 
     def validator(self, intent: str, schema: Any = None) -> Any:
+        """``is_valid`` of the intent's schema (or of ``schema``), compiled once per schema."""
         key = schema if isinstance(schema, str) else f"intent:{intent}" if schema is None else None
         if key is None:
-            return check_schema(schema)
+            return validity(schema)
         if key not in self._validators:
-            self._validators[key] = check_schema(self.schema(intent, schema))
+            self._validators[key] = validity(self.schema(intent, schema))
         return self._validators[key]
 
     def role(self, intent: str, schema: Any = None) -> Roles:
@@ -195,7 +196,7 @@ def format_reward(parsed: Parsed, intent: str, schema: Any = None, config: Rewar
     """R_format of one parsed completion."""
     if not isinstance(parsed.output, dict):
         return config.truncation_penalty
-    return config.valid if _ctx().validator(intent, schema).is_valid(parsed.output) else config.schema_penalty
+    return config.valid if _ctx().validator(intent, schema)(parsed.output) else config.schema_penalty
 
 
 def anchor_reward(

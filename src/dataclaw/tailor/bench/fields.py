@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from dataclaw.models.schema import check_schema
+from dataclaw.tailor.bench.fastschema import validity
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -112,7 +113,7 @@ def gate(pred: Any, schema: dict[str, Any], mode: str = "schema") -> float:
         return 0.0
     if mode == "json":
         return 1.0
-    return 1.0 if check_schema(schema).is_valid(pred) else 0.0
+    return 1.0 if validity(schema)(pred) else 0.0
 
 
 def schema_error(pred: Any, schema: dict[str, Any]) -> str | None:
