@@ -429,3 +429,21 @@ def test_an_e_spec_the_embedded_model_never_got_valid_still_compiles(recording: 
     report = run_contract(res.path)
     assert report.passed, report.summary()
     assert proven_task(load_env_package(res.path).env_cls)["proof"]["gold"] == 1.0
+
+
+def test_a_declared_tool_naming_a_mechanic_takes_it_over(tmp_path: Path) -> None:
+    rec = next(r for r in RECORDS if r["scenario_id"] == "reservation_booking")
+    e, t = _specs(rec)
+    book = t.tools[3].model_copy(
+        update={"name": "book_reservation", "description": "Book a table slot for a reservation."}
+    )
+    report = t.tools[4].model_copy(update={"name": "render_map", "description": "Render a map."})
+    tools = TSpec(tools=[*t.tools[:4], book, report])
+    res = compile_package(e, tools, retrieve(e, tools, pinned=["temporal_scheduling"]), tmp_path, scenario={})
+    assert res.mapped["book_reservation"] == "schedule" and "schedule_reservation" not in res.tools
+    assert ("render_map", res.dropped[0][1]) in res.dropped  # no mechanic of its (no) collection
+    env = load_env_package(res.path).env_cls()
+    sid = env.create_session("confirm_reservation")
+    out = env.call(sid, "book_reservation", reservation_id="b1", start="2026-03-05T19:00:00Z")
+    assert out["status"] == "ok" and out["data"]["reservation"]["slot"]["start"].startswith("2026-03-05T19")
+    assert env.tools.get("book_reservation").description == "Book a table slot for a reservation."

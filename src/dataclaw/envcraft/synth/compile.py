@@ -870,6 +870,52 @@ def _map_tool(p: Plan, decl: ToolDecl) -> tuple[ToolPlan | None, str]:
     return out, kind
 
 
+_MECHANIC_VERBS: dict[str, tuple[str, ...]] = {
+    "schedule": ("schedule", "book", "reschedule", "reserve", "slot", "plan"),
+    "advance": ("advance", "promote", "proceed", "next", "forward", "process", "run"),
+    "request_confirmation": ("confirm", "ask", "request", "consult", "check"),
+    "match": ("match", "pair", "allocate", "assign"),
+    "commit": ("commit", "apply", "save", "finalize"),
+    "render_report": ("render", "report", "summarize", "aggregate", "export"),
+    "acknowledge": ("acknowledge", "ack", "consume"),
+    "list_events": ("events", "history", "poll", "subscribe"),
+}
+
+
+def _mechanic_op(p: Plan, decl: ToolDecl) -> str | None:
+    """Rename the archetype-mechanic tool a declared tool's verb names (``book_table`` → the schedule
+    tool of the tables) to the declared name and description; the operation, or None when no mechanic
+    of the same side effect (and the same collection, when the mechanic has one) fits."""
+    if not IDENT_RE.match(decl.name) or keyword.iskeyword(decl.name) or decl.name in _RESERVED_TOOLS:
+        return None
+    if decl.name in p.tools:
+        return None
+    verb = (_tokens(decl.name) or [""])[0]
+    for op, verbs in _MECHANIC_VERBS.items():
+        if verb not in verbs:
+            continue
+        target = _target_collection(p, decl)
+        t = next(
+            (
+                x
+                for x in p.tools.values()
+                if x.op == op
+                and x.side_effect == decl.side_effect
+                and x.cfg.get("collection") in (None, target.name if target else None)
+            ),
+            None,
+        )
+        if t is None or t.name in p.mapped:
+            continue
+        del p.tools[t.name]
+        t.name = decl.name[:MAX_TOOL_NAME]
+        desc = _clean(decl.description)
+        t.description = desc if desc != "-" else t.description
+        p.tools[t.name] = t
+        return op
+    return None
+
+
 # ---- scenarios -----------------------------------------------------------------------------------------
 
 
@@ -1220,10 +1266,11 @@ def compile_package(
     config["counters"] = plan.free("id_counters")
     state[config["counters"]] = {}
     # T_spec tools first (their names win), then archetype mechanics, then the canonical floor
+    unmapped: list[tuple[ToolDecl, str]] = []
     for decl in t_spec.tools:
         mapped, why = _map_tool(plan, decl)
         if mapped is None:
-            plan.dropped.append((decl.name, why))
+            unmapped.append((decl, why))
         elif not plan.add_tool(mapped, canonical=False):
             plan.dropped.append((decl.name, "a tool of that name is already compiled"))
         else:
@@ -1235,6 +1282,12 @@ def compile_package(
         if name in MECHANICS:
             MECHANICS[name](plan)
             plan.mechanics.append(name)
+    for decl, why in unmapped:  # a declared tool may name an archetype mechanic: it takes that tool over
+        op = _mechanic_op(plan, decl)
+        if op is None:
+            plan.dropped.append((decl.name, why))
+        else:
+            plan.mapped[decl.name] = op
     for c in colls.values():
         for t in _core_tools(plan, c, True):
             plan.add_tool(t)
