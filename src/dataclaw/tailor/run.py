@@ -28,7 +28,7 @@ from dataclaw.core.lock import run_lock
 from dataclaw.core.store import RunStore
 from dataclaw.models import UsageLedger
 from dataclaw.pipeline import run_stage
-from dataclaw.pipeline.executors import LocalExecutor
+from dataclaw.pipeline.registry import make_executor
 from dataclaw.pipeline.runner import StageAborted, StageStats
 from dataclaw.pipeline.usage import LiveUsage
 from dataclaw.tailor.ingest import (
@@ -277,7 +277,7 @@ def _synthesize_and_publish(
                 config.route, catalog=catalog, seed=config.seed, distractor_pool=pool, router=router,
                 send_images=config.send_images,
             )  # fmt: skip
-            executor = LocalExecutor(workers=1, concurrency=config.concurrency)
+            executor = make_executor(workers=1, concurrency=config.concurrency)
             produced = synthesis_producer(config, list(used.values()), store.producer(CANDIDATES))
 
             def after_record(item: dict[str, Any], result: Any, stats: StageStats) -> None:
@@ -321,7 +321,7 @@ def _synthesize_and_publish(
                 store.set_producer(name, {VALIDATED: store.producer(VALIDATED)})
         finally:
             live.close()
-    stats = materialize(mats, run_dir, executor=LocalExecutor(workers=config.workers))
+    stats = materialize(mats, run_dir, executor=make_executor(workers=config.workers))
     stages["materialize"] = stats_dict(stats)
     has_samples = (Path(run_dir) / "samples.jsonl").is_file()
     exported = export(run_dir, config.export).to_dict() if config.export and has_samples else None
