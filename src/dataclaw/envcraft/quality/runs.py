@@ -14,7 +14,6 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,27 +252,28 @@ def audit_by_code(
 def _audit_claw(
     tasks: list[Any], floor: float, policy: SandboxPolicy | None, workers: int
 ) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """(task, report) as each audit finishes; ``workers`` audits run at once (threads: each audit waits
-    on its sandboxed subprocesses, so the GIL is not the limit)."""
-    if workers == 1 or len(tasks) <= 1:
-        for task in tasks:
-            yield task, _audit_one(task, floor, policy)
-        return
+    """(task, report) as each audit finishes; ``workers`` audits run at once on the command's executor
+    (local: threads, each audit waits on its sandboxed subprocesses, so the GIL is not the limit; ray:
+    actors)."""
+    from functools import partial
+
+    from dataclaw.pipeline.registry import make_executor
     from dataclaw.sandbox.runner import interrupt
 
-    pool = ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="claw-audit")
+    if not tasks:
+        return
+    audit = partial(_audit_one, floor=floor, policy=policy)
+    audits = make_executor(workers=workers).calls(audit, tasks, min(workers, len(tasks)))
     try:
-        futures = {pool.submit(_audit_one, t, floor, policy): t for t in tasks}
-        for fut in as_completed(futures):
-            yield futures[fut], fut.result()
+        yield from audits
     except BaseException:
         # interrupted (Ctrl-C) or a sandbox that cannot run: end the audits in flight now instead of
         # waiting out their timeouts; their half-done results are dropped, never stored
         with interrupt():
-            pool.shutdown(wait=True, cancel_futures=True)
+            audits.close()
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        audits.close()
 
 
 def _audit_one(task: Any, floor: float, policy: SandboxPolicy | None) -> dict[str, Any]:
