@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dataclaw.pipeline.registry import ExecutorSettings, using_executor
+if TYPE_CHECKING:
+    from dataclaw.pipeline.registry import ExecutorSettings
 
 ExecutorName = Annotated[
     str,
@@ -34,11 +35,11 @@ RayAddress = Annotated[
 
 @contextlib.contextmanager
 def executor_scope(executor: str = "local", ray_address: str | None = None) -> Iterator[ExecutorSettings]:
-    """Run the command's work on ``executor`` (unknown names and a stray ``--ray-address`` fail here)."""
-    settings = ExecutorSettings(name=executor.strip().lower(), ray_address=ray_address or None)
-    if settings.ray_address and settings.name != "ray":
-        from dataclaw.core.errors import ConfigError
+    """Run the command's work on ``executor``. Unknown names, a stray ``--ray-address``, Ray missing or
+    an address that does not answer fail here, before the command writes anything."""
+    from dataclaw.pipeline.registry import ExecutorSettings, make_executor, using_executor
 
-        raise ConfigError("--ray-address is for --executor ray (the local executor runs on this machine)")
+    settings = ExecutorSettings(name=executor.strip().lower(), ray_address=ray_address or None)
     with using_executor(settings):
+        make_executor(workers=1, settings=settings)  # connects now (Ray: joins or starts the cluster)
         yield settings
