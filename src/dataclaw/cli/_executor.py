@@ -41,5 +41,5 @@ def executor_scope(executor: str = "local", ray_address: str | None = None) -> I
 
     settings = ExecutorSettings(name=executor.strip().lower(), ray_address=ray_address or None)
     with using_executor(settings):
-        make_executor(workers=1, settings=settings)  # connects now (Ray: joins or starts the cluster)
+        make_executor(settings=settings)  # connects now (Ray: joins or starts the cluster)
         yield settings
