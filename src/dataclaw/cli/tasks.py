@@ -18,6 +18,7 @@ from rich.table import Table
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.export.cli import export_command
 from dataclaw.sandbox import SandboxPolicy
+from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
 app = typer.Typer(no_args_is_help=True, help="EnvCraft tasks: tool chains → verifiable RL tasks.")
@@ -161,7 +162,7 @@ def synth(
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.tasks import GroundStage, SynthStage
     from dataclaw.pipeline import run_stage
-    from dataclaw.pipeline.executors import LocalExecutor
+    from dataclaw.pipeline.registry import make_executor
 
     if not (run / "chains.jsonl").is_file():
         raise ConfigError(f"{run} has no chains.jsonl: run `dataclaw tasks sample --out {run}` first")
@@ -169,13 +170,13 @@ def synth(
         chains = list(store.records("chains"))[:limit]
         with progress_bar("ground") as bar:
             ground = GroundStage(long_context=long_context, distractors_per_entity=distractors)
-            run_stage(ground, chains, store, LocalExecutor(workers=workers), bar)
+            run_stage(ground, chains, store, make_executor(workers=workers), bar)
         chain_ids = {c["id"] for c in chains}
         grounded = [g for g in store.records("grounded") if g["chain_id"] in chain_ids]
         with progress_bar("synth") as bar, _usage(store) as ledger:
             cache = str(run / "model_cache.sqlite")
             stage = SynthStage(model, cache=cache, strict=strict_text, ledger=ledger)
-            run_stage(stage, grounded, store, LocalExecutor(workers=1), bar)
+            run_stage(stage, grounded, store, make_executor(workers=1), bar)
         grounded_ids = {g["id"] for g in grounded}
         tasks = [t for t in store.records("tasks") if t["metadata"]["grounded_id"] in grounded_ids]
         rows = [
@@ -269,6 +270,8 @@ def audit(
     ] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any task fails.")] = False,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), any task by the LLM rubric.
 
@@ -289,7 +292,7 @@ def audit(
     if not loaded.tasks and not loaded.broken:
         raise ConfigError(f"no tasks found in {tasks}")
     run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
-    with RunStore(run) as store:
+    with executor_scope(executor, ray_address), RunStore(run) as store:
         before = store.stage("code_audit").ids()
         t0 = time.perf_counter()
         with progress_bar("audit") as bar:
