@@ -15,10 +15,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.export.cli import export_command
 from dataclaw.sandbox import SandboxPolicy
-from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
 app = typer.Typer(no_args_is_help=True, help="EnvCraft tasks: tool chains → verifiable RL tasks.")
