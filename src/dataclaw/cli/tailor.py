@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
 from dataclaw.core.errors import ConfigError
 
 app = typer.Typer(no_args_is_help=True, help="Tailor: raw streams → anchors → candidates → samples.")
@@ -58,6 +59,8 @@ def ingest(
     observation_s: Annotated[float, typer.Option(help="Fault-window observation range, seconds.")] = 3.0,
     future_s: Annotated[float, typer.Option(help="Fault-window future range, seconds.")] = 3.0,
     keyframes: Annotated[int, typer.Option(help="Keyframes per robot episode.")] = 20,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
     """Read INPUTs into RUN: streams.jsonl → anchors.jsonl → candidates.jsonl (+ rejects.jsonl)."""
@@ -83,7 +86,8 @@ def ingest(
         },
         workers=workers,
     )
-    summary = run_ingest(inputs, out, config, progress=progress_bar)
+    with executor_scope(executor, ray_address):
+        summary = run_ingest(inputs, out, config, progress=progress_bar)
     if as_json:
         typer.echo(json.dumps(summary.to_dict()))
         return
@@ -247,6 +251,8 @@ def run(
     export_format: Annotated[
         str | None, typer.Option("--export", help="jsonl | llamafactory | hf | none")
     ] = "jsonl",
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
     """INPUTs → samples: ingest, synthesise per intent, validate, materialise, export (resumable)."""
@@ -272,7 +278,8 @@ def run(
         send_images=images and send_images != "never", drop_images=send_images == "auto",
         max_candidates=max_candidates, max_per_kind=max_per_kind,
     )  # fmt: skip
-    summary = tailor_run(inputs, out, config, progress=progress_bar)
+    with executor_scope(executor, ray_address):
+        summary = tailor_run(inputs, out, config, progress=progress_bar)
     if as_json:
         typer.echo(json.dumps(summary, default=str))
         return
