@@ -14,9 +14,9 @@ rest miss a field. Measured:
   pass filled (what rescoring a new checkpoint against the same references costs for those texts).
 * baseline: embedding texts one call each, no batching or cache (on a subset, per text).
 
-Prints one JSON line; exits 1 when rewards < 10,000 samples/s or the warm metric < 200 samples/s.
-The cold figure is reported, not gated: on 2 shared cores MiniLM embeds ~50–150 texts/s, so a batch
-of ~3,600 new texts cannot reach 200 samples/s without the cache.
+Prints one JSON line; exits 1 when rewards < 10,000 samples/s or the cold metric < 200 samples/s.
+The cold pass is bound by MiniLM on 2 cores (~1,600 distinct texts): about 200 samples/s on a quiet
+machine, far less when other work shares the cores; the warm figure shows what the cache buys.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def main() -> int:
         "target_rewards_per_s": TARGET_REWARDS,
         "target_metric_per_s": TARGET_METRIC,
     }
-    line["ok"] = rewards_sps >= TARGET_REWARDS and warm_sps >= TARGET_METRIC
+    line["ok"] = rewards_sps >= TARGET_REWARDS and cold_sps >= TARGET_METRIC
     print(json.dumps(line))
     return 0 if line["ok"] else 1
 
