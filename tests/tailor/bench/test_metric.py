@@ -324,3 +324,19 @@ def test_cli_bad_paths_are_one_line(tmp_path: Path, capsys) -> None:
     write_jsonl(tmp_path / "refs.jsonl", [sample("world_knowledge_qa", "daily_life", WKQ)])
     code = _run(["tailor", "bench", "--pred", str(tmp_path / "run"), "--ref", str(tmp_path / "refs.jsonl")])
     assert code == 1 and "without responses.jsonl or samples.jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_embeddings_cached_per_text_on_disk(tmp_path: Path, embedder) -> None:
+    from dataclaw.tailor.bench import CachedEmbedder
+
+    first = CachedEmbedder(embedder=embedder.embedder, cache=tmp_path / "emb.sqlite")
+    texts = ["A silver kettle.", "A silver kettle.", "The stock market fell.", ""]
+    vecs = first.vectors(texts)
+    assert set(vecs) == {"A silver kettle.", "The stock market fell."} and first.stats["model"] == 2
+    first.close()
+    again = CachedEmbedder(embedder=embedder.embedder, cache=tmp_path / "emb.sqlite")
+    back = again.vectors(texts)
+    assert again.stats == {"memory": 0, "disk": 2, "model": 0}
+    assert all((back[t] == vecs[t]).all() for t in vecs)
+    again.close()

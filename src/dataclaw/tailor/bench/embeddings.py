@@ -57,8 +57,9 @@ class CachedEmbedder:
         self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
     ) -> dict[str, np.ndarray]:
         """Unit vectors of the distinct non-empty ``texts``."""
-        todo = [t for t in dict.fromkeys(texts) if t and t not in self._mem]
-        self.stats["memory"] += len(set(texts)) - len(todo)
+        distinct = [t for t in dict.fromkeys(texts) if t]
+        todo = [t for t in distinct if t not in self._mem]
+        self.stats["memory"] += len(distinct) - len(todo)
         db = self._conn()
         if db is not None and todo:
             keys = {self._key(t): t for t in todo}
