@@ -308,7 +308,7 @@ class RayExecutor:
         blocks = max(1, -(-len(rows) // self.batch_size))
         ds = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             _BatchWorker,
-            fn_constructor_args=(pickle.dumps(stage), str(scratch) if scratch else None),
+            fn_constructor_args=(self.ray.cloudpickle.dumps(stage), str(scratch) if scratch else None),
             compute=ray.data.ActorPoolStrategy(size=size),
             batch_size=self.batch_size,
             batch_format="default",
@@ -357,7 +357,7 @@ class RayExecutor:
             max_task_retries=RESTARTS,
             **_remote_args(stage.demand),
         )
-        blob = pickle.dumps(stage)
+        blob = self.ray.cloudpickle.dumps(stage)
         actors = [cls.remote(blob) for _ in range(n)]
         self.last_actors = actors  # (tests kill one of them)
         load = [0] * n
