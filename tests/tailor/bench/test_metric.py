@@ -340,3 +340,15 @@ def test_embeddings_cached_per_text_on_disk(tmp_path: Path, embedder) -> None:
     assert again.stats == {"memory": 0, "disk": 2, "model": 0}
     assert all((back[t] == vecs[t]).all() for t in vecs)
     again.close()
+
+
+def test_fuzzy_subset_from_the_reference_route() -> None:
+    from dataclaw.tailor.bench.data import _subset
+
+    assert _subset({"route": {"intent_choice": {"method": "explicit"}}}, "gui") == "gui"
+    assert (
+        _subset({"route": {"intent_choice": {"method": "embedding+model", "request": "make data"}}}, "gui")
+        == "fuzzy"
+    )
+    assert _subset({"intent_choice": {"method": "embedding"}}, "education") == "fuzzy"  # a responses record
+    assert _subset({"fuzzy": True}, "embodied") == "fuzzy" and _subset({}, "embodied") == "embodied"
