@@ -312,7 +312,6 @@ class RayExecutor:
             compute=ray.data.ActorPoolStrategy(size=size),
             batch_size=self.batch_size,
             batch_format="default",
-            ray_remote_args_fn=_restartable,
             **_named_args(stage.demand),
         )
         seen: set[int] = set()
