@@ -35,7 +35,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from dataclaw.core.errors import DataclawError, Reject
 from dataclaw.core.procs import die_with_parent
@@ -58,6 +58,7 @@ class WorkersDying(DataclawError):
 T = TypeVar("T")
 R = TypeVar("R")
 Items = Iterable[Record] | AsyncIterable[Record]
+Stopping = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
 class Executor(Protocol):
@@ -71,9 +72,13 @@ class Executor(Protocol):
         when needed (removed by the caller)."""
         ...
 
-    def calls(self, fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, R]]:
+    def calls(
+        self, fn: Callable[[T], R], items: Iterable[T], workers: int, *, stopping: Stopping | None = None
+    ) -> Iterator[tuple[T, R]]:
         """``(item, fn(item))`` as each call finishes, ``workers`` at a time: work that is not a stage
-        (an audit, a rollout) and waits on sandboxes. An exception of ``fn`` ends the iteration."""
+        (an audit, a rollout) and waits on sandboxes. An exception of ``fn`` (or Ctrl-C) ends the
+        iteration: the calls in flight are ended inside ``stopping()`` (e.g. one that interrupts their
+        sandboxes) and their results dropped."""
         ...
 
     def check(self, stages: Iterable[Stage]) -> None:
@@ -209,7 +214,9 @@ class LocalExecutor:
     def check(self, stages: Iterable[Stage]) -> None:
         """Every stage runs on this machine (its declared resources are a cluster's concern)."""
 
-    def calls(self, fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, R]]:
+    def calls(
+        self, fn: Callable[[T], R], items: Iterable[T], workers: int, *, stopping: Stopping | None = None
+    ) -> Iterator[tuple[T, R]]:
         """Threads (each call waits on its sandboxed subprocesses, so the GIL is not the limit), at most
         ``workers`` calls in flight and items taken lazily."""
         it = iter(items)
@@ -230,6 +237,10 @@ class LocalExecutor:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     yield running.pop(fut), fut.result()
+        except BaseException:  # a failed call or Ctrl-C: end the calls in flight now, not at their timeouts
+            with (stopping or contextlib.nullcontext)():
+                pool.shutdown(wait=True, cancel_futures=True)
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

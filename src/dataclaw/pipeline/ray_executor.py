@@ -36,6 +36,7 @@ from dataclaw.core.errors import ConfigError, DataclawError, Reject
 from dataclaw.pipeline.executors import (
     Items,
     LocalExecutor,
+    Stopping,
     _crash_reject,
     aiter_items,
     is_fatal,
@@ -407,7 +408,9 @@ class RayExecutor:
                     ray.kill(actor)
 
     # other work: actors ----------------------------------------------------------------------------
-    def calls(self, fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[tuple[T, R]]:
+    def calls(
+        self, fn: Callable[[T], R], items: Iterable[T], workers: int, *, stopping: Stopping | None = None
+    ) -> Iterator[tuple[T, R]]:
         """``workers`` Ray actors run ``fn`` (a module-level function, pickled by reference), one call
         each at a time; items are taken lazily. A call's exception ends the iteration, raised here."""
         ray = self.ray
