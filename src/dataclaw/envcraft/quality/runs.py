@@ -263,7 +263,7 @@ def _audit_claw(
     if not tasks:
         return
     audit = partial(_audit_one, floor=floor, policy=policy)
-    audits = make_executor(workers=workers).calls(audit, tasks, min(workers, len(tasks)))
+    audits = make_executor(workers=workers).calls(audit, tasks, min(workers, len(tasks)), stopping=interrupt)
     try:
         yield from audits
     except BaseException:
