@@ -125,6 +125,7 @@ def _quiet(ray: Any) -> None:
         ctx.enable_operator_progress_bars = False
     for name in ("ray.data", "ray._private", "ray"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "progress bars disabled"
 
 
 def _node_fits(resources: dict[str, float], demand: Demand) -> bool:
