@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
@@ -195,11 +196,13 @@ def audit(
     no_tests: bool = typer.Option(False, "--no-tests", help="Skip the packages' own tests/."),
     timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock seconds per sandboxed run."),
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+    workers: Annotated[int, typer.Option(help="Packages audited at once.")] = 1,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Audit environment packages: static AST rules + contract checks and own tests in the sandbox."""
     from dataclaw.envcraft.audit import DynamicOptions
     from dataclaw.envcraft.audit.report import (
-        audit_all,
         check_sandbox,
         render_table,
         resolve_targets,
@@ -210,7 +213,17 @@ def audit(
     if not static_only:
         check_sandbox(unsafe)
     opts = DynamicOptions(timeout_s=timeout, tests_timeout_s=timeout, run_tests=not no_tests, unsafe=unsafe)
-    reports = audit_all(targets, opts, dynamic=not static_only)
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    with executor_scope(executor, ray_address):  # each package in its own fresh sandbox workspace
+        from functools import partial
+
+        from dataclaw.envcraft.audit import audit_package
+        from dataclaw.pipeline.registry import make_executor
+
+        audit = partial(audit_package, options=opts, dynamic=not static_only)
+        done = dict(make_executor(workers=workers).calls(audit, targets, max(1, min(workers, len(targets)))))
+    reports = [done[t] for t in targets]
     render_table(reports)
     if json_out is not None:
         write_json(reports, json_out)
