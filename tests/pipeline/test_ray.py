@@ -181,3 +181,24 @@ def test_a_stage_no_node_can_run_is_one_error_before_anything_is_written(local_r
     with pytest.raises(ConfigError, match="no node"):
         run_stage(Greedy(), [{"id": "a"}], RunStore(run), make_executor(settings=RAY))
     assert not (run / "greedy.jsonl").exists() and not (run / "manifest.json").exists()
+
+
+def test_env_audit_on_ray_actors_gives_the_local_reports(local_ray, tmp_path):
+    from typer.testing import CliRunner
+
+    from dataclaw.cli.env import app
+    from dataclaw.sandbox import sandbox_available
+
+    if not sandbox_available():
+        pytest.skip("needs the sandbox")
+    names = ["state_machine", "event_triggering", "stream_processing"]
+
+    def audit(out: Path, *extra: str) -> list:
+        res = CliRunner().invoke(app, ["audit", *names, "--no-tests", "--json", str(out), *extra])
+        assert res.exit_code == 0, res.output
+        reports = json.loads(out.read_text())["reports"]
+        return [(r["env"], r["passed"], len(r.get("findings") or [])) for r in reports]
+
+    local = audit(tmp_path / "local.json")
+    on_ray = audit(tmp_path / "ray.json", "--executor", "ray", "--workers", "2")
+    assert on_ray == local and [r[0] for r in local] == names, "same reports, in the order given"
