@@ -9,6 +9,7 @@ from dataclaw.envcraft.worker.client import EnvWorker, Incident, WorkerError, Wo
 from dataclaw.envcraft.worker.handle import (
     EnvHandle,
     EnvSession,
+    configure_workers,
     env_class,
     is_builtin,
     locate_package,
@@ -25,6 +26,7 @@ __all__ = [
     "RemoteEnvironment",
     "WorkerError",
     "WorkerOptions",
+    "configure_workers",
     "env_class",
     "is_builtin",
     "locate_package",

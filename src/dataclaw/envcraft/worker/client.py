@@ -87,6 +87,7 @@ class EnvWorker:
         self.options = options or WorkerOptions()
         self.restarts = 0
         self.incidents: deque[Incident] = deque(maxlen=256)
+        self.pending_drops: deque[str] = deque()
         self.on_incident: Callable[[Incident], None] | None = None
         self._tmp = Path(tempfile.mkdtemp(prefix="dataclaw-envw-"))
         self._pkg = f"{PKG_DIR}/{self.folder.name}"
@@ -151,9 +152,12 @@ class EnvWorker:
         reader = FrameReader(sock)
         try:
             ready = reader.read()
+        except TimeoutError:  # not even the worker's own alarm got the import to stop
+            sock.close()
+            raise self._lost_start("loading", ended, timed_out=True) from None
         except (FrameError, OSError):
             sock.close()
-            raise self._lost_start("loading the package", ended, timed_out=False) from None
+            raise self._lost_start("loading", ended, timed_out=False) from None
         if ready.get("event") != "ready":
             sock.close()
             self._stop_job()
@@ -270,6 +274,8 @@ class EnvWorker:
         with self._lock:
             self._ensure()
             assert self._sock is not None and self._reader is not None
+            if self.pending_drops and op is not Op.DROP:
+                self._send_drops()
             self._next_id += 1
             rid = self._next_id
             timeout = self.options.call_timeout_s + GRACE_S
@@ -326,6 +332,15 @@ class EnvWorker:
         if inc is not None:
             self._note(inc)
         raise WorkerError(f"{op}: {_text(err)}", inc)
+
+    def _send_drops(self) -> None:
+        """Delete the session folders of instances that are gone (best effort, under the lock)."""
+        while self.pending_drops:
+            inst = self.pending_drops.popleft()
+            try:
+                self.request(Op.DROP, inst=inst)
+            except Exception:  # noqa: BLE001 - only disk space is at stake; the workspace goes at close
+                return
 
     def call_tool(self, inst: str, sid: str, tool: str, params: dict[str, Any]) -> dict[str, Any]:
         """One tool call as the in-process ``Environment.call``: never raises, agent-safe envelope."""

@@ -141,6 +141,7 @@ class _Registry:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.workers: dict[Path, tuple[str, EnvWorker, type[RemoteEnvironment]]] = {}
+        self.default: WorkerOptions | None = None
         atexit.register(self.close_all)
 
     def get(self, folder: Path, options: WorkerOptions | None) -> tuple[EnvWorker, type[RemoteEnvironment]]:
@@ -151,7 +152,7 @@ class _Registry:
                 return found[1], found[2]
             if found is not None:  # the folder changed since: its old worker serves an old package
                 found[1].close()
-            worker = EnvWorker(folder, options)
+            worker = EnvWorker(folder, options or self.default)
             try:
                 desc = worker.request(Op.DESCRIBE)
             except BaseException:
@@ -225,6 +226,13 @@ def is_builtin(ref: str | Path) -> bool:
     return _archetype(str(ref)) is not None or ("/" in str(ref) and is_builtin(Path(str(ref))))
 
 
+def configure_workers(options: WorkerOptions | None) -> WorkerOptions | None:
+    """Limits for env workers started from now on by callers that pass none (a CLI's ``--timeout``);
+    returns the previous setting. ``None`` goes back to the defaults."""
+    previous, _REGISTRY.default = _REGISTRY.default, options
+    return previous
+
+
 def open_environment(ref: str | Path, options: WorkerOptions | None = None) -> EnvHandle:
     """Open an environment: archetype name or import name, or a package folder. Built-in archetypes run
     in-process; any other package runs in its sandboxed env worker (started on first use, shared)."""
@@ -251,6 +259,7 @@ __all__ = [
     "EnvHandle",
     "EnvSession",
     "WorkerError",
+    "configure_workers",
     "env_class",
     "is_builtin",
     "locate_package",

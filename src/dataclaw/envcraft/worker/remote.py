@@ -165,11 +165,9 @@ class RemoteEnvironment:
 
 
 def _drop(worker: EnvWorker, inst: str) -> None:
-    try:
-        if not worker._closed:
-            worker.request(Op.DROP, inst=inst)
-    except Exception:  # noqa: BLE001 - best effort at garbage collection: the workspace goes at close
-        pass
+    """Finalizer: queue the instance's sessions for deletion. It may run in any thread at any moment
+    (garbage collection), so it never takes the worker's lock: the next request sends the drop."""
+    worker.pending_drops.append(inst)
 
 
 def remote_env_class(worker: EnvWorker, desc: dict[str, Any]) -> type[RemoteEnvironment]:

@@ -39,6 +39,11 @@ class CallTimeout(BaseException):
     ``except Exception`` in the package or in the runtime's error mapping does not swallow it."""
 
 
+class ProcessRefused(BaseException):
+    """Raised in package code right after it forks (the child has already exited): environment code may
+    not start processes. A BaseException, like :class:`CallTimeout`, so the package cannot swallow it."""
+
+
 class _Watch:
     """What package code did during the current request: forked, opened an IP socket, raised."""
 
@@ -97,6 +102,12 @@ class Server:
 
         os.register_at_fork(after_in_child=child_exits, after_in_parent=parent_notes)
 
+        def refuse_fork() -> int:  # os.fork itself refuses; the hooks above catch a fork by other means
+            watch.forked = True
+            raise ProcessRefused()
+
+        os.fork = refuse_fork  # type: ignore[assignment]
+
         def net_hook(event: str, args: tuple[Any, ...]) -> None:
             if event == "socket.__new__" and len(args) > 1 and args[1] in (socket.AF_INET, socket.AF_INET6):
                 watch.network = True
@@ -107,7 +118,7 @@ class Server:
         """The incident of what package code did in this request, or None when it behaved."""
         if isinstance(exc, CallTimeout):
             return _incident("timeout", "wall", f"timed out after {self.timeout_s:g} s")
-        if self.watch.forked:
+        if self.watch.forked or isinstance(exc, ProcessRefused):
             return _incident("violation", "processes", "blocked: environment code may not start processes")
         if self.watch.network:
             return _incident("violation", "network", _inner.MESSAGES["network"])
@@ -212,7 +223,7 @@ class Server:
         signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
         try:
             value = self.handlers[Op(req["op"])](req)
-        except CallTimeout as e:
+        except (CallTimeout, ProcessRefused, SystemExit) as e:  # contained, classified below
             exc = e
         except Exception as e:  # noqa: BLE001 - reported to the host, the worker goes on
             exc = e
