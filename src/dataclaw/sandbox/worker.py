@@ -74,6 +74,7 @@ class WarmWorker(Runtime):
         self._writable: list[str] = []
         self._hidden: list[str] = []
         self._owned = False
+        self._killed = False
         self._lock = threading.RLock()  # one for the worker's life: every job and restart goes through it
 
     # ---- lifecycle -------------------------------------------------------------------------------------
@@ -84,6 +85,8 @@ class WarmWorker(Runtime):
             self._start()
 
     def _start(self) -> None:
+        if self._killed:  # kill() was sent but the process may not be gone yet: reap it, start afresh
+            self._stop_process()
         if self._proc is not None and self._proc.poll() is None:
             return
         self._stop_process()
@@ -186,10 +189,12 @@ class WarmWorker(Runtime):
         gets EOF and returns a classified outcome; the next job restarts the worker. Safe from any thread."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
+            self._killed = True
             runner.kill_group(proc)
 
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
+        self._killed = False
         if proc is not None:
             runner.untrack(proc)
             runner.kill_group(proc)
