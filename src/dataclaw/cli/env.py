@@ -167,11 +167,16 @@ def contract(name: str = typer.Argument(..., help="Archetype name, import name o
     pkg = env_package(name)
     if not getattr(pkg, "builtin", True):  # not our code: the contract suite runs in the sandbox
         from dataclaw.envcraft.audit import DynamicOptions, audit_package
+        from dataclaw.envcraft.audit.dynamic import INSTANTIATE
+        from dataclaw.envcraft.audit.model import CheckStatus
 
         checks = audit_package(pkg.folder, options=DynamicOptions(run_tests=False)).checks
+        checks = [c for c in checks if c.status is not CheckStatus.SKIPPED]
         for c in checks:
             typer.echo(f"{'PASS' if c.ok else 'FAIL'} {c.name}: {c.detail}")
-        typer.echo(f"{sum(c.ok for c in checks)}/{len(checks)} contract checks passed (sandboxed)")
+        suite = [c for c in checks if c.name != INSTANTIATE]
+        passed = sum(c.ok for c in suite)
+        typer.echo(f"{pkg.name}: {passed}/{len(suite)} contract checks passed (in the sandbox)")
         if not all(c.ok for c in checks):
             raise SystemExit(1)
         return
