@@ -241,7 +241,7 @@ class EnvWorker:
         from dataclaw.sandbox import runner
 
         with self._lock:
-            self.start()
+            self.request(Op.DROP, inst=key)  # the worker forgets any cached copy of these sessions
             dst = self._tmp / STATE_DIR / key
             shutil.rmtree(dst, ignore_errors=True)
             if src.is_dir():

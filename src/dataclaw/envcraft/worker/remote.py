@@ -89,7 +89,8 @@ class RemoteEnvironment:
         self.session_id: str | None = None
         self.store = _Store(self)
         # the worker keeps this instance's sessions until the instance is gone (a caller's temp folder)
-        self._finalizer = weakref.finalize(self, _drop, self.worker, self.inst)
+        if key is None:  # a named instance (persistent_env) keeps its sessions: its owner exports them
+            weakref.finalize(self, _drop, self.worker, self.inst)
 
     def _req(self, op: Op, **args: Any) -> Any:
         return self.worker.request(op, inst=self.inst, **args)
