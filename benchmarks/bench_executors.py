@@ -116,7 +116,6 @@ def main() -> int:
         "peak_rss_10k_mb": small,
         "peak_rss_200k_mb": big,
         "rss_growth": round(growth, 2),
-        "store_index_mb_est": round((200_000 - 10_000) * 190 / 1e6, 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
         "target_ray_vs_local": TARGET_RAY_VS_LOCAL,
         "target_rss_growth": TARGET_RSS_GROWTH,
