@@ -349,3 +349,27 @@ def serve(
 
     # no permessage-deflate: compressing every small step message costs both ends more CPU than it saves
     uvicorn.run(app_, host=host, port=port, log_level="warning", ws_per_message_deflate=False)
+
+
+@app.command("import")
+def import_(
+    fmt: str = typer.Argument("auto", metavar="FORMAT", help="Importer name, or auto (the first that matches)."),
+    src: Path | None = typer.Argument(None, help="The published environments (a folder or file)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Library folder (packages + environments.jsonl)."),
+    workers: int = typer.Option(1, help="Items converted at once (processes)."),
+    limit: int | None = typer.Option(None, help="Only the first N items."),
+    list_formats: bool = typer.Option(False, "--list", help="List the importers and exit."),
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+) -> None:
+    """Import published environments (ClawForge, BFCL backends, τ²-bench domains) into a library folder.
+
+    Each becomes a package folder ``LIB/<name>/`` on the runtime contract (run in its sandboxed env
+    worker) and a record in ``LIB/environments.jsonl``; bad items are rejects, a rerun resumes."""
+    from dataclaw.cli.tasks import _list_importers, run_import_cli
+
+    if list_formats:
+        _list_importers("environments")
+        return
+    if src is None or out is None:
+        raise ConfigError("usage: dataclaw env import FORMAT SRC -o LIB (FORMAT may be auto)")
+    run_import_cli(fmt, src, out, "environments", unsafe=unsafe, workers=workers, limit=limit)

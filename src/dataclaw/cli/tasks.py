@@ -621,5 +621,69 @@ def claw_synth(
     console.print(f"tasks in {root}; audit records in {out / 'code_audit.jsonl'}")
 
 
+# ---- import: published task sets → task records -------------------------------------------------------
+
+_FORMAT_HELP = "Importer name (see `dataclaw tasks import --list`), or auto: the first whose format matches."
+
+
+def run_import_cli(fmt: str, src: Path, out: Path, produce: str, *, unsafe: bool, workers: int,
+                   limit: int | None, options: dict[str, Any] | None = None) -> None:  # fmt: skip
+    """``tasks import`` and ``env import``: run the importer with a progress bar, print the summary (items,
+    imported, resumed, reject reasons with the first messages). Exit 1 when nothing could be imported."""
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.envcraft.importers import Produces, run_import
+
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    with progress_bar(f"import {fmt}") as bar:
+        s = run_import(
+            fmt, src, out, Produces(produce), policy=SandboxPolicy(unsafe=unsafe), workers=workers,
+            limit=limit, progress=bar, options=options,
+        )  # fmt: skip
+    _summary([(f"import {s.format} → {s.produce}", s.items, s.imported, s.rejects)])
+    for line in s.reject_messages[:10]:
+        console.print(f"reject: {line}", markup=False, highlight=False)
+    if len(s.reject_messages) > 10:
+        console.print(f"… {len(s.reject_messages) - 10} more in {out / 'rejects.jsonl'}")
+    resumed = f" ({s.resumed} done by an earlier run)" if s.resumed else ""
+    console.print(f"{s.produce}: {s.records} records in {out / (s.produce + '.jsonl')}{resumed}")
+    if s.items and not s.imported:
+        raise typer.Exit(1)
+
+
+def _list_importers(produce: str) -> None:
+    from dataclaw.envcraft.importers import IMPORTERS
+
+    table = Table(title="importers")
+    for col in ("format", "makes", "description"):
+        table.add_column(col)
+    for name, cls in IMPORTERS.items():
+        if produce in cls.produces:
+            table.add_row(name, ", ".join(sorted(p.value for p in cls.produces)), cls.description)
+    console.print(table)
+
+
+@app.command("import")
+def import_(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=_FORMAT_HELP)] = "auto",
+    src: Annotated[Path | None, typer.Argument(help="The published task set (a folder or file).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (reruns resume).")] = None,
+    workers: Annotated[int, typer.Option(help="Items converted at once (processes).")] = 1,
+    limit: Annotated[int | None, typer.Option(help="Only the first N items.")] = None,
+    list_formats: Annotated[bool, typer.Option("--list", help="List the importers and exit.")] = False,
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+) -> None:
+    """Import a published task set (PinchBench, BFCL-v3, τ²-bench …) as task records: ``RUN/tasks.jsonl``.
+
+    Every later command reads the run: tasks audit, calibrate, rollout, export, the viewer. One reject
+    per bad item (``rejects.jsonl``); a rerun resumes."""
+    if list_formats:
+        _list_importers("tasks")
+        return
+    if src is None or out is None:
+        raise ConfigError("usage: dataclaw tasks import FORMAT SRC -o RUN (FORMAT may be auto)")
+    run_import_cli(fmt, src, out, "tasks", unsafe=unsafe, workers=workers, limit=limit)
+
+
 # the export command lives with the exporters (dataclaw/envcraft/export)
 app.command("export")(export_command)

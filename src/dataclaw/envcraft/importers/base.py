@@ -1,0 +1,301 @@
+"""The importer contract: a published task set or environment collection → our records, item by item.
+
+An :class:`Importer` names a format (``pinchbench``, ``clawforge``, ``bfcl``, ``tau2`` …), says what it
+produces (tasks, environments or both), recognises a source (:meth:`Importer.sniff`: ``None`` when the
+folder is in its format, else one line saying why not), lists the source's items and converts one item
+into records, or into an :class:`ImportReject` with an :class:`ImportReason`. The runner
+(:func:`run_import`) is the pipeline's resumable stage runner: one item is one record, a bad item is a
+reject and the run goes on, a rerun skips what is done. Items carry a content fingerprint in their id, so
+an item fixed at the source is imported again on the next run.
+
+Imported code (graders, environment classes) is untrusted: importers hand it to the sandbox
+(:mod:`dataclaw.sandbox`) or the env worker, never import it into this process.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from dataclaw.core.errors import ConfigError, Reject
+from dataclaw.core.ids import root_id
+from dataclaw.core.registry import Registry
+from dataclaw.pipeline.stage import Record, Resources, Result, Stage
+from dataclaw.sandbox import SandboxPolicy
+
+ENTRY_POINT_GROUP = "dataclaw.importers"
+"""Importers from other distributions register here (``name = "pkg.module:ImporterClass"``)."""
+
+
+class Produces(StrEnum):
+    """What an importer makes: task records (``tasks import``) or environments (``env import``)."""
+
+    TASKS = "tasks"
+    ENVIRONMENTS = "environments"
+
+
+class ImportReason(StrEnum):
+    """Why one item of a source was not imported (the ``reason`` of its reject)."""
+
+    UNREADABLE = "unreadable"
+    """The item's file cannot be read or parsed (bad encoding, bad YAML/JSON, too large)."""
+    MALFORMED = "malformed"
+    """It parses, but a required part is missing or has the wrong shape."""
+    UNKNOWN_TOOL = "unknown_tool"
+    """Its ground truth calls a tool that its environment does not have."""
+    SYNTAX_ERROR = "syntax_error"
+    """Its code (a grader, an environment class) does not compile."""
+    IMPORT_TIMEOUT = "import_timeout"
+    """Its environment code did not finish importing within the limit (run in the sandbox)."""
+    IMPORT_ERROR = "import_error"
+    """Its environment code failed when imported or instantiated (in the sandbox)."""
+    UNSUPPORTED = "unsupported"
+    """A well-formed item of a kind this importer does not convert (the message says which)."""
+    DUPLICATE = "duplicate"
+    """Another item of the source already produced this id."""
+    CONVERT_FAILED = "convert_failed"
+    """The importer itself failed on the item (a bug: the message names the exception)."""
+
+
+@dataclass(frozen=True)
+class SourceItem:
+    """One item of a source: ``key`` its stable name in the source (a relative path, a task id),
+    ``fingerprint`` a hash of its content, ``payload`` what :meth:`Importer.convert` needs (picklable)."""
+
+    key: str
+    fingerprint: str
+    payload: Any = None
+
+
+@dataclass(frozen=True)
+class ImportReject:
+    """An item that could not be imported, and why."""
+
+    reason: ImportReason
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ImportContext:
+    """Where and how a conversion runs: ``out`` the run directory (tasks) or library (environments),
+    ``produce`` what is asked for, ``policy`` the sandbox policy for imported code, ``src`` the source."""
+
+    src: Path
+    out: Path
+    produce: Produces
+    policy: SandboxPolicy = field(default_factory=SandboxPolicy)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Importer(ABC):
+    """One published format. Subclass, set the class attributes, implement the three methods and
+    register with ``@IMPORTERS.add``."""
+
+    name: ClassVar[str]
+    produces: ClassVar[frozenset[Produces]]
+    description: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    """Bump when conversions change: every item is then converted again on the next run."""
+
+    @abstractmethod
+    def sniff(self, src: Path) -> str | None:
+        """``None`` when ``src`` is in this format; otherwise one line saying why it is not."""
+
+    @abstractmethod
+    def items(self, src: Path, ctx: ImportContext) -> Iterator[SourceItem]:
+        """The items of ``src`` that make what ``ctx.produce`` asks for, in a stable order."""
+
+    @abstractmethod
+    def convert(self, item: SourceItem, ctx: ImportContext) -> list[Record] | ImportReject:
+        """Records of one item (task records, or environment records with the package written under
+        ``ctx.out``), or a reject."""
+
+    def prepare(self, src: Path, ctx: ImportContext) -> None:  # noqa: B027 - an optional hook
+        """Work shared by all items, done once before them (e.g. writing the environments the tasks of
+        the source run in)."""
+
+
+class _ImporterRegistry(Registry[type[Importer]]):
+    """The importer registry: built-in modules of this package, then the ``dataclaw.importers`` entry
+    points of installed distributions."""
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        super()._load()
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                obj = ep.load()
+            except Exception as exc:  # noqa: BLE001 - a broken plug-in is one clear error, not a traceback
+                raise ConfigError(f"importer entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+            self.register(ep.name, obj)
+
+
+IMPORTERS: Registry[type[Importer]] = _ImporterRegistry("importer", builtins="dataclaw.envcraft.importers")
+
+
+def importers_for(produce: Produces) -> list[str]:
+    """Names of the importers that make ``produce``."""
+    return [name for name, cls in IMPORTERS.items() if produce in cls.produces]
+
+
+@dataclass
+class Detection:
+    """Result of :func:`detect`: the importer that matched, and why each one tried did not."""
+
+    name: str | None
+    tried: dict[str, str]
+
+    def explain(self, src: Path) -> str:
+        why = "; ".join(f"{name}: {reason}" for name, reason in self.tried.items())
+        return f"{src} is none of the formats tried ({why})"
+
+
+def detect(src: Path, produce: Produces) -> Detection:
+    """Try each importer that makes ``produce`` on ``src`` (sniff only: nothing is run)."""
+    tried: dict[str, str] = {}
+    for name in importers_for(produce):
+        try:
+            why = IMPORTERS.get(name)().sniff(src)
+        except Exception as exc:  # noqa: BLE001 - a sniff that crashes is a "no" with its reason
+            why = f"could not be read ({type(exc).__name__}: {exc})"
+        if why is None:
+            return Detection(name, tried)
+        tried[name] = why
+    return Detection(None, tried)
+
+
+def resolve(fmt: str, src: Path, produce: Produces) -> type[Importer]:
+    """The importer for ``fmt`` (``auto``: the first whose sniff accepts ``src``), checked against
+    ``src``: one ConfigError saying which formats were tried and why each failed."""
+    if not src.exists():
+        raise ConfigError(f"{src} does not exist")
+    if fmt == "auto":
+        found = detect(src, produce)
+        if found.name is None:
+            raise ConfigError(found.explain(src))
+        return IMPORTERS.get(found.name)
+    cls = IMPORTERS.get(fmt)
+    if produce not in cls.produces:
+        makes = ", ".join(sorted(p.value for p in cls.produces))
+        others = ", ".join(importers_for(produce)) or "none"
+        raise ConfigError(f"importer {fmt!r} makes {makes}, not {produce.value} (importers that do: {others})")
+    why = cls().sniff(src)
+    if why is not None:
+        raise ConfigError(f"{src} is not in the {fmt} format: {why}")
+    return cls
+
+
+class ImportStage(Stage):
+    """Source item → records (one item per input record), run by the resumable pipeline runner. Its
+    output file is ``tasks.jsonl`` or ``environments.jsonl``, so every later command reads it."""
+
+    resources: ClassVar[Resources] = Resources.CPU
+
+    def __init__(self, importer: Importer, ctx: ImportContext) -> None:
+        self.importer = importer
+        self.ctx = ctx
+        self.name = ctx.produce.value  # type: ignore[misc] - the output file depends on the kind
+
+    def process(self, item: Record) -> Result:
+        src = SourceItem(item["key"], item["fingerprint"], item.get("payload"))
+        try:
+            out = self.importer.convert(src, self.ctx)
+        except Exception as exc:  # noqa: BLE001 - one item's crash is its reject; the run goes on
+            return self.reject(
+                item, ImportReason.CONVERT_FAILED, f"{item['key']}: importer failed: {type(exc).__name__}: {exc}"
+            )
+        if isinstance(out, ImportReject):
+            return Reject(
+                id=item["id"],
+                stage=self.name,
+                reason=str(out.reason),
+                message=f"{item['key']}: {out.message}",
+                detail={"key": item["key"], **out.detail},
+            )
+        return [{**rec, "import": {"format": self.importer.name, "key": item["key"]}} for rec in out]
+
+
+def item_record(importer: Importer, item: SourceItem) -> Record:
+    """The runner's input record of a source item: a deterministic id from format, key and content."""
+    rid = root_id(f"import-{importer.name}", item.key, [item.key, item.fingerprint, importer.version])
+    return {"id": rid, "key": item.key, "fingerprint": item.fingerprint, "payload": item.payload}
+
+
+@dataclass
+class ImportSummary:
+    format: str
+    produce: str
+    items: int
+    imported: int
+    resumed: int
+    rejects: dict[str, int]
+    records: int
+    reject_messages: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "reject_messages"}
+
+
+def run_import(
+    fmt: str,
+    src: Path,
+    out: Path,
+    produce: Produces,
+    *,
+    policy: SandboxPolicy | None = None,
+    workers: int = 1,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    options: dict[str, Any] | None = None,
+) -> ImportSummary:
+    """Import ``src`` (format ``fmt`` or ``auto``) into ``out``: records in ``<out>/<produce>.jsonl``,
+    rejects in ``<out>/rejects.jsonl``; a rerun resumes."""
+    from dataclaw.core.store import RunStore
+    from dataclaw.pipeline import run_stage
+    from dataclaw.pipeline.registry import make_executor
+
+    cls = resolve(fmt, src, produce)
+    importer = cls()
+    ctx = ImportContext(src.resolve(), out.resolve(), produce, policy or SandboxPolicy(), dict(options or {}))
+    with RunStore(out) as store:
+        importer.prepare(ctx.src, ctx)
+        listed = [item_record(importer, it) for it in importer.items(ctx.src, ctx)][:limit]
+        items = list({r["id"]: r for r in listed}.values())  # one item listed twice is imported once
+        stage = ImportStage(importer, ctx)
+        done = store.done(stage.name)
+        resumed = sum(1 for r in items if r["id"] in done)
+        run_stage(
+            stage,
+            items,
+            store,
+            make_executor(workers=workers),
+            progress,
+            producer={"importer": importer.name, "version": importer.version},
+        )
+        ids = {r["id"] for r in items}
+        rejects = [r for r in store.rejects(stage.name) if r["record_id"] in ids]
+        reasons: dict[str, int] = {}
+        for r in rejects:
+            reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+        summary = ImportSummary(
+            format=importer.name,
+            produce=produce.value,
+            items=len(items),
+            imported=len(items) - len(rejects),
+            resumed=resumed,
+            rejects=reasons,
+            records=len(store.stage(stage.name)),
+            reject_messages=[f"[{r['reason']}] {r['message']}" for r in rejects],
+        )
+        store.update_manifest(
+            **{f"import_{produce.value}": {"format": importer.name, "source": str(ctx.src), **summary.to_dict()}}
+        )
+    return summary
