@@ -460,6 +460,8 @@ def rollout(
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     strict_calls: Annotated[bool, typer.Option(help="An invalid tool call ends the rollout.")] = False,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``.
 
@@ -478,7 +480,7 @@ def rollout(
         max_turns, timeout, max_tokens, strict_calls, **sampling, logprobs=logprobs, token_ids=token_ids
     )
     loaded = load_task_source(tasks, limit)
-    with RunStore(out) as store, _usage(store) as ledger:
+    with executor_scope(executor, ray_address), RunStore(out) as store, _usage(store) as ledger:
         broken = _unloadable(loaded, store, "rollouts", tasks)
         chat = _run_model(model, out, ledger)
         with progress_bar("rollouts") as bar:
@@ -521,6 +523,8 @@ def calibrate(
     concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Difficulty calibration: k rollouts per task, keep 0 < p < 1; verifier failures go to repair."""
     import asyncio
@@ -536,7 +540,7 @@ def calibrate(
         raise ConfigError(str(exc)) from None
     config = _rollout_config(max_turns, timeout, 4096, False)
     loaded = load_task_source(tasks, limit)
-    with RunStore(out) as store, _usage(store) as ledger:
+    with executor_scope(executor, ray_address), RunStore(out) as store, _usage(store) as ledger:
         broken = _unloadable(loaded, store, "calibration", tasks)
         chat = _run_model(model, out, ledger)
         fixer = _run_model(repair_model, out, ledger) if repair_model else None

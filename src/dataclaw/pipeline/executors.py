@@ -55,10 +55,18 @@ class WorkersDying(DataclawError):
     """A stage's worker processes die before finishing anything (a setup that kills them, no memory)."""
 
 
+class HostLost(DataclawError):
+    """The worker holding a hosted object (a rollout's harness: its env session, its workspace) died, and
+    the object's state with it: the work that used it starts again on another worker."""
+
+
 T = TypeVar("T")
 R = TypeVar("R")
 Items = Iterable[Record] | AsyncIterable[Record]
 Stopping = Callable[[], contextlib.AbstractContextManager[Any]]
+Host = Callable[..., Any]
+"""``host(factory, *args, **kwargs)``: ``factory(*args, **kwargs)`` built where the executor runs sandbox
+work, returned as the object itself (local) or a proxy whose method calls run where it lives (Ray)."""
 
 
 class Executor(Protocol):
@@ -79,6 +87,13 @@ class Executor(Protocol):
         (an audit, a rollout) and waits on sandboxes. An exception of ``fn`` (or Ctrl-C) ends the
         iteration: the calls in flight are ended inside ``stopping()`` (e.g. one that interrupts their
         sandboxes) and their results dropped."""
+        ...
+
+    def hosting(self, concurrency: int) -> contextlib.AbstractContextManager[Host]:
+        """A place for stateful objects that do sandbox work while the driver talks to them (a rollout's
+        harness: the env session or workspace and its tools, with the model calls on the driver).
+        ``concurrency``: objects in use at once. A call on an object whose worker died raises
+        :class:`HostLost` (then every later call on it too); the objects go when the context ends."""
         ...
 
     def check(self, stages: Iterable[Stage]) -> None:
@@ -213,6 +228,15 @@ class LocalExecutor:
 
     def check(self, stages: Iterable[Stage]) -> None:
         """Every stage runs on this machine (its declared resources are a cluster's concern)."""
+
+    @contextlib.contextmanager
+    def hosting(self, concurrency: int) -> Iterator[Host]:
+        """Objects live in this process (their callers run their methods in threads)."""
+
+        def host(factory: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+            return factory(*args, **kwargs)
+
+        yield host
 
     def calls(
         self, fn: Callable[[T], R], items: Iterable[T], workers: int, *, stopping: Stopping | None = None

@@ -10,8 +10,13 @@
   (it declares GPUs, or ``async_on_actors=True``) runs on async Ray actors, set up once each, whose
   response cache is the stage's own (a sqlite file in the run directory, reopened by path in each
   actor): an answer an actor got is there for a resumed run.
-- **Other work** (claw audits, calibration, rollouts: :meth:`RayExecutor.calls`) runs on a pool of
-  Ray actors, ``workers`` calls in flight.
+- **Other work** (claw audits: :meth:`RayExecutor.calls`) runs on a pool of Ray actors, ``workers``
+  calls in flight.
+- **Hosted objects** (rollouts and calibration: :meth:`RayExecutor.hosting`): a rollout's harness (the
+  env session or the sandboxed workspace, its tools and verifier) lives on a Ray actor while the agent
+  loop and its model calls stay on the driver, so every answer goes through the driver's response cache
+  and usage ledger. An actor that dies takes its harnesses with it: their rollouts start again on a
+  live actor, and the model calls they repeat are answered from the cache (never paid twice).
 
 The driver owns the store: workers return records, the runner writes them. Actors are restarted when
 their process dies and the calls in flight with it are retried (``max_restarts`` / ``max_task_retries``),
@@ -23,10 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import pickle
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +41,8 @@ from urllib.parse import urlparse
 
 from dataclaw.core.errors import ConfigError, DataclawError, Reject
 from dataclaw.pipeline.executors import (
+    Host,
+    HostLost,
     Items,
     LocalExecutor,
     Stopping,
@@ -230,6 +239,97 @@ class _CallWorker:
 
     def run(self, fn: Callable[[Any], Any], item: Any) -> Any:
         return fn(item)
+
+
+class _Gone(Exception):
+    """The object asked for is not on this actor (the actor was restarted since it was made)."""
+
+
+class _Raised:
+    """An exception a hosted object's method raised, carried back to be raised again on the driver."""
+
+    def __init__(self, exc: BaseException) -> None:
+        try:
+            pickle.dumps(exc)
+            self.exc = exc
+        except Exception:  # noqa: BLE001 - an exception that does not pickle arrives as its text
+            self.exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+class _HostWorker:
+    """A threaded Ray actor holding objects (harnesses) by key; the driver calls their methods."""
+
+    def __init__(self) -> None:
+        self.objects: dict[int, Any] = {}
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def make(self, key: int, factory: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        try:
+            obj = factory(*args, **kwargs)
+        except Exception as exc:
+            return _Raised(exc)
+        self.objects[key] = obj
+        # its methods run here; its plain attributes (a harness's task_id, kind) are read once, now
+        names = [n for n in dir(obj) if not n.startswith("_")]
+        methods = [n for n in names if callable(getattr(type(obj), n, None))]
+        values = {n: v for n in names if isinstance(v := getattr(obj, n, None), str | int | float | bool)}
+        return methods, values
+
+    def call(self, key: int, name: str, args: tuple, kwargs: dict) -> Any:
+        obj = self.objects.get(key)
+        if obj is None:
+            return _Raised(_Gone(key))
+        try:
+            return getattr(obj, name)(*args, **kwargs)
+        except Exception as exc:
+            return _Raised(exc)
+
+    def drop(self, key: int) -> None:
+        self.objects.pop(key, None)
+
+
+class _Hosted:
+    """The driver's handle on an object living on a :class:`_HostWorker`: its methods are blocking remote
+    calls (the agent loop runs them in threads, as it runs a local harness's), its plain attributes the
+    values read when it was made. A dead actor raises :class:`HostLost`, on this call and every later one;
+    ``cleanup`` (the object's last call) removes it from its actor."""
+
+    def __init__(
+        self, ray: Any, actor: Any, key: int, made: tuple[list[str], dict[str, Any]], release: Callable
+    ) -> None:
+        methods, values = made
+        self.__dict__.update(values)
+        self._ray, self._actor, self._key, self._release = ray, actor, key, release
+        self._methods, self._lost = frozenset(methods), False
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._methods:
+            raise AttributeError(f"{name!r}: a hosted object exposes its methods and plain attributes only")
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if self._lost:
+                raise HostLost("the worker holding this object died")
+            try:
+                out = self._ray.get(self._actor.call.remote(self._key, name, args, kwargs))
+            except (self._ray.exceptions.RayActorError, self._ray.exceptions.WorkerCrashedError) as exc:
+                self._gone()
+                raise HostLost(f"the worker holding this object died ({type(exc).__name__})") from None
+            if isinstance(out, _Raised):
+                if isinstance(out.exc, _Gone):
+                    self._gone()
+                    raise HostLost("the worker holding this object was restarted")
+                raise out.exc
+            if name == "cleanup":
+                self._release()
+            return out
+
+        return method
+
+    def _gone(self) -> None:
+        self._lost = True
+        self._release()
 
 
 # run side ------------------------------------------------------------------------------------------
@@ -446,6 +546,78 @@ class RayExecutor:
             for ref in running:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
+
+
+    @contextlib.contextmanager
+    def hosting(self, concurrency: int) -> Iterator[Host]:
+        """Objects on threaded Ray actors (one per cluster CPU, at most ``concurrency``; each holds up to
+        its share of the ``concurrency`` objects in use), placed on the actor holding fewest. Actors are
+        restarted when their process dies, but the objects they held are gone: calls on those raise
+        :class:`HostLost` (the caller starts that work again). All actors go when the context ends."""
+        ray = self.ray
+        n = max(1, min(self._actors(Demand(), self.workers), concurrency))
+        per = max(1, -(-concurrency // n))
+        cls = ray.remote(_HostWorker).options(
+            max_concurrency=per, max_restarts=RESTARTS, max_task_retries=0, num_cpus=1
+        )
+        actors = [cls.remote() for _ in range(n)]
+        self.host_actors = actors  # (tests kill one of them)
+        load = [0] * n
+        failed = [0] * n
+        dead: set[int] = set()
+        lock = threading.Lock()
+        keys = itertools.count()
+
+        def place() -> tuple[int, int]:
+            with lock:
+                live = [i for i in range(n) if i not in dead]
+                if not live:
+                    raise RayWorkersDying(
+                        f"the Ray workers holding rollouts (env sessions, workspaces) died more than {RESTARTS} "
+                        "times each; the rollouts not stored are retried on the next run"
+                    )
+                a = min(live, key=load.__getitem__)
+                load[a] += 1
+                return a, next(keys)
+
+        def releaser(a: int, key: int) -> Callable[[], None]:
+            done = threading.Event()
+
+            def release() -> None:
+                with lock:
+                    if done.is_set():
+                        return
+                    done.set()
+                    load[a] -= 1
+                with contextlib.suppress(Exception):
+                    actors[a].drop.remote(key)
+
+            return release
+
+        def host(factory: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            while True:
+                a, key = place()
+                try:
+                    made = ray.get(actors[a].make.remote(key, factory, args, kwargs))
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError):
+                    with lock:  # dying now, or out of restarts: place the object elsewhere
+                        load[a] -= 1
+                        failed[a] += 1
+                        if failed[a] > RESTARTS:
+                            dead.add(a)
+                    continue
+                if isinstance(made, _Raised):
+                    with lock:
+                        load[a] -= 1
+                    raise made.exc
+                return _Hosted(ray, actors[a], key, made, releaser(a, key))
+
+        try:
+            yield host
+        finally:
             for actor in actors:
                 with contextlib.suppress(Exception):
                     ray.kill(actor)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 from collections import Counter
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from dataclaw.envcraft.quality.calibrate import CalibrationConfig
 
 Progress = Callable[[int, int], None]
+log = logging.getLogger(__name__)
+HOST_ATTEMPTS = 3
+"""Tries of one rollout whose worker (holding its env session or workspace) dies under it."""
 
 
 def require_sandbox(policy: SandboxPolicy | None) -> None:
@@ -365,34 +369,61 @@ async def rollout_tasks(
     policy: SandboxPolicy | None = None,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun."""
+    """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun.
+
+    The harnesses (env sessions, sandboxed workspaces) live where the command's executor puts them
+    (local: this process; ray: actors), the agent loop and the model calls stay here, so every answer
+    goes through this run's response cache. A rollout whose worker dies starts again on another one (its
+    model calls answered from the cache); one whose workers die :data:`HOST_ATTEMPTS` times is a
+    ``worker_crashed`` reject, retried on the next run."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.pipeline.executors import WORKER_CRASHED, HostLost
+    from dataclaw.pipeline.registry import make_executor
 
     if any(isinstance(t, WorkspaceTask) for t in tasks):
         require_sandbox(policy)
     out = store.stage("rollouts")
     have = {r["id"]: r for r in out.read()}
     ids = [(t, j, rollout_id(task_id(t), model.model_id, j, seeds(j))) for t in tasks for j in range(samples)]
-    todo = [(t, j) for t, j, rid in ids if rid not in have]
-    sem = asyncio.Semaphore(max(1, concurrency))
+    todo = [(t, j, rid) for t, j, rid in ids if rid not in have]
+    window = max(1, min(concurrency, len(todo)))
+    sem = asyncio.Semaphore(window)
     finished = 0
 
-    async def one(task: Any, j: int) -> None:
+    async def one(host: Any, task: Any, j: int, rid: str) -> None:
         nonlocal finished
+        kwargs = {"policy": policy} if hasattr(task, "task_id") else {}
+        rc = _task_limits(task, config)
         async with sem:
-            harness = harness_for(task, policy=policy) if hasattr(task, "task_id") else harness_for(task)
-            rc = _task_limits(task, config)
-            traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j))
-        rec = traj.to_record()
-        out.append(rec)
-        have[rec["id"]] = rec
+            for attempt in range(1, HOST_ATTEMPTS + 1):
+                try:
+                    harness = await asyncio.to_thread(host, harness_for, task, **kwargs)
+                    traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j))
+                    break
+                except HostLost as exc:
+                    log.warning("rollout %s: %s (attempt %d of %d)", rid, exc, attempt, HOST_ATTEMPTS)
+            else:
+                store.reject(
+                    Reject(
+                        id=rid, stage="rollouts", reason=WORKER_CRASHED,
+                        message=f"the worker holding its environment died {HOST_ATTEMPTS} times",
+                        detail={"task_id": task_id(task), "sample": j},
+                    )
+                )  # fmt: skip
+                traj = None
+        if traj is not None:
+            rec = traj.to_record()
+            out.append(rec)
+            have[rec["id"]] = rec
         finished += 1
         if progress:
             progress(finished, len(todo))
 
     if progress:
         progress(0, len(todo))
-    await asyncio.gather(*(one(t, j) for t, j in todo))
+    if todo:
+        with make_executor(concurrency=window).hosting(window) as host:
+            await asyncio.gather(*(one(host, t, j, rid) for t, j, rid in todo))
     wanted = {rid for _, _, rid in ids}
     return [r for rid, r in have.items() if rid in wanted]
 
@@ -473,7 +504,10 @@ async def calibrate_tasks(
     rows = []
     for task in tasks:
         tid = task_id(task)
-        cal = judge(tid, trajectories_of(records, tid), config.success_threshold)
+        trajs = trajectories_of(records, tid)
+        if len(trajs) < config.k:  # a rollout whose workers kept dying: judged when a rerun has all k
+            continue
+        cal = judge(tid, trajs, config.success_threshold)
         rec = cal.to_record()
         if cal.verdict is CalibrationVerdict.KEEP:
             kept.append(_task_record(task))

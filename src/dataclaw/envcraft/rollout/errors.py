@@ -35,6 +35,11 @@ class RolloutError(Exception):
         detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
         super().__init__(f"{self.boundary} failure while {what}{detail}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as it is (a harness on a Ray actor raises it on the driver): the message is kept, not
+        rebuilt from ``args`` by ``__init__``."""
+        return (_restore, (type(self), self.args, self.__dict__))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "boundary": str(self.boundary),
@@ -43,6 +48,13 @@ class RolloutError(Exception):
             "cause": self.cause_type,
             "message": str(self)[:500],
         }
+
+
+def _restore(cls: type[RolloutError], args: tuple[Any, ...], state: dict[str, Any]) -> RolloutError:
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
 
 
 class SetupError(RolloutError):
