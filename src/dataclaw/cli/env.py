@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +18,7 @@ from dataclaw.sandbox.cli import UNSAFE_OPTION
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
-    help="EnvCraft environments: list, show, tools, call, contract, audit, graph, scenarios, serve.",
+    help="EnvCraft environments: list, show, tools, call, contract, audit, graph, scenarios, synth, serve.",
 )
 _DEFAULT_ROOT = Path(".envcraft_state")
 
@@ -44,10 +45,19 @@ def _echo_json(value: Any) -> None:
 
 
 @app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
-    """List the built-in archetype environments."""
+def list_(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    library: Annotated[
+        Path | None,
+        typer.Option("--library", help="List the passing environments of a library (dataclaw env synth)."),
+    ] = None,
+) -> None:
+    """List the built-in archetype environments, or a synthesised library's environments."""
     from dataclaw.envcraft import archetypes
 
+    if library is not None:
+        _list_library(library, as_json)
+        return
     rows = []
     for name in archetypes.names():
         try:  # one broken package is reported in its row, not allowed to hide the others
@@ -64,6 +74,31 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON instead
     table = Table("name", "tools", "scenarios", "description")
     for r in rows:
         table.add_row(r["name"], str(r["tools"]), str(r["scenarios"]), r["description"])
+    Console().print(table)
+
+
+def _list_library(library: Path, as_json: bool) -> None:
+    """The passing packages of a library, from its index (nothing of theirs is imported or run)."""
+    from dataclaw.envcraft.synth.library import library_packages, read_index
+
+    rows = [
+        {"name": r["env"], "path": r["path"], "tools": r["tools"], "scenarios": r["scenarios"],
+         "archetypes": r["archetypes"], "scenario": r["scenario_id"], "package": r["package"],
+         "folder": str(folder), "description": r["scenario_name"]}
+        for r, folder in library_packages(library)
+    ]  # fmt: skip
+    failed = sum(1 for r in read_index(library) if not r["passed"])
+    if as_json:
+        _echo_json(rows)
+        return
+    table = Table(
+        "name", "path", "tools", "scenarios", "archetypes", "package",
+        title=f"{library}: {len(rows)} environments",
+        caption=f"{failed} failed (reasons in {library / 'index.jsonl'})" if failed else None,
+    )  # fmt: skip
+    for r in rows:
+        tools, scenarios = str(r["tools"]), str(r["scenarios"])
+        table.add_row(r["name"], r["path"], tools, scenarios, ", ".join(r["archetypes"]), r["package"])
     Console().print(table)
 
 
@@ -373,3 +408,112 @@ def import_(
     if src is None or out is None:
         raise ConfigError("usage: dataclaw env import FORMAT SRC -o LIB (FORMAT may be auto)")
     run_import_cli(fmt, src, out, "environments", unsafe=unsafe, workers=workers, limit=limit)
+
+
+@app.command()
+def synth(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Library folder (created; a rerun resumes it).")],
+    scenario: Annotated[
+        list[str] | None, typer.Option("--scenario", help="Catalogue scenario id (repeatable).")
+    ] = None,
+    all_: bool = typer.Option(False, "--all", help="Every scenario of the catalogue (and --scenarios)."),
+    description: Annotated[
+        list[str] | None,
+        typer.Option("--description", help="Describe an environment in words: a user scenario (repeatable)."),
+    ] = None,
+    extra: Annotated[
+        list[Path] | None,
+        typer.Option("--scenarios", help="Folder of your own scenario YAML files (repeatable)."),
+    ] = None,
+    model: Annotated[
+        str, typer.Option(help="Model for specs (and code, for codegen).")
+    ] = "local:smollm2-135m",
+    path: Annotated[
+        str, typer.Option("--path", help="compile (spec compiler), codegen (model writes code) or both.")
+    ] = "compile",
+    repair_rounds: Annotated[int, typer.Option(help="Repair rounds: spec and code self-healing.")] = 2,
+    spec_bounds: Annotated[
+        str,
+        typer.Option(help="Spec schema bounds: compact (small models), full, or auto (compact for local:)."),
+    ] = "auto",
+    workers: Annotated[int, typer.Option(help="Packages built and audited at once.")] = 1,
+    timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock seconds per sandboxed audit run."),
+    unsafe: Annotated[bool, UNSAFE_OPTION] = False,
+    executor: ExecutorName = "local",
+    ray_address: RayAddress = None,
+) -> None:
+    """Synthesise environments: scenario → spec → package → audit (+ self-healing) → LIB/index.jsonl.
+
+    Passing packages land in LIB/envs/<path>/, failed ones in LIB/failed/<path>/ with their reasons in
+    the index; use the library with `env list --library LIB` and `tasks sample --library LIB`.
+    """
+    from dataclaw.envcraft.audit.report import check_sandbox
+    from dataclaw.envcraft.scenarios import load_catalogue
+    from dataclaw.envcraft.synth.library import PATHS, SynthConfig, resolve_requests, synthesize
+
+    paths = PATHS if path == "both" else (path,)
+    if path not in (*PATHS, "both"):
+        raise ConfigError(f"--path must be compile, codegen or both, not {path!r}")
+    if not (scenario or all_ or description is not None):
+        raise ConfigError("say what to synthesise: --scenario ID, --all or --description TEXT")
+    if repair_rounds < 0 or workers < 1 or timeout <= 0:
+        raise ConfigError("--repair-rounds must be at least 0, --workers at least 1, --timeout positive")
+    check_sandbox(unsafe)
+    requests = resolve_requests(
+        load_catalogue(extra or []), scenario or [], all_=all_, descriptions=description or [], paths=paths
+    )
+    config = SynthConfig(
+        model=model, paths=paths, repair_rounds=repair_rounds, bounds=spec_bounds, workers=workers,
+        unsafe=unsafe, timeout_s=timeout,
+    )
+    with executor_scope(executor, ray_address), _phases() as progress:
+        rows = synthesize(out, requests, config, progress=progress)
+    _synth_summary(out, rows)
+
+
+@contextlib.contextmanager
+def _phases() -> Any:
+    """One progress bar per phase (specs, packages), driven by ``progress(phase, done, total)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dataclaw.core.progress import console
+
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, disable=not console.is_terminal,
+    ) as prog:  # fmt: skip
+        tasks: dict[str, Any] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = prog.add_task(phase, total=None)
+            prog.update(tasks[phase], completed=done, total=total)
+
+        yield update
+
+
+def _synth_summary(lib: Path, rows: list[dict[str, Any]]) -> None:
+    """Raw → passed per path and per archetype, the failures, tokens and cost; the paper's rate beside."""
+    from dataclaw.envcraft.synth.library import summarize
+
+    s = summarize(rows)
+    paper = s["paper"]
+    caption = (
+        f"all {s['raw']} → {s['passed']}"
+        + (f" = {s['pass_rate']:.1%}" if s["raw"] else "")
+        + f" · paper (Table 2) {paper['raw']} → {paper['passed']} = {paper['pass_rate']:.1%}"
+        + f" · tokens {s['tokens']['prompt']} in / {s['tokens']['completion']} out, ${s['cost_usd']:.4f}"
+    )
+    table = Table(title=f"env synth: {lib}", caption=caption)
+    for col in ("", "raw", "passed", "pass rate"):
+        table.add_column(col)
+    for group, key in (("path", "per_path"), ("archetype", "per_archetype")):
+        for name, r in s[key].items():
+            rate = f"{r['pass_rate']:.1%}" if r["raw"] else "-"
+            table.add_row(f"{group} {name}", str(r["raw"]), str(r["passed"]), rate)
+    Console().print(table)
+    for r in rows:
+        if not r["passed"]:
+            why = "; ".join(f"{x['code']}: {x['message']}" for x in r["reasons"])[:300]
+            typer.echo(f"failed {r['scenario_id'] or '(request)'} [{r['path']}]: {why}")
+    typer.echo(f"index: {lib / 'index.jsonl'}")
