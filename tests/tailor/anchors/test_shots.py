@@ -11,7 +11,13 @@ import pytest
 from dataclaw.core.errors import ConfigError
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.tailor.anchors import get_extractor
-from dataclaw.tailor.anchors.shots import ShotParams, boundary_confidence, detect_shots
+from dataclaw.tailor.anchors.shots import (
+    DETECTORS,
+    ShotParams,
+    boundary_confidence,
+    detect_shots,
+    make_detector,
+)
 from dataclaw.tailor.streams.base import Camera, Modality, Stream
 
 av = pytest.importorskip("av")
@@ -88,7 +94,50 @@ def test_boundary_confidence_is_monotone_and_half_at_threshold() -> None:
     assert boundary_confidence(0.0, 27.0) == 0.0
 
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _reference_starts(path: Path, params: ShotParams) -> list[int]:
+    """Scene starts from PySceneDetect's own ``detect()`` with the same detector and parameters."""
+    import scenedetect
+
+    scenes = scenedetect.detect(str(path), make_detector(scenedetect, params), start_in_scene=True)
+    return [start.get_frames() for start, _end in scenes]
+
+
+@pytest.mark.parametrize("detector", DETECTORS)
+def test_each_detector_reproduces_pyscenedetects_own_detect(detector: str) -> None:
+    """The bundled video, each detector with its defaults: our shots start where detect()'s scenes do."""
+    video = EXAMPLES / "videos" / "dj_video1.mp4"
+    params = ShotParams(detector=detector)
+    shots = detect_shots(video, params)
+    assert [s.start_frame for s in shots] == _reference_starts(video, params)
+    if detector != "threshold":  # a video without fades to black has one "scene" for the fade detector
+        assert len(shots) == 3  # data-juicer's expectation for this video holds for both change detectors
+
+
+@pytest.mark.slow
+def test_adaptive_and_threshold_detectors_with_their_parameters(tmp_path: Path, shared_data: Path) -> None:
+    """Non-default parameters reach each detector; fades to black are what the threshold detector cuts."""
+    video = shared_data / "videos" / "dj_video3.mp4"
+    adaptive = ShotParams(detector="adaptive", adaptive_threshold=2.5, window_width=3, min_content_val=10.0)
+    shots = detect_shots(video, adaptive)
+    assert [s.start_frame for s in shots] == _reference_starts(video, adaptive) and len(shots) > 2
+    assert all(0.5 <= s.boundary_confidence <= 1.0 for s in shots[1:])  # its cut score is the ratio
+    fades = write_video(tmp_path / "fade.mp4", [COLOURS[0], (0, 0, 0), COLOURS[2]], frames_each=30)
+    for params in (ShotParams(detector="threshold"), ShotParams(detector="threshold", fade_bias=1.0)):
+        shots = detect_shots(fades, params)
+        assert [s.start_frame for s in shots] == _reference_starts(fades, params) and len(shots) > 1
+        assert all(s.boundary_confidence == 0.5 for s in shots[1:])  # no per-cut score to go on
+
+
 def test_bad_parameters_are_refused() -> None:
+    with pytest.raises(ConfigError, match="detector must be one of content, adaptive, threshold"):
+        ShotParams(detector="histogram")
+    with pytest.raises(ConfigError, match="window_width"):
+        ShotParams(detector="adaptive", window_width=0)
+    with pytest.raises(ConfigError, match="fade_threshold"):
+        ShotParams(detector="threshold", fade_threshold=300)
     with pytest.raises(ConfigError, match="threshold"):
         ShotParams(threshold=0)
     with pytest.raises(ConfigError, match="min_scene_len"):
@@ -143,3 +192,9 @@ def test_extractor_emits_shot_and_boundary_anchors(tmp_path: Path) -> None:
     assert shots[0].t_end == pytest.approx(1.0) and shots[1].t_end == pytest.approx(2.0)
     assert all(a.id.startswith(stream.id + "/anchor-") for a in anchors)
     assert [a.id for a in ext.extract(stream, source=None)] == [a.id for a in anchors]  # type: ignore[arg-type]
+    assert shots[0].payload["detector"] == {
+        "detector": "content", "min_scene_len": 15, "threshold": 27.0, "luma_only": False,
+    }  # fmt: skip
+    other = get_extractor("shots", detector="adaptive").extract(stream, source=None)  # type: ignore[arg-type]
+    assert {a.id for a in other}.isdisjoint(a.id for a in anchors), "other settings, other anchor ids"
+    assert next(a for a in other if a.kind == "shot_boundary").payload["detector"] == "adaptive"

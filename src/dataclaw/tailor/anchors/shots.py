@@ -1,12 +1,22 @@
 """Shot-boundary anchors (paper §3.2: "shot-boundary detection … for video streams").
 
-PySceneDetect's ``ContentDetector`` scores each frame by its HSV/edge change from the previous one and
-cuts where the score passes ``threshold`` (at most one cut per ``min_scene_len`` frames). We read the
-score of every cut back from the stats manager, so each boundary anchor says how sure it is: a cut just
-over the threshold is a coin toss, one at several times the threshold is not.
+The detector is a choice, one of PySceneDetect's three (same names and parameters as PySceneDetect):
 
-Defaults are data-juicer's (threshold 27, min scene length 15 frames), which reproduce its expected
-scene counts on its own test videos.
+- ``content`` (``ContentDetector``): scores each frame by its HSV change from the previous one and cuts
+  where the score passes ``threshold`` (at most one cut per ``min_scene_len`` frames). Hard cuts.
+- ``adaptive`` (``AdaptiveDetector``): the same score divided by its mean over ``window_width`` frames on
+  either side; cuts where that ratio passes ``adaptive_threshold`` and the score ``min_content_val``.
+  Fewer false cuts on fast camera motion.
+- ``threshold`` (``ThresholdDetector``): cuts where the mean brightness crosses ``fade_threshold`` (fades
+  to and from black), placed by ``fade_bias``.
+
+We keep every frame's score as the detector computes it, so each boundary anchor says how sure it is: a
+cut just over the threshold is a coin toss, one at several times the threshold is not (the threshold
+detector has no per-cut score: its cuts get confidence 0.5). Every shot anchor records the detector and
+its parameters, so anchors of different settings never share an id.
+
+Defaults are data-juicer's (content detector, threshold 27, min scene length 15 frames), which
+reproduce its expected scene counts on its own test videos.
 """
 
 from __future__ import annotations
@@ -25,9 +35,15 @@ if TYPE_CHECKING:
     from dataclaw.tailor.streams import Stream, StreamSource
 
 
+DETECTORS = ("content", "adaptive", "threshold")
+"""PySceneDetect detectors a shot extractor may use (``ContentDetector``, ``AdaptiveDetector``,
+``ThresholdDetector``)."""
+
+
 @dataclass(frozen=True)
 class ShotParams:
-    """ContentDetector settings (PySceneDetect names).
+    """Detector choice and settings (PySceneDetect names; ``fade_threshold`` is ThresholdDetector's
+    ``threshold``, kept apart so each detector's default stays its own).
 
     ``threading`` is PyAV's decoder threading mode; the default (none) keeps every frame: with frame
     threading scenedetect's PyAV backend loses the frames still inside the decoder at the end.
@@ -37,12 +53,48 @@ class ShotParams:
     min_scene_len: int = 15
     luma_only: bool = False
     threading: str | None = None
+    detector: str = "content"
+    adaptive_threshold: float = 3.0
+    window_width: int = 2
+    min_content_val: float = 15.0
+    fade_threshold: float = 12.0
+    fade_bias: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.detector not in DETECTORS:
+            raise ConfigError(f"shot detector must be one of {', '.join(DETECTORS)}, got '{self.detector}'")
         if self.threshold <= 0:
             raise ConfigError(f"shot threshold must be > 0, got {self.threshold}")
         if self.min_scene_len < 1:
             raise ConfigError(f"min_scene_len must be >= 1 frame, got {self.min_scene_len}")
+        if self.adaptive_threshold <= 0 or self.window_width < 1 or self.min_content_val < 0:
+            raise ConfigError(
+                "adaptive detector needs adaptive_threshold > 0, window_width >= 1 and min_content_val >= 0"
+            )
+        if not 0 <= self.fade_threshold <= 255 or not -1.0 <= self.fade_bias <= 1.0:
+            raise ConfigError(
+                f"threshold detector needs 0 <= fade_threshold <= 255 and -1 <= fade_bias <= 1, got "
+                f"{self.fade_threshold}, {self.fade_bias}"
+            )
+
+    def settings(self) -> dict[str, Any]:
+        """The chosen detector's own parameters (what a shot anchor records)."""
+        common = {"detector": self.detector, "min_scene_len": self.min_scene_len}
+        if self.detector == "content":
+            return {**common, "threshold": self.threshold, "luma_only": self.luma_only}
+        if self.detector == "adaptive":
+            return {
+                **common, "adaptive_threshold": self.adaptive_threshold, "window_width": self.window_width,
+                "min_content_val": self.min_content_val, "luma_only": self.luma_only,
+            }  # fmt: skip
+        return {**common, "threshold": self.fade_threshold, "fade_bias": self.fade_bias}
+
+    @property
+    def cut_threshold(self) -> float:
+        """What a cut's score is compared with (confidence 0.5 there)."""
+        return {"content": self.threshold, "adaptive": self.adaptive_threshold}.get(
+            self.detector, self.fade_threshold
+        )
 
 
 @dataclass(frozen=True)
@@ -122,7 +174,8 @@ def detect_shots(
         raise MediaError(MediaIssue.EMPTY, f"{path.name}: video has no decodable frames")
     scenes = manager.get_scene_list(start_in_scene=True)
     fps = float(video.frame_rate)
-    shots = _rebase(_shots_from_scenes(scenes, detector.scores, params.threshold, fps), fps)
+    scores = detector.cut_scores(params)
+    shots = _rebase(_shots_from_scenes(scenes, scores, params.cut_threshold, fps), fps)
     if frame_count and shots and frame_count > shots[-1].end_frame:
         shots[-1] = replace(shots[-1], end_frame=frame_count, end_s=round(frame_count / fps, 6))
     return shots
@@ -145,14 +198,47 @@ def _rebase(shots: list[Shot], fps: float) -> list[Shot]:
     ]
 
 
+def detector_kwargs(params: ShotParams) -> dict[str, Any]:
+    """Keyword arguments of the PySceneDetect detector ``params.detector`` (its own names)."""
+    if params.detector == "content":
+        return {
+            "threshold": params.threshold,
+            "min_scene_len": params.min_scene_len,
+            "luma_only": params.luma_only,
+        }
+    if params.detector == "adaptive":
+        return {
+            "adaptive_threshold": params.adaptive_threshold, "min_scene_len": params.min_scene_len,
+            "window_width": params.window_width, "min_content_val": params.min_content_val,
+            "luma_only": params.luma_only,
+        }  # fmt: skip
+    return {
+        "threshold": params.fade_threshold,
+        "min_scene_len": params.min_scene_len,
+        "fade_bias": params.fade_bias,
+    }
+
+
+def make_detector(scenedetect: Any, params: ShotParams) -> Any:
+    """PySceneDetect's own detector for ``params`` (what ``scenedetect.detect()`` would be given)."""
+    cls = {
+        "content": scenedetect.ContentDetector,
+        "adaptive": scenedetect.AdaptiveDetector,
+        "threshold": scenedetect.ThresholdDetector,
+    }[params.detector]
+    return cls(**detector_kwargs(params))
+
+
 def _scored_detector(scenedetect: Any, params: ShotParams) -> Any:
-    """A ContentDetector that keeps each frame's content score.
+    """The chosen detector, subclassed to keep each frame's content score (content and adaptive).
 
     Attaching a StatsManager would record the scores too, but it also makes the detector compute Canny
-    edges on every frame (a fifth of the run time) for a component whose weight is 0.
+    edges on every frame (a fifth of the run time) for a component whose weight is 0. The adaptive
+    detector's cut score is its ratio: the frame's content score over the mean of its neighbours'.
     """
+    base = type(make_detector(scenedetect, params))
 
-    class ScoredContentDetector(scenedetect.ContentDetector):  # type: ignore[misc, name-defined]
+    class Scored(base):  # type: ignore[misc, valid-type]
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.scores: dict[int, float] = {}
@@ -162,9 +248,21 @@ def _scored_detector(scenedetect: Any, params: ShotParams) -> Any:
             self.scores[int(frame_num)] = score
             return score
 
-    return ScoredContentDetector(
-        threshold=params.threshold, min_scene_len=params.min_scene_len, luma_only=params.luma_only
-    )
+        def cut_scores(self, p: ShotParams) -> dict[int, float]:
+            if p.detector != "adaptive":
+                return self.scores  # empty for the threshold detector (it never calls the method)
+            out: dict[int, float] = {}
+            for frame, score in self.scores.items():
+                around = [
+                    self.scores[f]
+                    for f in range(frame - p.window_width, frame + p.window_width + 1)
+                    if f != frame and f in self.scores
+                ]
+                mean = sum(around) / len(around) if around else 0.0
+                out[frame] = min(score / mean, 255.0) if mean > 1e-5 else 255.0
+            return out
+
+    return Scored(**detector_kwargs(params))
 
 
 def _shots_from_scenes(
@@ -206,6 +304,7 @@ def shot_anchors(
     anchors: list[Anchor] = []
     for shot in shots:
         payload: dict[str, Any] = {k: v for k, v in asdict(shot).items() if k not in ("start_s", "end_s")}
+        payload["detector"] = params.settings()
         if camera:
             payload["camera"] = camera
         anchors.append(
@@ -220,7 +319,10 @@ def shot_anchors(
             )
         )
         if shot.index > 0:
-            cut = {"frame": shot.start_frame, "score": shot.boundary_score, "threshold": params.threshold}
+            cut = {
+                "frame": shot.start_frame, "score": shot.boundary_score, "threshold": params.cut_threshold,
+                "detector": params.detector,
+            }  # fmt: skip
             if camera:
                 cut["camera"] = camera
             anchors.append(
@@ -238,12 +340,28 @@ def shot_anchors(
 
 @register_extractor
 class ShotBoundaries(AnchorExtractor):
-    """Shot boundaries of a stream's main video (everyday/AIGC video and GUI screen recordings)."""
+    """Shot boundaries of a stream's main video (everyday/AIGC video and GUI screen recordings), by the
+    chosen PySceneDetect detector (``content``, ``adaptive`` or ``threshold``; see :class:`ShotParams`)."""
 
     name: ClassVar[str] = "shots"
 
-    def __init__(self, threshold: float = 27.0, min_scene_len: int = 15, luma_only: bool = False) -> None:
-        self.params = ShotParams(threshold=threshold, min_scene_len=min_scene_len, luma_only=luma_only)
+    def __init__(
+        self,
+        detector: str = "content",
+        threshold: float = 27.0,
+        min_scene_len: int = 15,
+        luma_only: bool = False,
+        adaptive_threshold: float = 3.0,
+        window_width: int = 2,
+        min_content_val: float = 15.0,
+        fade_threshold: float = 12.0,
+        fade_bias: float = 0.0,
+    ) -> None:
+        self.params = ShotParams(
+            detector=detector, threshold=threshold, min_scene_len=min_scene_len, luma_only=luma_only,
+            adaptive_threshold=adaptive_threshold, window_width=window_width,
+            min_content_val=min_content_val, fade_threshold=fade_threshold, fade_bias=fade_bias,
+        )  # fmt: skip
 
     def applies_to(self, stream: Stream) -> bool:
         return main_video(stream) is not None
