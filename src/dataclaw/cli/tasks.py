@@ -25,14 +25,19 @@ app = typer.Typer(no_args_is_help=True, help="EnvCraft tasks: tool chains → ve
 console = Console()
 
 
-def _graphs(envs: list[str], graph_files: list[Path]) -> list:  # type: ignore[type-arg]
+def _graphs(envs: list[str], graph_files: list[Path], modules: dict[str, str] | None = None) -> list:  # type: ignore[type-arg]
+    """Tool graphs of the environments (default: every archetype) and graph files; ``modules`` collects
+    env name → package folder of each non-built-in package, so chains record where it lives."""
     from dataclaw.cli.env import env_package
     from dataclaw.envcraft import archetypes
     from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
 
     out = [load_tool_graph(p) for p in graph_files]
     for name in envs or ([] if graph_files else archetypes.names()):
-        out.append(build_tool_graph(env_package(name)))
+        pkg = env_package(name)
+        out.append(build_tool_graph(pkg))
+        if modules is not None and not getattr(pkg, "builtin", True):
+            modules[out[-1].env] = str(pkg.folder)
     return out
 
 
@@ -77,6 +82,10 @@ def sample(
     model: Annotated[
         str | None, typer.Option(help="Add model-proposed (llm_weak) edges to each graph first.")
     ] = None,
+    library: Annotated[
+        Path | None,
+        typer.Option("--library", help="Also every passing environment of a library (dataclaw env synth)."),
+    ] = None,
 ) -> None:
     """Sample tool chains (weighted random walks ending with a write tool) into ``chains.jsonl``."""
     from dataclaw.core.store import RunStore
@@ -85,7 +94,16 @@ def sample(
 
     if n < 1:
         raise ConfigError(f"-n must be at least 1, got {n}")
-    graphs = _graphs(envs or [], graph_files or [])
+    names = list(envs or [])
+    if library is not None:
+        from dataclaw.envcraft.synth.library import library_packages
+
+        found = [str(folder) for _, folder in library_packages(library)]
+        if not found:
+            raise ConfigError(f"library {library} has no passing environment (see {library / 'index.jsonl'})")
+        names += found
+    modules: dict[str, str] = {}
+    graphs = _graphs(names, graph_files or [], modules)
     env_graph = build_env_graph(graphs) if cross_env > 0 else None
     with RunStore(out) as store, _usage(store) as ledger:
         if model is not None:
@@ -93,7 +111,7 @@ def sample(
         sampler = ChainSampler(graphs, env_graph)
         chains = sampler.sample(n, seed, cross_env_fraction=cross_env, min_len=min_len, max_len=max_len)
         stage = store.stage("chains")
-        added = sum(stage.append(chain_record(c)) for c in chains)
+        added = sum(stage.append(chain_record(c, modules)) for c in chains)
         stats = chain_stats(chains, graphs)
         store.update_manifest(chains={"seed": seed, "n": n, "stats": stats})
     console.print(f"chains: {len(chains)} sampled, {added} new in {out / 'chains.jsonl'}")
