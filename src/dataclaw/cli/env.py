@@ -388,9 +388,9 @@ def serve(
 
 @app.command("import")
 def import_(
-    fmt: str = typer.Argument("auto", metavar="FORMAT", help="Importer name, or auto (the first that matches)."),
+    fmt: str = typer.Argument("auto", metavar="FORMAT", help="Importer name, or auto (the first matching)."),
     src: Path | None = typer.Argument(None, help="The published environments (a folder or file)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Library folder (packages + environments.jsonl)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Library (packages + environments.jsonl)."),
     workers: int = typer.Option(1, help="Items converted at once (processes)."),
     limit: int | None = typer.Option(None, help="Only the first N items."),
     list_formats: bool = typer.Option(False, "--list", help="List the importers and exit."),
