@@ -668,7 +668,7 @@ def run_import_cli(fmt: str, src: Path, out: Path, produce: str, *, unsafe: bool
     if len(s.reject_messages) > 10:
         console.print(f"… {len(s.reject_messages) - 10} more in {out / 'rejects.jsonl'}")
     resumed = f" ({s.resumed} done by an earlier run)" if s.resumed else ""
-    console.print(f"{s.produce}: {s.records} records in {out / (s.produce + '.jsonl')}{resumed}")
+    console.print(f"{s.produce}: {s.records} records in {out / s.file}{resumed}")
     if s.items and not s.imported:
         raise typer.Exit(1)
 

@@ -38,6 +38,12 @@ class Produces(StrEnum):
     ENVIRONMENTS = "environments"
 
 
+STAGE_OF: dict[Produces, str] = {Produces.TASKS: "tasks", Produces.ENVIRONMENTS: "index"}
+"""Where each kind's records go: ``tasks.jsonl`` (what every tasks command reads) and ``index.jsonl``
+(an environment library's index, as ``env synth`` writes it: ``env list --library``, ``tasks sample
+--library``)."""
+
+
 class ImportReason(StrEnum):
     """Why one item of a source was not imported (the ``reason`` of its reject)."""
 
@@ -134,7 +140,8 @@ class _ImporterRegistry(Registry[type[Importer]]):
             try:
                 obj = ep.load()
             except Exception as exc:  # noqa: BLE001 - a broken plug-in is one clear error, not a traceback
-                raise ConfigError(f"importer entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+                why = f"importer entry point {ep.name!r} ({ep.value}) failed to load: {exc}"
+                raise ConfigError(why) from None
             self.register(ep.name, obj)
 
 
@@ -154,6 +161,8 @@ class Detection:
     tried: dict[str, str]
 
     def explain(self, src: Path) -> str:
+        if not self.tried:
+            return f"no importer is registered that could read {src}"
         why = "; ".join(f"{name}: {reason}" for name, reason in self.tried.items())
         return f"{src} is none of the formats tried ({why})"
 
@@ -186,7 +195,8 @@ def resolve(fmt: str, src: Path, produce: Produces) -> type[Importer]:
     if produce not in cls.produces:
         makes = ", ".join(sorted(p.value for p in cls.produces))
         others = ", ".join(importers_for(produce)) or "none"
-        raise ConfigError(f"importer {fmt!r} makes {makes}, not {produce.value} (importers that do: {others})")
+        why = f"importer {fmt!r} makes {makes}, not {produce.value} (importers that do: {others})"
+        raise ConfigError(why)
     why = cls().sniff(src)
     if why is not None:
         raise ConfigError(f"{src} is not in the {fmt} format: {why}")
@@ -195,23 +205,23 @@ def resolve(fmt: str, src: Path, produce: Produces) -> type[Importer]:
 
 class ImportStage(Stage):
     """Source item → records (one item per input record), run by the resumable pipeline runner. Its
-    output file is ``tasks.jsonl`` or ``environments.jsonl``, so every later command reads it."""
+    output file is ``tasks.jsonl`` or the library's ``index.jsonl`` (:data:`STAGE_OF`), so every later
+    command reads it."""
 
     resources: ClassVar[Resources] = Resources.CPU
 
     def __init__(self, importer: Importer, ctx: ImportContext) -> None:
         self.importer = importer
         self.ctx = ctx
-        self.name = ctx.produce.value  # type: ignore[misc] - the output file depends on the kind
+        self.name = STAGE_OF[ctx.produce]  # type: ignore[misc] - the output file depends on the kind
 
     def process(self, item: Record) -> Result:
         src = SourceItem(item["key"], item["fingerprint"], item.get("payload"))
         try:
             out = self.importer.convert(src, self.ctx)
         except Exception as exc:  # noqa: BLE001 - one item's crash is its reject; the run goes on
-            return self.reject(
-                item, ImportReason.CONVERT_FAILED, f"{item['key']}: importer failed: {type(exc).__name__}: {exc}"
-            )
+            why = f"{item['key']}: importer failed: {type(exc).__name__}: {exc}"
+            return self.reject(item, ImportReason.CONVERT_FAILED, why)
         if isinstance(out, ImportReject):
             return Reject(
                 id=item["id"],
@@ -238,6 +248,7 @@ class ImportSummary:
     resumed: int
     rejects: dict[str, int]
     records: int
+    file: str = "tasks.jsonl"
     reject_messages: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,8 +267,8 @@ def run_import(
     progress: Callable[[int, int], None] | None = None,
     options: dict[str, Any] | None = None,
 ) -> ImportSummary:
-    """Import ``src`` (format ``fmt`` or ``auto``) into ``out``: records in ``<out>/<produce>.jsonl``,
-    rejects in ``<out>/rejects.jsonl``; a rerun resumes."""
+    """Import ``src`` (format ``fmt`` or ``auto``) into ``out``: records in ``<out>/tasks.jsonl`` or
+    ``<out>/index.jsonl``, rejects in ``<out>/rejects.jsonl``; a rerun resumes."""
     from dataclaw.core.store import RunStore
     from dataclaw.pipeline import run_stage
     from dataclaw.pipeline.registry import make_executor
@@ -278,7 +289,11 @@ def run_import(
             store,
             make_executor(workers=workers),
             progress,
-            producer={"importer": importer.name, "version": importer.version},
+            # tasks: a new importer version supersedes the records it made; a library index is shared
+            # with env synth, whose rows must stay current (item ids carry the version instead)
+            producer={"importer": importer.name, "version": importer.version}
+            if produce is Produces.TASKS
+            else None,
         )
         ids = {r["id"] for r in items}
         rejects = [r for r in store.rejects(stage.name) if r["record_id"] in ids]
@@ -293,9 +308,9 @@ def run_import(
             resumed=resumed,
             rejects=reasons,
             records=len(store.stage(stage.name)),
+            file=f"{stage.name}.jsonl",
             reject_messages=[f"[{r['reason']}] {r['message']}" for r in rejects],
         )
-        store.update_manifest(
-            **{f"import_{produce.value}": {"format": importer.name, "source": str(ctx.src), **summary.to_dict()}}
-        )
+        entry = {"format": importer.name, "source": str(ctx.src), **summary.to_dict()}
+        store.update_manifest(**{f"import_{produce.value}": entry})
     return summary
