@@ -23,8 +23,9 @@ A row is written once (its id comes from the scenario's content and the path), s
 index holds and resumes the rest. Bad input is a row too: an unknown scenario id, an empty description,
 a spec the model never got into the schema, a spec the compiler cannot use, a package that imports
 forbidden modules or hangs at import (the audit classifies it) — each with a reason code
-(:class:`LibraryReason`) and a message; the run goes on. Generated code runs only in the sandbox: the
-audit and every later use of a library package go through the env worker.
+(:class:`LibraryReason`, or the audit's :class:`.heal.SynthReason`) and a message; the run goes on.
+A crash (a bug) is no row: it goes to ``rejects.jsonl`` and the next run retries it. Generated code
+runs only in the sandbox: the audit and every later use of a library package go through the env worker.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from dataclaw.core.errors import ConfigError
+from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import child_id, root_id, stable_hash
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.scenarios import Catalogue, Category, ScenarioSpec
@@ -67,18 +68,18 @@ by the next run and gets no row yet."""
 
 
 class LibraryReason(StrEnum):
-    """Why a (scenario, path) did not give a passing package."""
+    """Why a (scenario, path) gave no passing package, before or around the package step. A package that
+    was built but failed carries the audit's and the healing loop's codes (:class:`.heal.SynthReason`:
+    ``static_audit``, ``check_failed``, ``timeout``, ``sandbox_violation``, ``not_output_schema``, …)."""
 
     UNKNOWN_SCENARIO = "unknown_scenario"
     EMPTY_DESCRIPTION = "empty_description"
     INVALID_SPEC = "invalid_spec"
-    """The model's spec is unusable (not in the schema, or still invalid after repairs; for codegen:
-    any remaining issue)."""
+    """The model's spec is unusable: not in the schema, or still invalid after the repairs (the compiler
+    still builds from a spec whose names are usable; code generation needs a valid one)."""
     MODEL_ERROR = "model_error"
     COMPILE_ERROR = "compile_error"
     """The spec names things the runtime cannot use (bad identifiers, duplicates, no entity)."""
-    AUDIT_FAILED = "audit_failed"
-    """The package failed the static or dynamic audit (after the repair rounds, for codegen)."""
     GENERATION_FAILED = "generation_failed"
     INTERNAL_ERROR = "internal_error"
 
@@ -334,9 +335,11 @@ def _place(lib: Path, path: str, package: Path, passed: bool) -> Path:
     return dest
 
 
-def _reasons_of(report: Any) -> list[dict[str, str]]:
-    lines = report.reasons()
-    return [{"code": LibraryReason.AUDIT_FAILED.value, "message": "; ".join(lines[:5])[:2000]}]
+def _spec_failure(reject: dict[str, Any]) -> str:
+    """The SpecStage's message plus its first issues, spelled out (code at path: message)."""
+    issues = (reject.get("detail") or {}).get("issues") or []
+    lines = [f"{i['code']} at {i['path']}: {i['message']}" for i in issues[:3]]
+    return "; ".join([reject.get("message") or "no specification", *lines])[:2000]
 
 
 def _spec_parts(spec: dict[str, Any]) -> tuple[Any, Any, list[str], bool]:
@@ -365,7 +368,7 @@ def run_job(job: Job) -> dict[str, Any]:
     if "e_spec" not in spec and not (spec.get("detail") or {}).get("e_spec"):
         reason = spec.get("reason", LibraryReason.INVALID_SPEC.value)
         code = LibraryReason.MODEL_ERROR if reason == SpecReason.MODEL_ERROR else LibraryReason.INVALID_SPEC
-        msg = spec.get("message") or "no specification"
+        msg = _spec_failure(spec)
         return row(rid, scenario, job.path, reasons=[{"code": code.value, "message": msg}], **common)
     t0 = time.perf_counter()
     try:
@@ -385,8 +388,8 @@ def run_job(job: Job) -> dict[str, Any]:
 def _compile(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """Spec compilation (no model call), then the audit. An invalid spec still compiles when its names
     are usable (the floor environment); the issues it carried are listed in ``spec_issues``."""
-    from dataclaw.envcraft.audit import DynamicOptions, audit_package
     from dataclaw.envcraft.synth.compile import CompileError, compile_package
+    from dataclaw.envcraft.synth.heal import audit_and_heal
     from dataclaw.envcraft.synth.retrieval import retrieve
 
     e, t, codes, valid = _spec_parts(spec)
@@ -399,20 +402,34 @@ def _compile(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]
         res = compile_package(e, t, found, build, scenario=scenario)
     except CompileError as exc:
         return {**out, "reasons": [{"code": LibraryReason.COMPILE_ERROR.value, "message": str(exc)}]}
-    opts = DynamicOptions(timeout_s=job.timeout_s, tests_timeout_s=job.timeout_s, unsafe=job.unsafe)
-    report = audit_package(res.path, options=opts)
-    placed = _place(lib, "compile", res.path, report.passed)
+    outcome = asyncio.run(
+        audit_and_heal(None, res.path, context={"path": "compile", "spec": spec}, options=_options(job))
+    )
+    placed = _place(lib, "compile", res.path, outcome.passed)
     shutil.rmtree(build, ignore_errors=True)
     return {
         **out,
         "env": res.env_name,
         "package": str(placed.relative_to(lib)),
-        "passed": report.passed,
-        "reasons": [] if report.passed else _reasons_of(report),
+        "passed": outcome.passed,
+        "reasons": _reasons(outcome),
         "tools": len(res.tools),
         "scenarios": len(res.scenarios),
-        "audit_s": report.timings.get("total_s", 0.0),
     }
+
+
+def _options(job: Job) -> Any:
+    from dataclaw.envcraft.audit import DynamicOptions
+
+    return DynamicOptions(timeout_s=job.timeout_s, tests_timeout_s=job.timeout_s, unsafe=job.unsafe)
+
+
+def _reasons(outcome: Any) -> list[dict[str, str]]:
+    """The outcome's reasons as index rows keep them (code and message; heal.SynthReason codes)."""
+    if outcome.passed:
+        return []
+    out = [{"code": str(r.get("code", "")), "message": str(r.get("message", ""))} for r in outcome.reasons]
+    return out or [{"code": LibraryReason.GENERATION_FAILED.value, "message": "failed without a reason"}]
 
 
 def _codegen(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
@@ -421,9 +438,9 @@ def _codegen(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]
     if "e_spec" not in spec:
         detail = spec.get("detail", {})
         codes = sorted({i["code"] for i in detail.get("issues", [])})
-        msg = spec.get("message") or f"spec invalid: {', '.join(codes)}"
+        msg = _spec_failure(spec)
         return {"spec_issues": codes, "reasons": [{"code": LibraryReason.INVALID_SPEC.value, "message": msg}]}
-    from dataclaw.envcraft.synth.heal import generate_package
+    from dataclaw.envcraft.synth.codegen import generate_package
     from dataclaw.models import get_model
 
     build = lib / BUILD / "codegen" / spec["scenario_id"]
@@ -433,7 +450,9 @@ def _codegen(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]
     meter = UsageLedger()
     model = get_model(job.model, cache=lib / CACHE, ledger=meter)
     try:
-        outcome = asyncio.run(generate_package(model, spec, build, repair_rounds=job.repair_rounds))
+        outcome = asyncio.run(
+            generate_package(model, spec, build, repair_rounds=job.repair_rounds, options=_options(job))
+        )
     except ModelError as exc:
         reason = {"code": LibraryReason.MODEL_ERROR.value, "message": str(exc)}
         return {"spec_valid": True, "reasons": [reason], "usage": {"generation": usage_of(meter)}}
@@ -441,37 +460,16 @@ def _codegen(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]
         "spec_valid": True,
         "rounds": outcome.rounds,
         "passed": bool(outcome.passed),
+        "reasons": _reasons(outcome),
         "usage": {"generation": usage_of(meter)},
+        "env": outcome.env_name or None,
     }
     if outcome.package is not None and Path(outcome.package).is_dir():
         placed = _place(lib, "codegen", Path(outcome.package), outcome.passed)
         out["package"] = str(placed.relative_to(lib))
-        out["env"] = _declared_name(placed) or placed.name
         out["tools"], out["scenarios"] = _counts(placed)
     shutil.rmtree(build, ignore_errors=True)
-    if not outcome.passed:
-        reasons = [
-            {"code": str(r.get("code", "")), "message": str(r.get("message", ""))} for r in outcome.reasons
-        ]
-        codes = {r["code"] for r in reasons}
-        if not reasons or not codes & {c.value for c in LibraryReason}:
-            head = "; ".join(f"{r['code']}: {r['message']}" for r in reasons[:5])
-            reasons = [{"code": LibraryReason.AUDIT_FAILED.value, "message": head[:2000]}, *reasons]
-        out["reasons"] = reasons
     return out
-
-
-def _declared_name(folder: Path) -> str | None:
-    """The environment's name as its source declares it (read, never imported)."""
-    from dataclaw.envcraft.audit.package import class_attrs, env_classes, read_package
-
-    with contextlib.suppress(Exception):
-        for mod in read_package(folder).modules:
-            for cls in env_classes(mod):
-                name = getattr(class_attrs(cls).get("name"), "value", None)
-                if isinstance(name, str):
-                    return name
-    return None
 
 
 def _counts(folder: Path) -> tuple[int | None, int | None]:
@@ -480,7 +478,7 @@ def _counts(folder: Path) -> tuple[int | None, int | None]:
 
     with contextlib.suppress(Exception):
         pkg = read_package(folder)
-        tools = sum(1 for m in pkg.modules for n in m.tree.body if is_tool_def(n, m) is not None)
+        tools = sum(1 for m in pkg.code_modules() for n in m.tree.body if is_tool_def(n, m) is not None)
         scen = folder / "data" / "scenarios"
         n_scen = len(list(scen.glob("*.json"))) if scen.is_dir() else None
         return tools, n_scen
@@ -551,8 +549,17 @@ def synthesize(
         if progress:
             progress("packages", 0, len(jobs))
         workers = max(1, min(config.workers, len(jobs) or 1))
+        retried: list[dict[str, Any]] = []
         for _job, r in make_executor(workers=workers).calls(run_job, jobs, workers):
-            index.append(r)
+            if any(x["code"] == LibraryReason.INTERNAL_ERROR for x in r["reasons"]):
+                # a bug, not a verdict: kept in rejects.jsonl, no index row, so the next run retries it
+                why = r["reasons"][0]["message"]
+                store.reject(
+                    Reject(id=r["id"], stage=INDEX, reason=LibraryReason.INTERNAL_ERROR, message=why)
+                )
+                retried.append(r)
+            else:
+                index.append(r)
             done += 1
             if progress:
                 progress("packages", done, len(jobs))
@@ -560,7 +567,7 @@ def synthesize(
         if ledger.models():
             ledger.save(store)
         ids = {*(r["id"] for r in requests.bad), *wanted.values()}
-        rows = [r for r in store.records(INDEX) if r["id"] in ids]
+        rows = [r for r in store.records(INDEX) if r["id"] in ids] + retried
         store.update_manifest(library=summarize(list(store.records(INDEX))))
     return rows
 
@@ -629,11 +636,20 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "per_path": {k: rate(v) for k, v in sorted(by_path.items())},
         "per_archetype": {k: rate(v) for k, v in sorted(by_arch.items())},
         "reasons": dict(reasons.most_common()),
+        **_totals(rows),
+    }
+
+
+def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens and cost over rows, a scenario's spec counted once (its rows for both paths share it)."""
+    spec = {r["scenario_id"]: r["usage"]["spec"] for r in rows}
+    parts = [*spec.values(), *(r["usage"]["generation"] for r in rows)]
+    return {
         "tokens": {
-            "prompt": sum(r["tokens"]["prompt"] for r in rows),
-            "completion": sum(r["tokens"]["completion"] for r in rows),
+            "prompt": sum(u["prompt_tokens"] for u in parts),
+            "completion": sum(u["completion_tokens"] for u in parts),
         },
-        "cost_usd": round(sum(r["cost_usd"] for r in rows), 6),
+        "cost_usd": round(sum(u["cost_usd"] for u in parts), 6),
     }
 
 

@@ -1,0 +1,94 @@
+"""``dataclaw env synth`` as a user runs it, then the library it wrote feeding the other commands:
+``env list --library``, ``tasks sample --library``, ``tasks synth`` and ``tasks rollout`` — the packages'
+code only ever running in their sandboxed env workers. Specs come from SmolLM2-135M's recorded answers
+(replayed); task text and the agent from a scripted OpenAI-compatible server (a test double)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from dataclaw.cli.app import _run
+from dataclaw.sandbox import sandbox_available
+from support.openai_server import OpenAIServer, ReceivedRequest, Reply
+
+pytestmark = pytest.mark.slow
+RECORDED = Path(__file__).parents[1] / "envcraft" / "synth" / "fixtures" / "compile"
+SCENARIOS = ["support_ticketing", "monitoring_logging"]
+JOB = "A user wants an AI assistant to "
+
+
+@pytest.fixture(autouse=True)
+def require_bwrap() -> None:
+    avail = sandbox_available()
+    if not avail:
+        pytest.skip(avail.reason)
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def writer(req: ReceivedRequest) -> Reply:
+    """Task text as a competent model writes it (user values verbatim), and an agent that answers in
+    words without calling a tool."""
+    body = req.body or {}
+    if body.get("tools"):
+        return Reply.text("I have looked into it; nothing else to do.")
+    prompt = body["messages"][-1]["content"]
+    if prompt.startswith(JOB):
+        job = prompt[len(JOB) :].split("\n", 1)[0].rstrip(".")
+        return Reply.json({"message": f"Hi! Could you please {job}? Thanks."})
+    steps = re.findall(r"^\d+\. (.+)$", prompt.split("Its steps:\n", 1)[1], flags=re.M)
+    return Reply.json({"messages": [f"Step {i + 1}: please {s}." for i, s in enumerate(steps)]})
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synth")
+    replay = root / "smollm2.jsonl"
+    replay.write_text("".join((RECORDED / f"smollm2_{s}.jsonl").read_text() for s in SCENARIOS))
+    out = root / "LIB"
+    args = ["env", "synth", "--out", str(out), "--model", f"replay:{replay}", "--spec-bounds", "compact"]
+    args += [x for s in [*SCENARIOS, "not_a_scenario"] for x in ("--scenario", s)]
+    assert _run(args) == 0
+    before = (out / "index.jsonl").read_text()
+    assert _run(args) == 0  # a rerun resumes: nothing to do, nothing written
+    assert (out / "index.jsonl").read_text() == before
+    return out
+
+
+def test_synth_writes_the_index_and_the_packages(lib: Path, capsys) -> None:
+    rows = {r["scenario_id"]: r for r in _jsonl(lib / "index.jsonl")}
+    assert set(rows) == {*SCENARIOS, "not_a_scenario"}
+    for sid in SCENARIOS:
+        assert rows[sid]["passed"] and (lib / rows[sid]["package"] / "SKILL.md").is_file()
+    assert rows["not_a_scenario"]["reasons"][0]["code"] == "unknown_scenario"
+    assert _run(["env", "list", "--library", str(lib), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [e["name"] for e in listed] == SCENARIOS and all(e["tools"] >= 6 for e in listed)
+
+
+def test_library_feeds_sample_synth_and_rollout(lib: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert _run(["tasks", "sample", "--library", str(lib), "--out", str(run), "-n", "12", "--seed", "3"]) == 0
+    chains = _jsonl(run / "chains.jsonl")
+    assert {c["envs"][0] for c in chains} == set(SCENARIOS)
+    assert all(Path(c["env_modules"][c["envs"][0]]).parent == lib / "envs" / "compile" for c in chains)
+    with OpenAIServer(responder=writer) as server:
+        assert _run(["tasks", "synth", "--run", str(run), "--model", f"{server.base_url}::writer"]) == 0
+        tasks = _jsonl(run / "tasks.jsonl")
+        assert tasks and {t["env"] for t in tasks} <= set(SCENARIOS)
+        assert all(t["metadata"]["verifier_check"]["gold"] == 1.0 for t in tasks)
+        rollouts = tmp_path / "rollouts"
+        args = ["tasks", "rollout", str(run), "--out", str(rollouts), "--model", f"{server.base_url}::agent"]
+        assert _run([*args, "--limit", "2", "--max-turns", "2"]) == 0
+    recs = _jsonl(rollouts / "rollouts.jsonl")
+    assert len(recs) == 2 and all(0.0 <= r["reward"] < 1.0 for r in recs)  # did nothing: not solved
+    capsys.readouterr()
+    # the synthesised packages ran in their workers, never in this process
+    assert not [m for m in sys.modules if m.split(".")[0] in SCENARIOS]
