@@ -35,7 +35,7 @@ def quickstart(tmp_path_factory):
 
 def test_every_part_reports_and_says_where_output_went(quickstart):
     out, res = quickstart
-    for part in ("model", "ingest", "tailor", "envcraft"):
+    for part in ("model", "ingest", "tailor", "envcraft", "envsynth"):
         assert part in res.stdout
         assert (out / part).is_dir()
     assert "output written under" in res.stdout
@@ -103,6 +103,20 @@ def test_envcraft_part_makes_trustworthy_tool_tasks_with_the_embedded_model(quic
     assert {t["id"] for t in tasks[:2]} <= rolled  # the quickstart's rollouts run on tool tasks too
 
 
+def test_envsynth_part_compiles_audits_and_uses_two_catalogue_scenarios(quickstart):
+    part = quickstart[0] / "envsynth"
+    rows = _jsonl(part / "LIB" / "index.jsonl")
+    assert sorted(r["scenario_id"] for r in rows) == ["monitoring_logging", "support_ticketing"]
+    assert all(r["usage"]["spec"]["calls"] >= 3 for r in rows)  # the embedded model wrote the specs
+    passed = [r for r in rows if r["passed"]]
+    assert passed, [r["reasons"] for r in rows]  # both pass on the reference machine
+    for r in passed:
+        assert r["tools"] >= 6 and (part / "LIB" / r["package"]).is_dir()
+    chains = _jsonl(part / "tasks" / "chains.jsonl")
+    assert chains and {c["envs"][0] for c in chains} <= {r["env"] for r in passed}
+    assert _jsonl(part / "tasks" / "grounded.jsonl")  # grounded in the packages' env workers
+
+
 def test_rerun_resumes_without_paying_twice(quickstart):
     out = quickstart[0]
     before = len(_jsonl(out / "tailor" / "responses.jsonl"))
@@ -113,3 +127,4 @@ def test_rerun_resumes_without_paying_twice(quickstart):
     assert len(_jsonl(out / "tailor" / "responses.jsonl")) == before
     assert json.loads((out / "model" / "answer.json").read_text())
     assert "cached: True" in again.stdout
+    assert len(_jsonl(out / "envsynth" / "LIB" / "index.jsonl")) == 2  # the library resumed
