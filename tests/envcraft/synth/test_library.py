@@ -226,3 +226,20 @@ def test_generated_packages_that_break_the_rules_are_classified(
     assert not hang["passed"] and hang["reasons"][0]["code"] == "timeout", hang["reasons"]
     for r in (net, hang):
         assert r["package"].startswith("failed/codegen/") and (tmp_path / "LIB" / r["package"]).is_dir()
+
+
+@pytest.mark.slow
+def test_on_ray_the_library_matches_the_local_one(lib, tmp_path) -> None:
+    """``--executor ray``: specs on Ray, packages built and audited on Ray actors; the same rows (but for
+    timings) as the local run, each with its own usage."""
+    pytest.importorskip("ray")
+    from dataclaw.pipeline.ray_executor import connect
+    from dataclaw.pipeline.registry import ExecutorSettings, using_executor
+
+    connect(None, num_cpus=2)  # a session-wide local Ray (left running for the other Ray tests)
+    reqs = resolve_requests(load_catalogue(), [*VALID, INVALID[0]], paths=["compile"])
+    with using_executor(ExecutorSettings(name="ray")):
+        rows = synthesize(tmp_path / "LIB", reqs, _config(f"replay:{lib['recording']}", workers=2))
+    timing = ("seconds", "model")
+    local = {r["id"]: {k: v for k, v in r.items() if k not in timing} for r in lib["rows"] if r["package"]}
+    assert {r["id"]: {k: v for k, v in r.items() if k not in timing} for r in rows} == local
