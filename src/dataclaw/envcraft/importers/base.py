@@ -63,8 +63,10 @@ class ImportReason(StrEnum):
     """A well-formed item of a kind this importer does not convert (the message says which)."""
     DUPLICATE = "duplicate"
     """Another item of the source already produced this id."""
-    CONVERT_FAILED = "convert_failed"
-    """The importer itself failed on the item (a bug: the message names the exception)."""
+
+
+class ImportFailed(RuntimeError):
+    """An importer crashed on one item (a bug): recorded as ``internal_error``, retried by the next run."""
 
 
 @dataclass(frozen=True)
@@ -219,9 +221,10 @@ class ImportStage(Stage):
         src = SourceItem(item["key"], item["fingerprint"], item.get("payload"))
         try:
             out = self.importer.convert(src, self.ctx)
-        except Exception as exc:  # noqa: BLE001 - one item's crash is its reject; the run goes on
-            why = f"{item['key']}: importer failed: {type(exc).__name__}: {exc}"
-            return self.reject(item, ImportReason.CONVERT_FAILED, why)
+        except Exception as exc:
+            # a bug of the importer, not a verdict on the item: the runner records it (internal_error) and
+            # leaves the item undone, so the next run tries it again
+            raise ImportFailed(f"{item['key']}: {type(exc).__name__}: {exc}") from exc
         if isinstance(out, ImportReject):
             return Reject(
                 id=item["id"],

@@ -65,7 +65,8 @@ READ_WORDS = frozenset(
     {"get", "list", "search", "show", "view", "find", "lookup", "query", "read", "fetch", "describe",
      "check", "status", "summary", "session", "task", "compare", "preview", "inspect", "count", "browse",
      "filter", "verify", "validate", "estimate", "calculate", "analyze", "analyse", "recommend", "explain",
-     "evaluate", "diff", "track", "monitor", "help", "info", "peek", "load", "match", "rank", "score"}
+     "evaluate", "diff", "track", "monitor", "help", "info", "peek", "load", "match", "rank", "score",
+     "screen", "aggregate", "provide", "review", "traffic"}
 )  # fmt: skip
 WRITE_WORDS = frozenset(
     {"create", "add", "update", "set", "delete", "remove", "approve", "reject", "adjust", "assign", "cancel",
@@ -76,7 +77,8 @@ WRITE_WORDS = frozenset(
      "resume", "play", "next", "previous", "seek", "switch", "toggle", "turn", "record", "log", "save",
      "store", "upload", "import", "export", "publish", "notify", "escalate", "resolve", "refund", "pay",
      "transfer", "apply", "register", "enroll", "confirm", "flag", "label", "rename", "reset", "clear",
-     "extract", "plan", "optimize", "draft", "reply", "forward", "attach", "commit", "rollback", "restore"}
+     "extract", "plan", "optimize", "draft", "reply", "forward", "attach", "commit", "rollback", "restore",
+     "acknowledge", "finalize", "classify", "fill", "control", "arrive", "reroute", "media"}
 )  # fmt: skip
 _HELP_WRITE = re.compile(
     r"\b(create|update|delete|remove|approve|record|write|store|save|set|mark|log)s?\b", re.I
@@ -100,6 +102,15 @@ def verb_side_effect(verb: dict[str, Any], gold_actions: set[str]) -> tuple[str,
         return "write", f"docs: verb '{words[0]}'"
     if words and words[0] in READ_WORDS:
         return "read", f"docs: verb '{words[0]}'"
+    help_words = re.findall(r"[a-z]+", str(verb.get("help") or "").lower())
+    lead = help_words[0].removesuffix("s") if help_words else ""
+    if lead in WRITE_WORDS:
+        return "write", f"docs: help '{help_words[0]}'"
+    if lead in READ_WORDS:
+        return "read", f"docs: help '{help_words[0]}'"
+    hit = next((w for w in words if w in WRITE_WORDS), None)
+    if hit:
+        return "write", f"docs: verb word '{hit}'"
     if _HELP_WRITE.search(str(verb.get("help") or "")):
         return "write", "docs: help text"
     return "read", f"docs: role {role or 'none'} with no write verb (a read, so no chain ends on it)"
@@ -150,7 +161,7 @@ def check_chain(chain: dict[str, Any], effects: dict[str, str]) -> str | None:
         if s.get("layer") == "cli" and s.get("op") not in effects:
             return f"unknown_tool: step calls {s.get('op')!r}, which the tool docs do not have"
     if not steps:
-        return "ends_on_read: no environment step"
+        return "no_environment_step: only scaffold steps (read, grep, finish)"
     last = steps[-1]
     if last.get("layer") == "cli" and effects.get(str(last.get("op"))) != "write":
         return f"ends_on_read: the last step {last.get('op')!r} is a read"
@@ -356,7 +367,7 @@ class ClawForgeImporter(Importer):
             for v in docs["visible_verbs"] + docs.get("hidden_verbs", [])
             if isinstance(v, dict) and "verb" in v
         }
-        out: dict[str, Any] = {"kind": "clawforge_release", "env": env, "verbs": len(docs["visible_verbs"])}
+        out: dict[str, Any] = {"kind": "clawforge_release", "verbs": len(docs["visible_verbs"])}
         out["side_effects"] = dict(Counter(effects[v["verb"]] for v in docs["visible_verbs"] if "verb" in v))
         if p.get("graph"):
             from dataclaw.core.errors import ConfigError
@@ -534,6 +545,7 @@ def _api_json(info: Any, tools: list[Any], state_keys: list[str], name: str) -> 
                 "description": m.description,
                 "params": m.params,
                 "returns": m.returns,
+                "success_keys": m.success_keys,
                 "side_effect": "write" if fields else "read",
                 "fields": fields,
             }

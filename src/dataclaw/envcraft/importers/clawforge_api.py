@@ -47,6 +47,8 @@ class MethodInfo:
     """Methods of ``self`` it calls."""
     skipped: str | None = None
     """Why it is not a tool (``*args``/``**kwargs``)."""
+    success_keys: list[str] = field(default_factory=list)
+    """Keys of the dicts it returns on success (``return {"tasks": ...}``): what it outputs."""
 
 
 @dataclass
@@ -230,6 +232,18 @@ def _params(fn: ast.FunctionDef, docs: dict[str, str]) -> tuple[list[dict[str, A
     return out, None
 
 
+def success_keys(fn: ast.FunctionDef) -> list[str]:
+    """Keys of the dict literals the method returns, but not those of ``{"error": ...}`` returns."""
+    out: list[str] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
+            consts = [k for k in node.value.keys if isinstance(k, ast.Constant)]
+            keys = [k.value for k in consts if isinstance(k.value, str)]
+            if "error" not in keys:
+                out += [k for k in keys if k not in out]
+    return out
+
+
 def _api_classes(tree: ast.Module) -> list[ast.ClassDef]:
     out = []
     for node in tree.body:
@@ -278,10 +292,9 @@ def read_api(source: str, filename: str = "<source>") -> ApiInfo:
         desc, docs, returns = parse_docstring(ast.get_docstring(fn, clean=False))
         params, skipped = _params(fn, docs)
         writes, calls = analysed[name]
+        label = desc or name.replace("_", " ")
         methods.append(
-            MethodInfo(
-                name, desc or name.replace("_", " "), params, returns, set(writes), set(calls), skipped
-            )
+            MethodInfo(name, label, params, returns, set(writes), set(calls), skipped, success_keys(fn))
         )
     # a method inherits what the methods of self it calls write (to a fixed point)
     effect = {name: set(w) for name, (w, _) in analysed.items()}

@@ -218,7 +218,7 @@ def _spec(doc: dict[str, Any]) -> ToolSpec:
     return ToolSpec(
         name=doc["name"], fn=_call(doc["name"], write), description=doc["description"], params=params,
         side_effect=doc["side_effect"], state_fields_affected=fields if write else (),
-        returns_description=doc.get("returns", ""),
+        returns_description=doc.get("returns", ""), success_keys=tuple(doc.get("success_keys", ())),
     )  # fmt: skip
 
 
