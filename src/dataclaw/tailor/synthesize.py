@@ -86,6 +86,19 @@ def _anchor_line(a: dict[str, Any]) -> str:
     return f"{span} s {a['kind']}: {_anchor_text(a)}".rstrip(": ")
 
 
+WINDOW_KINDS = frozenset({"hand_close", "hand_open", "stall", "segment"})
+"""Proprioception anchor kinds kept in the context as frame windows (the ``anchor_window`` validator)."""
+
+
+def _window(a: dict[str, Any], fps: float | None) -> dict[str, Any]:
+    """An anchor as ``{kind, source, start, end}`` in frames (its exact frames when it has them)."""
+    p = a.get("payload") or {}
+    t_end = a.get("t_end") if a.get("t_end") is not None else a["t"]
+    start = p.get("frame", round(a["t"] * fps) if fps else 0)
+    end = p.get("frame_end", round(t_end * fps) if fps else start)
+    return {"kind": a["kind"], "source": a.get("source"), "start": int(start), "end": int(end)}
+
+
 def _event(i: int, a: dict[str, Any]) -> dict[str, Any]:
     p = a.get("payload") or {}
     target = p.get("target")
@@ -220,6 +233,7 @@ def build_context(
         ],
         "anchor_lines": [_anchor_line(a) for a in shown[: intent.request.max_anchors]] or ["(none)"],
         "anchor_ids": [a["id"] for a in anchors],
+        "anchor_windows": [_window(a, stream.get("fps")) for a in anchors if a["kind"] in WINDOW_KINDS],
         "events": events,
         "event_lines": [_event_line(e) for e in events] or ["(none)"],
         "event_kinds": sorted({e["kind"] for e in events}) or ["click"],

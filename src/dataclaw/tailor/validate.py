@@ -9,8 +9,10 @@ Checks: schema; temporal (indices inside the stream, positive durations, a freez
 observation range, a recovery inside the future range, input before output); task structure (a valid
 permutation of the given fragment labels, no distractor in the ordered solution, fragments contiguous
 and non-overlapping); grounding against anchors (a claimed click on an element that never appears in
-the events is flagged; text must share words with the evidence). Every failure is a reject of the
-sample with the validator's reason code.
+the events is flagged; text must share words with the evidence). The quality checks that stop
+plausible garbage (repetition, prompt echo, question form, temporal consistency of the text, anchor
+windows) live in :mod:`dataclaw.tailor.quality` and register here. Every failure is a reject of the
+sample with the validator's reason code and, where there is one, the offending span of text.
 
 :class:`ValidateStage` turns a response record into a :class:`~dataclaw.tailor.records.Sample` in
 ``validated.jsonl`` or a reject.
@@ -61,23 +63,45 @@ class ValidationIssue(StrEnum):
     TOO_LITTLE_TEXT = "too_little_text"
     MISSING_PLACEHOLDER = "missing_placeholder"
     UNKNOWN_PLACEHOLDER = "unknown_placeholder"
+    REPETITIVE_TEXT = "repetitive_text"
+    """Character or word n-gram repetition ratio above the limit (data-juicer's definitions)."""
+    DUPLICATE_SENTENCE = "duplicate_sentence"
+    """The same sentence twice in one text."""
+    DUPLICATE_STEPS = "duplicate_steps"
+    """Two items of a list (steps, motion phases) say the same thing."""
+    PROMPT_ECHO = "prompt_echo"
+    """The text repeats the prompt's template or its anchor / frame lines instead of answering."""
+    NOT_A_QUESTION = "not_a_question"
+    FRAME_NOT_SELECTED = "frame_not_selected"
+    """The text names a frame or time outside the frames the sample selected."""
+    ORDER_CONTRADICTS_FRAMES = "order_contradicts_frames"
+    """before / after / then in the text disagree with the order of the frames it names."""
+    OUTSIDE_ANCHOR = "outside_anchor"
+    """A grasp / release / stall frame lies outside the matching proprioception anchor."""
     BAD_RECORD = "bad_record"
 
 
 @dataclass(frozen=True)
 class Failure:
-    """One failed check: the reason code, a message naming the field, and the validator."""
+    """One failed check: the reason code, a message naming the field, the validator, and the offending
+    span of the answer's text where there is one (at most 200 characters)."""
 
     reason: ValidationIssue
     message: str
     validator: str = ""
+    span: str | None = None
 
     def to_dict(self) -> dict[str, str]:
-        return {"reason": str(self.reason), "message": self.message, "validator": self.validator}
+        out = {"reason": str(self.reason), "message": self.message, "validator": self.validator}
+        if self.span is not None:
+            out["span"] = self.span[:200]
+        return out
 
 
 Validator = Callable[..., list[Failure]]
-VALIDATORS: Registry[Validator] = Registry("validator")
+VALIDATORS: Registry[Validator] = Registry("validator", builtins=["dataclaw.tailor.quality"])
+"""Validators by name: the checks below, :mod:`dataclaw.tailor.quality`, and plugins (entry-point group
+``dataclaw.validators`` or ``--plugin MODULE``)."""
 
 
 def register_validator(name: str) -> Callable[[Validator], Validator]:
@@ -95,8 +119,24 @@ def get_validator(name: str) -> Validator:
 
 def run_validator(name: str, output: Any, ctx: dict[str, Any], params: dict[str, Any]) -> list[Failure]:
     """Run one validator; its failures carry its name."""
-    fails = get_validator(name)(output, ctx, **params)
-    return [Failure(f.reason, f.message, name) for f in fails]
+    try:
+        fails = get_validator(name)(output, ctx, **params)
+    except TypeError as exc:  # an intent file passing a parameter the validator does not take
+        raise ConfigError(
+            f"validator '{name}' does not take the parameters {sorted(params)}: {exc}"
+        ) from None
+    return [Failure(_issue(name, f.reason), f.message, name, f.span) for f in fails]
+
+
+def _issue(validator: str, reason: Any) -> ValidationIssue:
+    """A failure's reason as the enum (a plugin may return the code as a string)."""
+    try:
+        return ValidationIssue(reason)
+    except ValueError:
+        raise ConfigError(
+            f"validator '{validator}' returned the reason '{reason}', which is not a ValidationIssue "
+            f"({', '.join(ValidationIssue)})"
+        ) from None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -551,6 +591,7 @@ class ValidateStage(Stage):
                 raw_text=(item.get("raw_text") or "")[:500],
             )
         steps = [(s.name, s.params) for s in intent.validators]
+        ctx = {**ctx, "prompt_template": prompt_template(intent)}
         fails = validate_output(item["output"], ctx, steps, intent.output_schema, item.get("schema"))
         if fails:
             return self.reject(
@@ -564,6 +605,25 @@ class ValidateStage(Stage):
         except TemplateError as exc:
             return self.reject(item, ValidationIssue.BAD_RECORD, str(exc))
         return [sample.model_dump(mode="json")]
+
+
+_TEMPLATE_FIELD = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+_TEMPLATES: dict[tuple[str, str, str], list[str]] = {}
+
+
+def prompt_template(intent: Any) -> list[str]:
+    """The literal text of ``intent``'s prompt (system, user, the fixed footer) without its ``{{ … }}``
+    fields, one piece per line between fields: what an answer must not echo (``prompt_echo``)."""
+    from dataclaw.tailor.synthesize import FOOTER
+
+    key = (intent.id, intent.prompt.system, intent.prompt.user)
+    if key not in _TEMPLATES:
+        pieces = []
+        for text in (intent.prompt.system, intent.prompt.user, FOOTER):
+            for part in _TEMPLATE_FIELD.split(text):
+                pieces.extend(line.strip() for line in part.splitlines() if line.strip())
+        _TEMPLATES[key] = pieces
+    return _TEMPLATES[key]
 
 
 def sample_id(candidate_id: str, intent_id: str) -> str:
