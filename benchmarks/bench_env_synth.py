@@ -22,7 +22,7 @@ import argparse
 import json
 import os
 import random
-import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -88,6 +88,12 @@ def proven(env_cls: Any, tries: int = 40) -> bool:
     return False
 
 
+def _copy_db(src: Path, dest: Path) -> None:
+    """Copy a sqlite database whole (its WAL included), through sqlite's backup API."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dest) as b:
+        a.backup(b)
+
+
 def env_worker_figure() -> dict[str, Any]:
     """``bench_env_worker.py`` as it is (its own JSON line)."""
     done = subprocess.run(
@@ -132,12 +138,12 @@ def main() -> int:
     lib.mkdir(parents=True, exist_ok=True)
     args.cache.parent.mkdir(parents=True, exist_ok=True)
     if args.cache.is_file():
-        shutil.copy(args.cache, lib / CACHE)
+        _copy_db(args.cache, lib / CACHE)
     ledger = UsageLedger()
     t0 = time.perf_counter()
     rows = synthesize(lib, Requests(scenarios=scenarios), SynthConfig(model=args.model), ledger=ledger)
     synth_s = time.perf_counter() - t0
-    shutil.copy(lib / CACHE, args.cache)
+    _copy_db(lib / CACHE, args.cache)
     checked = []
     for r in rows:
         t1 = time.perf_counter()

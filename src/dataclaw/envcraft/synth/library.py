@@ -288,6 +288,7 @@ def row(rid: str, scenario: dict[str, Any], path: str, **fields: Any) -> dict[st
         "archetypes": [],
         "spec_valid": False,
         "spec_issues": [],
+        "spec_fixes": [],
         "rounds": 0,
         "passed": False,
         "reasons": [],
@@ -385,6 +386,25 @@ def run_job(job: Job) -> dict[str, Any]:
     )
 
 
+def floor_spec(e: Any) -> tuple[Any, list[str]]:
+    """An invalid E_spec made compilable where the fix is unambiguous, for the floor environment: a
+    non-collection state field that repeats a collection's name is dropped (small models echo the
+    collection as a counter of the same name; the collection keeps the name). Returns the spec and what
+    was changed (recorded in the row's ``spec_fixes``)."""
+    collections = {f.name for f in e.state_fields if f.kind == "collection"}
+    kept, fixes, seen = [], [], set()
+    for f in e.state_fields:
+        if f.kind != "collection" and f.name in collections:
+            fixes.append(f"state field {f.name!r} ({f.kind}) dropped: the name of a collection")
+            continue
+        if f.kind == "collection" and f.name in seen:
+            kept.append(f)  # two collections of one name: left for the compiler to refuse
+            continue
+        seen.add(f.name)
+        kept.append(f)
+    return (e.model_copy(update={"state_fields": kept}) if fixes else e), fixes
+
+
 def _compile(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """Spec compilation (no model call), then the audit. An invalid spec still compiles when its names
     are usable (the floor environment); the issues it carried are listed in ``spec_issues``."""
@@ -393,9 +413,14 @@ def _compile(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]
     from dataclaw.envcraft.synth.retrieval import retrieve
 
     e, t, codes, valid = _spec_parts(spec)
+    fixes: list[str] = []
+    if not valid:
+        e, fixes = floor_spec(e)
     sc = ScenarioSpec.model_validate(scenario)
     found = retrieve(e, t, sc)
     out: dict[str, Any] = {"spec_valid": valid, "spec_issues": codes, "archetypes": [r.name for r in found]}
+    if fixes:
+        out["spec_fixes"] = fixes
     build = lib / BUILD / "compile" / sc.id
     build.mkdir(parents=True, exist_ok=True)
     try:
