@@ -63,6 +63,10 @@ class ImportReason(StrEnum):
     """A well-formed item of a kind this importer does not convert (the message says which)."""
     DUPLICATE = "duplicate"
     """Another item of the source already produced this id."""
+    GOLD_FAILS = "gold_fails"
+    """Its own reference solution, replayed through its environment, does not pass its check."""
+    MISSING_TOOLS = "missing_tools"
+    """Its environment's code is not in the source (e.g. a τ²-bench domain without its tools module)."""
 
 
 class ImportFailed(RuntimeError):
