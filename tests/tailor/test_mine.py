@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -86,7 +88,9 @@ def test_windows_record_the_anchors_inside_them() -> None:
     inside = make_anchor(SID, 6.0, "hand_close", "proprio", {"frame": 180})
     outside = make_anchor(SID, 12.5, "hand_open", "proprio", {"frame": 375})
     (c50,) = [
-        c for c in FaultWindows().mine(stream, [inside, outside]) if c.payload["anchor_fraction"] == 0.5
+        c
+        for c in FaultWindows(use_grasps=False).mine(stream, [inside, outside])
+        if c.payload["anchor_fraction"] == 0.5
     ]
     assert c50.anchor_ids == [inside.id]
     assert "1 hand_close in the window" in c50.why
@@ -178,3 +182,46 @@ def test_mine_stream_runs_what_applies() -> None:
     kinds = sorted(c.kind for c in mine_stream(robot(), []))
     assert kinds == ["fault_window"] * 3 + ["keyframes"]
     assert mine_stream(StreamView(id="stream:x-0", modality="images"), []) == []
+
+
+@pytest.mark.parametrize("root", ["examples", "shared"])
+def test_fault_windows_land_on_the_approach_before_each_grasp(root: str, shared_data: Path) -> None:
+    """Real G1 episodes with their proprioception anchors: every window's observation range ends
+    before the hand starts to close, and its future range holds the grasp."""
+    from dataclaw.tailor.anchors import get_extractor
+    from dataclaw.tailor.ingest import stream_view
+    from dataclaw.tailor.streams import Stream, StreamSource, open_source
+
+    folder = Path(__file__).resolve().parents[2] / "examples" if root == "examples" else shared_data
+    streams = [s for s in open_source(folder / "lerobot_g1") if isinstance(s, Stream)]
+    assert streams
+    miner = get_miner("fault_window")
+    for stream in streams:
+        with StreamSource(stream) as source:
+            anchors = get_extractor("proprio").extract(stream, source)
+        grasps = sorted(a.payload["frame"] for a in anchors if a.kind == "hand_close")
+        assert grasps, "the G1 episodes all grasp the bottle"
+        cands = miner.mine(stream_view(stream), anchors)
+        assert len(cands) == len(miner.grasps(stream_view(stream), anchors)) >= 1
+        for c in cands:
+            g = c.payload["grasp_frame"]
+            assert c.payload["anchor"] == "grasp" and g in grasps
+            assert c.observation.end < g <= c.future.end, (c.observation, g, c.future)
+            assert c.observation.start >= c.payload["approach_start"] or c.observation.length < 90
+            assert all(f < g for f in c.observation_frames) and "approach before grasp" in c.why
+        # without proprioception the paper's fixed fractions are the fallback
+        fallback = miner.mine(stream_view(stream), [])
+        assert [c.payload["anchor_fraction"] for c in fallback] == [0.35, 0.5, 0.65]
+
+
+def test_miner_settings_are_part_of_candidate_ids_and_misses_are_explained() -> None:
+    view = StreamView(id="stream:v-1", modality="robot", fps=30.0, frame_count=300, duration=10.0)
+    a = get_miner("fault_window").mine(view, [])
+    b = get_miner("fault_window", observation_s=2.0).mine(view, [])
+    assert {c.id for c in a}.isdisjoint(c.id for c in b)
+    assert [c.id for c in a] == [c.id for c in get_miner("fault_window").mine(view, [])]
+    short = StreamView(id="stream:v-2", modality="robot", fps=30.0, frame_count=5, duration=0.2)
+    miner = get_miner("fault_window")
+    assert miner.mine(short, []) == []
+    assert miner.take_notes() == ["5 frames < observation_frames + future_frames = 12"]
+    assert miner.take_notes() == []

@@ -215,21 +215,25 @@ class MineStage(Stage):
         view = stream_view(stream)
         out: list[Record] = []
         applied: list[str] = []
+        notes: list[str] = []
         for miner in self._miners:
             if not miner.applies_to(view):
                 continue
             applied.append(miner.name)
+            miner.take_notes()
             try:
                 out.extend(c.model_dump(mode="json") for c in miner.mine(view, anchors))
             except DataclawError as exc:
                 return self.reject(item, MineIssue.MINER_FAILED, f"{miner.name}: {exc}", miner=miner.name)
+            notes += [f"{miner.name}: {n}" for n in miner.take_notes()]
         if not out:
             why = (
                 f"miners {', '.join(applied)} found nothing worth mining in {len(anchors)} anchors"
+                + (f" ({'; '.join(notes)})" if notes else "")
                 if applied
                 else f"no miner applies to a {view.modality} stream" + ("" if view.fps else " without video")
             )
-            return self.reject(item, MineIssue.NO_CANDIDATES, why, miners=applied)
+            return self.reject(item, MineIssue.NO_CANDIDATES, why, miners=applied, notes=notes)
         return out
 
 

@@ -2,9 +2,11 @@
 
 Deterministic scripts pick compact, verifiable construction units before any model is called:
 
-- ``fault_window`` (A.3.1 fault branch): anchors at fixed fractions of a robot trajectory (35/50/65%),
-  each with an observation range before it (where a stall is synthesised) and a future range after it
-  (evidence of the correct continuation), 8 observation and 4 future frames sampled.
+- ``fault_window`` (A.3.1 fault branch): one window per grasp when proprioception anchors show grasps
+  (the observation range is the approach segment just before the hand closes, the future range holds
+  the grasp), else anchors at fixed fractions of the trajectory (35/50/65%, the paper's scripts); each
+  with an observation range before the anchor (where a stall is synthesised) and a future range after
+  it (evidence of the correct continuation), 8 observation and 4 future frames sampled.
 - ``keyframes`` (A.3.1 understanding branch): K frames (20) sampled uniformly over the episode.
 - ``gui_task`` (A.3.2 Stage 1 + 2): heuristic multi-event filtering of a GUI trajectory into
   none / sequential / parallel / hybrid, and an initial subtask proposal (see :mod:`.mine_gui`).
@@ -13,7 +15,10 @@ Deterministic scripts pick compact, verifiable construction units before any mod
   (see :mod:`.mine_lecture`).
 
 Miners register by name like anchor extractors. Every candidate records the anchors it used and a
-human-readable ``why``; its id derives from the stream id and its own inputs.
+human-readable ``why``; its id derives from the stream id, its own inputs and the miner's settings (a
+rerun with other settings makes other candidates, never reuses the old ones). A miner that finds
+nothing says why with :meth:`Miner.note` (the threshold missed and the value seen); the mine stage puts
+those notes into the ``no_candidates`` reject.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.core.ids import child_id
+from dataclaw.core.ids import child_id, stable_hash
 from dataclaw.core.registry import Registry
 from dataclaw.media.video import sample_indices
 from dataclaw.tailor.anchors.base import Anchor
@@ -114,10 +119,37 @@ class StreamView:
 
 
 class Miner(ABC):
-    """Turns a stream and its anchors into candidates. Subclasses set ``name`` and ``kind``."""
+    """Turns a stream and its anchors into candidates. Subclasses set ``name`` and ``kind`` and keep
+    their settings as public attributes (they are part of every candidate id, see :meth:`settings`)."""
 
     name: ClassVar[str]
     kind: ClassVar[CandidateKind]
+    _notes: list[str] | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """The miner's settings: its public attributes, JSON-ready (sets sorted, tuples as lists)."""
+
+        def plain(v: Any) -> Any:
+            if isinstance(v, set | frozenset):
+                return sorted(plain(x) for x in v)
+            if isinstance(v, tuple | list):
+                return [plain(x) for x in v]
+            if isinstance(v, dict):
+                return {str(k): plain(x) for k, x in v.items()}
+            return v
+
+        return {k: plain(v) for k, v in sorted(vars(self).items()) if not k.startswith("_")}
+
+    def note(self, message: str) -> None:
+        """Record why something was not mined (shown when the stream yields no candidate)."""
+        if self._notes is None:
+            self._notes = []
+        self._notes.append(message)
+
+    def take_notes(self) -> list[str]:
+        """The notes since the last call, cleared."""
+        notes, self._notes = self._notes or [], []
+        return notes
 
     @abstractmethod
     def applies_to(self, stream: StreamView) -> bool:
@@ -130,7 +162,12 @@ class Miner(ABC):
     def candidate(self, stream: StreamView, key: Any, label: str | None = None, **fields: Any) -> Candidate:
         """A candidate of this miner's kind with its deterministic id (from the stream id and ``key``)."""
         return Candidate(
-            id=child_id(stream.id, "cand", [self.name, key], label=label or self.kind.value),
+            id=child_id(
+                stream.id,
+                "cand",
+                [self.name, key, stable_hash(self.settings(), 8)],
+                label=label or self.kind.value,
+            ),
             stream_id=stream.id,
             kind=self.kind,
             **fields,
@@ -182,13 +219,34 @@ def _video_ok(stream: StreamView) -> bool:
 ROBOT = "robot"
 
 
+GRASP_KINDS = frozenset({"hand_close", "gripper_close"})
+"""Proprioception anchors that mark a grasp (the hand or gripper closes)."""
+_BEFORE_GRASP = frozenset({"hand_open", "hand_close", "gripper_open", "gripper_close", "stall"})
+
+
+def _frame_of(stream: StreamView, a: Anchor, end: bool = False) -> int:
+    """The frame an anchor starts (``end``: ends) at: its payload's frame numbers, else its time."""
+    key = "frame_end" if end else "frame"
+    value = a.payload.get(key, a.payload.get("frame")) if end else a.payload.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    t = a.t_end if end and a.t_end is not None else a.t
+    return stream.frame_of(t)
+
+
 @register_miner
 class FaultWindows(Miner):
-    """Observation/future windows around anchors at fixed fractions of a robot trajectory (A.3.1).
+    """Observation/future windows before each grasp, or at fixed fractions of a robot trajectory (A.3.1).
 
-    The observation range ends at the anchor frame and spans ``observation_s`` seconds; the future
-    range starts right after it and spans ``future_s`` seconds; both are clipped to the episode. An
-    anchor whose ranges cannot hold the frames to sample is skipped and the reason kept in ``why``.
+    With grasp anchors (``hand_close``/``gripper_close`` from proprioception) each grasp gets a window:
+    the anchor is the last frame before the hand starts to close, the observation range covers the
+    approach segment up to it (from the end of the previous hand event or stall, at most
+    ``observation_s``; when that approach is shorter than ``observation_frames`` the range reaches back
+    the full ``observation_s``), the future range the ``future_s`` after it, the grasp itself. Grasps
+    closer than ``observation_s`` to the previous one (two hands closing together) share its window.
+    Without grasp anchors the anchors sit at ``fractions`` of the episode (the paper's 35/50/65%), the
+    observation range ending at the anchor. Ranges are clipped to the episode; an anchor whose ranges
+    cannot hold the frames to sample is skipped, and the reason noted.
     """
 
     name: ClassVar[str] = "fault_window"
@@ -202,6 +260,7 @@ class FaultWindows(Miner):
         observation_frames: int = 8,
         future_frames: int = 4,
         evidence_kinds: Sequence[str] | None = None,
+        use_grasps: bool = True,
     ) -> None:
         if not fractions or any(not 0.0 < f < 1.0 for f in fractions):
             raise ConfigError(
@@ -213,34 +272,88 @@ class FaultWindows(Miner):
         self.observation_s, self.future_s = observation_s, future_s
         self.observation_frames, self.future_frames = observation_frames, future_frames
         self.evidence_kinds = set(evidence_kinds) if evidence_kinds else None
+        self.use_grasps = use_grasps
 
     def applies_to(self, stream: StreamView) -> bool:
         return stream.modality == ROBOT and _video_ok(stream)
 
+    def grasps(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[tuple[int, int, Anchor]]:
+        """(grasp frame, approach start frame, grasp anchor) per grasp, in order."""
+        assert stream.fps
+        events = sorted((a for a in anchors if a.kind in _BEFORE_GRASP), key=lambda a: (a.t, a.id))
+        gap = max(1, round(self.observation_s * stream.fps))
+        out: list[tuple[int, int, Anchor]] = []
+        for g in (a for a in events if a.kind in GRASP_KINDS):
+            frame = _frame_of(stream, g)
+            if out and frame - out[-1][0] < gap:
+                continue  # the other hand closing with it, or a re-grip: same approach
+            ends = [_frame_of(stream, e, end=True) for e in events if e is not g]
+            start = max((f + 1 for f in ends if f < frame), default=0)
+            out.append((frame, start, g))
+        return out
+
     def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
         assert stream.fps and stream.frame_count
         n, fps = stream.frame_count, stream.fps
-        out: list[Candidate] = []
         if n < self.observation_frames + self.future_frames:
-            return out  # too short to hold the frames to sample: nothing to mine (A.3.1 filters these)
-        for frac in self.fractions:
-            a = min(n - 2, round(frac * (n - 1)))
-            obs = stream.frange(max(0, a - max(1, round(self.observation_s * fps)) + 1), a)
+            self.note(
+                f"{n} frames < observation_frames + future_frames = "
+                f"{self.observation_frames + self.future_frames}"
+            )
+            return []  # too short to hold the frames to sample: nothing to mine (A.3.1 filters these)
+        obs_len = max(1, round(self.observation_s * fps))
+        plans: list[tuple[int, int, float, dict[str, Any], str]] = []  # anchor, obs start, key, payload, why
+        grasps = self.grasps(stream, anchors) if self.use_grasps else []
+        for i, (frame, approach, g) in enumerate(grasps):
+            a = min(n - 2, frame - 1)
+            start = max(0, a - obs_len + 1)
+            if a - max(start, approach) + 1 >= self.observation_frames:
+                start = max(start, approach)
+            payload = {
+                "anchor": "grasp", "grasp_frame": frame, "grasp_anchor": g.id, "approach_start": approach,
+                "anchor_frame": a, "anchor_fraction": round(a / (n - 1), 4),
+            }  # fmt: skip
+            why = (
+                f"approach before grasp {i + 1} ({g.kind} of the {g.payload.get('hand', 'gripper')} hand at "
+                f"frame {frame}, {stream.time_of(frame):.2f} s; approach from frame {approach})"
+            )
+            plans.append((a, start, float(frame), payload, why))
+        if not grasps:
+            for frac in self.fractions:
+                a = min(n - 2, round(frac * (n - 1)))
+                payload = {"anchor": "fraction", "anchor_fraction": frac, "anchor_frame": a}
+                why = f"anchor at {frac:.0%} of {n} frames (frame {a}, {stream.time_of(a):.2f} s)"
+                why += "; no grasp anchors" if self.use_grasps else ""
+                plans.append((a, max(0, a - obs_len + 1), frac, payload, why))
+        out: list[Candidate] = []
+        for a, start, key, payload, why in plans:
+            if a < 0:
+                self.note(f"grasp at frame {a + 1} leaves no frame before it to observe")
+                continue
+            obs = stream.frange(start, a)
             fut = stream.frange(a + 1, min(n - 1, a + max(1, round(self.future_s * fps))))
             if obs.length < self.observation_frames or fut.length < self.future_frames:
+                self.note(
+                    f"anchor at frame {a}: observation {obs.length} frames (observation_frames "
+                    f"{self.observation_frames}), future {fut.length} frames "
+                    f"(future_frames {self.future_frames})"
+                )
                 continue
             used = anchors_between(anchors, obs.t_start, fut.t_end, self.evidence_kinds)
             evidence = _describe(used)
-            why = (
-                f"anchor at {frac:.0%} of {n} frames (frame {a}, {stream.time_of(a):.2f} s); observation "
-                f"{obs.start}-{obs.end}, future {fut.start}-{fut.end}"
-                + (f"; {evidence} in the window" if evidence else "; no event anchors in the window")
+            why += f"; observation {obs.start}-{obs.end}, future {fut.start}-{fut.end}" + (
+                f"; {evidence} in the window" if evidence else "; no event anchors in the window"
+            )
+            label = (
+                f"grasp-{payload['grasp_frame']}"
+                if payload["anchor"] == "grasp"
+                else f"fault-{round(key * 100)}"
             )
             out.append(
                 self.candidate(
                     stream,
-                    [frac, obs.start, obs.end, fut.start, fut.end],
-                    label=f"fault-{round(frac * 100)}",
+                    [key, obs.start, obs.end, fut.start, fut.end],
+                    label=label,
                     camera=stream.camera,
                     fps=fps,
                     frame_count=n,
@@ -253,7 +366,7 @@ class FaultWindows(Miner):
                     t_end=fut.t_end,
                     anchor_ids=[x.id for x in used],
                     why=why,
-                    payload={"anchor_fraction": frac, "anchor_frame": a},
+                    payload=payload,
                 )
             )
         return out
@@ -345,6 +458,7 @@ class DynamicSegments(Miner):
         shots = sorted((a for a in anchors if a.kind == "shot"), key=lambda a: a.t)
         motion = [a for a in anchors if a.kind == "motion"]
         if not motion:
+            self.note("no motion anchors (run the motion extractor)")
             return []
         pieces: list[tuple[float, float, Anchor | None]] = []
         for shot in shots or [None]:
@@ -354,13 +468,16 @@ class DynamicSegments(Miner):
             step = (t1 - t0) / parts
             pieces.extend((t0 + i * step, t0 + (i + 1) * step, shot) for i in range(parts))
         out: list[Candidate] = []
+        longest, best = 0.0, None
         for t0, t1, shot in pieces:
+            longest = max(longest, t1 - t0)
             if t1 - t0 < self.min_s:
                 continue
             inside = [m for m in motion if (m.t_end or m.t) > t0 and m.t < t1]  # overlaps [t0, t1)
             if not inside:
                 continue
             energy = sum(m.payload["energy"] for m in inside) / len(inside)
+            best = energy if best is None else max(best, energy)
             if energy < self.min_energy:
                 continue
             first = stream.frame_of(t0)
@@ -392,6 +509,10 @@ class DynamicSegments(Miner):
                     },
                 )
             )
+        if not out and best is None:
+            self.note(f"longest segment {longest:.2f} s < min_s {self.min_s} s")
+        elif not out:
+            self.note(f"highest mean motion energy {best:.4f} < min_energy {self.min_energy}")
         return out
 
 

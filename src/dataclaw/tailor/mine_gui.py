@@ -344,10 +344,16 @@ class GuiTasks(Miner):
     def mine(self, stream: StreamView, anchors: Sequence[Anchor]) -> list[Candidate]:
         events = action_events(anchors)
         if len(events) < self.min_events:
+            self.note(f"{len(events)} GUI actions < min_events {self.min_events}")
             return []
         sig = gather_signals(stream.instruction or "", anchors, events)
         cls = sig.classify()
         if cls is MultiEvent.NONE and not self.keep_single:
+            fired = sig.fired()
+            self.note(
+                f"Stage 1 found {len(fired)} multi-event signal(s) ({', '.join(fired) or 'none'}) < 2 needed;"
+                " keep_single is off"
+            )
             return []
         subtasks = propose_subtasks(events, sig, cls)
         t0 = events[0].t

@@ -158,10 +158,17 @@ class LectureSegments(Miner):
             spans = self._aligned(transcript, texts)
             how = f"TF-IDF alignment of {self.chunk_s:.0f} s transcript chunks to slide text"
         else:
+            self.note(
+                "no slide/time alignment and "
+                + ("no slide text" if not texts else "no transcript")
+                + " to align"
+            )
             return []
         out: list[Candidate] = []
+        longest = 0.0
         for span in spans:
             said = [a for a in transcript if span.t0 <= a.t < span.t1]
+            longest = max(longest, span.t1 - span.t0)
             if span.t1 - span.t0 < self.min_s or not said:
                 continue
             page = span.slide + 1
@@ -192,6 +199,8 @@ class LectureSegments(Miner):
                     payload=payload,
                 )
             )
+        if not out:
+            self.note(f"longest slide visit {longest:.1f} s < min_s {self.min_s} s, or no speech in any")
         return out
 
     def _aligned(self, transcript: list[Anchor], texts: list[str]) -> list[_Span]:
