@@ -57,7 +57,7 @@ MAIN = (
     "from dataclaw.envcraft.runtime.cli import main\n\nfrom . import ENVIRONMENT\n\n"
     "raise SystemExit(main(ENVIRONMENT))\n"
 )
-GOLD_FAILS = getattr(ImportReason, "GOLD_FAILS", ImportReason.MALFORMED)
+GOLD_FAILS = ImportReason.GOLD_FAILS
 """A task whose own ground truth does not pass its check when replayed (it could never be solved)."""
 
 
@@ -259,9 +259,12 @@ class PackagePlan:
 class BFCLTasks:
     """The multi-turn entries of a source, converted once per process (BFCL's own files are small)."""
 
-    def __init__(self, source: BFCLSource, categories: tuple[str, ...]) -> None:
+    def __init__(
+        self, source: BFCLSource, categories: tuple[str, ...], ids: frozenset[str] = frozenset()
+    ) -> None:
         self.source = source
         self.categories = categories
+        self.ids = ids  # only these task ids (empty: all)
         cfg = source.backend_config
         self.signatures: dict[str, dict[str, dict[str, Any]]] = {}
         self.problems: dict[str, str] = {}  # class -> why it cannot be wrapped
@@ -282,7 +285,8 @@ class BFCLTasks:
                 continue
             answers = {a.get("id"): a for a in self.source.jsonl(afile)} if afile else {}
             for q in self.source.jsonl(qfile):
-                yield cat, q, answers.get(q.get("id"))
+                if not self.ids or q.get("id") in self.ids:
+                    yield cat, q, answers.get(q.get("id"))
 
     def convert(self, category: str, q: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
         """One entry → the scenario data of its task (raises :class:`GroundTruthError`)."""
@@ -454,20 +458,22 @@ the result, so read it before retrying.
 """
 
 
+LOAD_TIMEOUT_S = 180.0
+"""Starting an imported package's worker on a loaded machine (the backends load their data at import)."""
 _LOCK = threading.Lock()
 _OPEN: dict[str, Any] = {}
 
 
 def _handle(folder: Path) -> Any:
     """The env worker of a package (one open at a time per process: 20 packages, one sandbox each)."""
-    from dataclaw.envcraft.worker import open_environment
+    from dataclaw.envcraft.worker import WorkerOptions, open_environment
 
     key = str(folder)
     with _LOCK:
         if key not in _OPEN:
             for other in list(_OPEN):
                 _OPEN.pop(other).close()
-            _OPEN[key] = open_environment(folder)
+            _OPEN[key] = open_environment(folder, WorkerOptions(load_timeout_s=LOAD_TIMEOUT_S))
         return _OPEN[key]
 
 
@@ -521,7 +527,7 @@ class BFCLImporter(Importer):
             from dataclaw.core.errors import ConfigError
 
             raise ConfigError(f"unknown BFCL category {unknown[0]!r} (known: {', '.join(CATEGORIES)})")
-        return BFCLTasks(BFCLSource(src), cats)
+        return BFCLTasks(BFCLSource(src), cats, frozenset(ctx.options.get("ids") or ()))
 
     def _plan(self, tasks: BFCLTasks) -> tuple[dict[str, PackagePlan], dict[str, Any]]:
         """Every entry converted, grouped by package; and the entries that failed (key → error)."""

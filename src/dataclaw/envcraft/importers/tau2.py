@@ -41,8 +41,8 @@ from dataclaw.pipeline.stage import Record
 TEMPLATE = Path(__file__).resolve().parent / "tau2_package" / "env.py"
 BASE_TIME = "2025-01-01T00:00:00Z"
 DEFAULT_REWARD_BASIS = ["DB", "COMMUNICATE"]  # tau2's EvaluationCriteria default
-MISSING_TOOLS = getattr(ImportReason, "MISSING_TOOLS", ImportReason.UNSUPPORTED)
-GOLD_FAILS = getattr(ImportReason, "GOLD_FAILS", ImportReason.MALFORMED)
+MISSING_TOOLS = ImportReason.MISSING_TOOLS
+GOLD_FAILS = ImportReason.GOLD_FAILS
 
 
 class Domain:
@@ -266,19 +266,21 @@ Stress procedure: `dataclaw env contract <this folder>`.
 """
 
 
+LOAD_TIMEOUT_S = 180.0
+"""Starting an imported package's worker on a loaded machine (the backends load their data at import)."""
 _LOCK = threading.Lock()
 _OPEN: dict[str, Any] = {}
 
 
 def _handle(folder: Path) -> Any:
-    from dataclaw.envcraft.worker import open_environment
+    from dataclaw.envcraft.worker import WorkerOptions, open_environment
 
     key = str(folder)
     with _LOCK:
         if key not in _OPEN:
             for other in list(_OPEN):
                 _OPEN.pop(other).close()
-            _OPEN[key] = open_environment(folder)
+            _OPEN[key] = open_environment(folder, WorkerOptions(load_timeout_s=LOAD_TIMEOUT_S))
         return _OPEN[key]
 
 
