@@ -202,3 +202,131 @@ def test_env_audit_on_ray_actors_gives_the_local_reports(local_ray, tmp_path):
     local = audit(tmp_path / "local.json")
     on_ray = audit(tmp_path / "ray.json", "--executor", "ray", "--workers", "2")
     assert on_ray == local and [r[0] for r in local] == names, "same reports, in the order given"
+
+
+def _trajectory(r: dict) -> tuple:
+    """A stored rollout without its timings: what the agent said and did, what it got, how it ended."""
+    steps = [(s["turn"], s["tool"], s["ok"], s["error_kind"], s["observation"]) for s in r["steps"]]
+    return (r["id"], r["task_id"], r["sample"], r["seed"], r["reward"], r["stop_reason"], r["error"],
+            r["defect"], r["turns"], steps, r["messages"])  # fmt: skip
+
+
+def test_rollouts_and_calibration_on_ray_actors_give_the_local_records(local_ray, tmp_path):
+    from typer.testing import CliRunner
+
+    from dataclaw.cli.tasks import app
+    from dataclaw.envcraft.tasks.workspace import load_tasks
+    from dataclaw.sandbox import sandbox_available
+    from envcraft.rollout.rollout_helpers import EXAMPLES, scripted_agent, solution_calls, tool_task
+    from support.openai_server import OpenAIServer
+
+    task = tool_task()
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(task) + "\n")
+    solve = scripted_agent([(c["tool"], c["params"]) for c in task["gold_chain"]])
+    give_up = scripted_agent([])
+    claw = next(iter(load_tasks(EXAMPLES)))
+    claw_agent = scripted_agent(solution_calls(claw))
+
+    def respond(req):
+        if req.body["messages"][1]["content"] == claw.prompt:
+            return claw_agent(req)
+        return solve(req) if req.body["seed"] == 0 else give_up(req)
+
+    def run(name: str, *extra: str) -> dict:
+        out = tmp_path / name
+        cli = CliRunner()
+        for args in (
+            ["calibrate", str(tmp_path), "-k", "2", "--out", str(out / "cal"), "--model", url, *extra],
+            [
+                "rollout",
+                str(EXAMPLES),
+                "-n",
+                "2",
+                "--limit",
+                "1",
+                "--out",
+                str(out / "claw"),
+                "--model",
+                url,
+                *extra,
+            ],
+        ):
+            if args[0] == "rollout" and not sandbox_available():
+                continue
+            res = cli.invoke(app, args)
+            assert res.exit_code == 0, res.output
+        rollouts = [r for d in ("cal", "claw") for r in _lines(out / d / "rollouts.jsonl")]
+        rejects = _lines(out / "cal" / "rejects.jsonl")
+        return {
+            "rollouts": sorted(_trajectory(r) for r in rollouts),
+            "calibration": _lines(out / "cal" / "calibration.jsonl"),
+            "rejects": sorted((r["stage"], r["record_id"], r["reason"]) for r in rejects),
+        }
+
+    with OpenAIServer(responder=respond) as server:
+        url = f"{server.base_url}::agent"
+        local = run("local")
+        on_ray = run("ray", "--executor", "ray")
+    assert on_ray == local
+    assert [(c["verdict"], c["p"]) for c in local["calibration"]] == [("keep", 0.5)]
+    assert local["rejects"] == [], "a kept task is no reject"
+    rewards = sorted((r[1], r[4]) for r in local["rollouts"])
+    assert len(rewards) == 2 + 2 * bool(sandbox_available()) and (task["id"], 1.0) in rewards
+
+
+def test_a_killed_rollout_worker_loses_no_rollout_and_pays_no_call_twice(
+    local_ray, tmp_path, monkeypatch, caplog
+):
+    from dataclaw.envcraft.quality.runs import rollout_tasks
+    from dataclaw.envcraft.rollout import RolloutConfig
+    from dataclaw.models import get_model
+    from dataclaw.pipeline.ray_executor import RayExecutor
+    from envcraft.rollout.rollout_helpers import scripted_agent, tool_task
+    from support.openai_server import OpenAIServer
+
+    task = tool_task()
+    solve = scripted_agent([(c["tool"], c["params"]) for c in task["gold_chain"]])
+    executors: list[RayExecutor] = []
+    hosting = RayExecutor.hosting
+
+    def spy(self, concurrency):  # (to find the actors' processes)
+        executors.append(self)
+        return hosting(self, concurrency)
+
+    monkeypatch.setattr(RayExecutor, "hosting", spy)
+    killed: list[int] = []
+    bodies: list[str] = []
+    lock = threading.Lock()
+
+    def respond(req):
+        with lock:
+            bodies.append(json.dumps(req.body, sort_keys=True))
+            if len(bodies) == 3 and not killed:  # rollouts are mid-way on both actors: kill one
+                pid = ray.get(executors[0].host_actors[0].pid.remote())
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        reply = solve(req)
+        reply.delay = 0.2  # the model thinks
+        return reply
+
+    run = tmp_path / "run"
+
+    def rollouts(url: str) -> list[dict]:
+        with RunStore(run) as store, using_executor(RAY):
+            model = get_model(url, cache=run / "model_cache.sqlite")
+            return asyncio.run(rollout_tasks(model, [task], store, RolloutConfig(), samples=4, concurrency=2))
+
+    with OpenAIServer(responder=respond) as server:
+        url = f"{server.base_url}::agent"
+        recs = rollouts(url)
+        assert killed, "a worker holding a rollout was killed mid-run"
+        assert "attempt 1 of 3" in caplog.text, "the rollout it held started again"
+        assert len(bodies) == len(set(bodies)), "no model call was paid twice (the retry replayed the cache)"
+        assert sorted(r["sample"] for r in recs) == [0, 1, 2, 3]
+        assert all(r["reward"] == 1.0 and r["error"] is None for r in recs), [r["error"] for r in recs]
+        assert sorted(r["id"] for r in _lines(run / "rollouts.jsonl")) == sorted(r["id"] for r in recs)
+        paid = server.request_count
+        again = rollouts(url)  # resume: every rollout is read back, nothing is asked again
+        assert server.request_count == paid
+        assert sorted(r["id"] for r in again) == sorted(r["id"] for r in recs)
+    assert not _lines(run / "rejects.jsonl")

@@ -268,7 +268,7 @@ class _HostWorker:
     def make(self, key: int, factory: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         try:
             obj = factory(*args, **kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - raised again on the driver
             return _Raised(exc)
         self.objects[key] = obj
         # its methods run here; its plain attributes (a harness's task_id, kind) are read once, now
@@ -283,7 +283,7 @@ class _HostWorker:
             return _Raised(_Gone(key))
         try:
             return getattr(obj, name)(*args, **kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - raised again on the driver
             return _Raised(exc)
 
     def drop(self, key: int) -> None:
@@ -550,7 +550,6 @@ class RayExecutor:
                 with contextlib.suppress(Exception):
                     ray.kill(actor)
 
-
     @contextlib.contextmanager
     def hosting(self, concurrency: int) -> Iterator[Host]:
         """Objects on threaded Ray actors (one per cluster CPU, at most ``concurrency``; each holds up to
@@ -576,8 +575,8 @@ class RayExecutor:
                 live = [i for i in range(n) if i not in dead]
                 if not live:
                     raise RayWorkersDying(
-                        f"the Ray workers holding rollouts (env sessions, workspaces) died more than {RESTARTS} "
-                        "times each; the rollouts not stored are retried on the next run"
+                        f"the Ray workers holding rollouts (env sessions, workspaces) died more than "
+                        f"{RESTARTS} times each; the rollouts not stored are retried on the next run"
                     )
                 a = min(live, key=load.__getitem__)
                 load[a] += 1

@@ -439,13 +439,13 @@ def _task_limits(task: Any, config: RolloutConfig) -> RolloutConfig:
 
 
 def trajectories_of(records: list[dict[str, Any]], tid: str) -> list[Trajectory]:
-    """Rebuild the judging view (reward, error, defect) of stored trajectories of one task."""
+    """Rebuild the judging view (reward, error, defect) of stored trajectories of one task, in sample
+    order (outcome j is sample j's, whichever finished first)."""
     out = []
-    for r in records:
-        if r["task_id"] == tid:
-            t = Trajectory(id=r["id"], task_id=tid, kind=r["kind"], model=r["model"], sample=r["sample"])
-            t.reward, t.error, t.defect = r["reward"], r["error"], r["defect"]
-            out.append(t)
+    for r in sorted((r for r in records if r["task_id"] == tid), key=lambda r: r["sample"]):
+        t = Trajectory(id=r["id"], task_id=tid, kind=r["kind"], model=r["model"], sample=r["sample"])
+        t.reward, t.error, t.defect = r["reward"], r["error"], r["defect"]
+        out.append(t)
     return out
 
 
