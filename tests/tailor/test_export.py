@@ -306,3 +306,142 @@ def test_cli_export_command(run: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert _run(["tailor", "export", str(tmp_path / "nothing"), "--format", "jsonl"]) == 1
     err = capsys.readouterr().err
     assert "has no samples.jsonl" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------------------
+# media tokens where the trainer expects them (issue 16 item 5)
+
+
+def lf_align(record: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA-Factory's ShareGPT alignment, replicated from llamafactory 0.9.5
+    ``data/converter.py`` (``SharegptDatasetConverter``: a leading system message is taken out, the
+    rest must alternate user/assistant, an odd count is broken) and ``data/mm_plugin.py``
+    (``_validate_messages``: the ``<image>`` / ``<video>`` count over all remaining messages equals the
+    number of images / videos; ``process_messages`` expands every token in every message, so one in an
+    assistant message would become image tokens inside the labels)."""
+    messages = record["messages"]
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+    rest = messages[1:] if system else messages
+    assert len(rest) % 2 == 0 and all(
+        m["role"] == ("user", "assistant")[i % 2] for i, m in enumerate(rest)
+    ), f"invalid role tags {[m['role'] for m in rest]}"
+    text = "".join(m["content"] for m in rest)
+    assert text.count("<image>") == len(record["images"]), "images do not match <image> tokens"
+    assert text.count("<video>") == len(record["videos"]), "videos do not match <video> tokens"
+    assert "<image>" not in system and "<video>" not in system
+    for m in rest:
+        if m["role"] == "assistant":
+            assert "<image>" not in m["content"] and "<video>" not in m["content"], m["content"]
+    return {"_prompt": rest[:-1], "_response": rest[-1:], "_system": system}
+
+
+def test_token_placement_per_builtin_intent() -> None:
+    """Every built-in intent's sample, built from a recorded answer of the embedded model and bound to
+    its media as materialisation does, exports with input tokens in user turns only and the media the
+    model should produce (tutorial step images, <video_gen>, <image_recall>) as targets."""
+    from dataclaw.tailor.export import Checked, place_tokens
+    from dataclaw.tailor.intents.registry import IntentCatalog
+    from dataclaw.tailor.materialize import bind_media, get_materializer
+    from dataclaw.tailor.records import MediaRef
+    from dataclaw.tailor.synthesize import build_sample
+
+    catalog = IntentCatalog.builtin()
+    data = Path(__file__).parent / "data" / "smollm_responses.jsonl"
+    answers: dict[str, dict[str, Any]] = {}
+    for line in data.read_text().splitlines():
+        rec = json.loads(line)
+        if isinstance(rec.get("output"), dict):
+            answers.setdefault(rec["intent"], rec)
+    assert set(answers) == {i.id for i in catalog}
+    produced = {}
+    for intent_id, rec in sorted(answers.items()):
+        intent = catalog.get(intent_id)
+        sample = build_sample(rec, intent, [])
+        specs = [
+            spec
+            for step in sample.provenance["materialize"]
+            for spec in get_materializer(step).plan(sample.output, None, None)  # type: ignore[arg-type]
+        ]
+        refs = [
+            MediaRef(artifact_id=f"a{i}", kind=s.media_type, role=s.role, placeholder=s.placeholder)
+            for i, s in enumerate(specs)
+        ]
+        bound, _ = bind_media(sample, refs)
+        arts = [
+            Artifact(
+                id=r.artifact_id,
+                sample_id=bound.id,
+                kind="still" if r.kind == "image" else "clip",
+                path=f"media/{r.artifact_id}",
+                sha256="0" * 64,
+                media_type=r.kind,
+                frames=1,
+                width=1,
+                height=1,
+                source={},
+            )
+            for r in bound.media
+        ]
+        placed = place_tokens(Checked(bound, arts))
+        record = {
+            "messages": placed.turns,
+            "images": [a.path for a in placed.inputs["image"]],
+            "videos": [a.path for a in placed.inputs["video"]],
+        }
+        lf_align(record)
+        produced[intent_id] = sorted({r.placeholder for r, _ in placed.targets})
+        assert len(placed.targets) + len(record["images"]) + len(record["videos"]) == len(arts)
+    assert produced["robot_tutorial"] == produced["daily_tutorial"] == ["<image_gen>"]
+    assert produced["robot_fault_recovery"] == ["<image_recall>", "<video_gen>"]
+    assert produced["video_generation_segment"] == ["<video_gen>"]
+    assert produced["world_model_prediction"] == ["<image_gen>"]
+
+
+def test_assistant_image_tokens_export_as_targets(
+    tmp_path: Path, stream: Stream, source_hashes: list[str]
+) -> None:
+    tutorial = _sample(
+        stream,
+        "tutorial",
+        {"steps": [{"frame": 10}, {"frame": 90}]},
+        [("user", "How do I do it?"), ("assistant", "Step 1: open <image>\nStep 2: close <image>")],
+    )
+    run_dir = tmp_path / "run"
+    materialize([make_item(tutorial, stream, None, [{"name": "still", "frames": [10, 90]}])], run_dir)
+    out = tmp_path / "lf"
+    summary = run_export(run_dir, "llamafactory", out)
+    assert summary.samples == 1 and summary.rejected == 0
+    (row,) = json.loads((out / "dataclaw.json").read_text())
+    lf_align(row)
+    assert row["images"] == [] and row["messages"][1]["content"].count("<image_gen>") == 2
+    assert [t["placeholder"] for t in row["targets"]] == ["<image_gen>", "<image_gen>"]
+    assert all((out / t["path"]).is_file() for t in row["targets"])
+    hf = run_export(run_dir, "hf", tmp_path / "hf")
+    loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "hf/data/*.parquet"), split="train")
+    assert hf.samples == 1 and loaded[0]["images"] == [] and len(loaded[0]["target_images"]) == 2
+    pixels = [frame_hash(np.asarray(img.convert("RGB"))) for img in loaded[0]["target_images"]]
+    assert pixels == [source_hashes[10], source_hashes[90]]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "llamafactory", "hf"])
+def test_a_run_with_no_samples_still_writes_an_empty_valid_export(tmp_path: Path, fmt: str) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text("{}")  # a run whose responses were all rejected
+    summary = run_export(run_dir, fmt, tmp_path / fmt)
+    assert summary.samples == 0 and "0 samples: the run produced no samples" in summary.note
+    out = tmp_path / fmt
+    if fmt == "llamafactory":
+        assert json.loads((out / "dataclaw.json").read_text()) == []
+        assert json.loads((out / "dataset_info.json").read_text())["dataclaw"]["formatting"] == "sharegpt"
+    elif fmt == "hf":
+        import pyarrow.parquet as pq
+
+        # datasets' parquet builder refuses a zero-row file (batch size 0), so read it with pyarrow; the
+        # features (Image / Video columns) travel in the schema metadata as they do for full shards
+        (shard,) = sorted((out / "data").glob("*.parquet"))
+        loaded = datasets.Dataset(pq.read_table(shard))
+        assert len(loaded) == 0 and isinstance(loaded.features["target_images"].feature, datasets.Image)
+        assert set(loaded.features) == set(get_exporter("hf").features())  # type: ignore[attr-defined]
+    else:
+        assert (out / "samples.jsonl").read_text() == ""

@@ -20,6 +20,23 @@ from dataclaw.core.errors import ConfigError
 app = typer.Typer(no_args_is_help=True, help="Tailor: raw streams → anchors → candidates → samples.")
 
 
+Plugins = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        help="Import this module first (repeatable): it registers validators, readers, anchors, miners, "
+        "materialisers or exporters with the usual decorators. Installed packages can instead declare "
+        "entry points (dataclaw.validators, dataclaw.readers, dataclaw.anchors …).",
+    ),
+]
+
+
+def _plugins(modules: list[str] | None) -> None:
+    from dataclaw.core.registry import load_plugins
+
+    load_plugins(modules or [])
+
+
 def _names(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
@@ -61,10 +78,12 @@ def ingest(
     keyframes: Annotated[int, typer.Option(help="Keyframes per robot episode.")] = 20,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    plugin: Plugins = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
     """Read INPUTs into RUN: streams.jsonl → anchors.jsonl → candidates.jsonl (+ rejects.jsonl)."""
     _require_inputs(inputs)
+    _plugins(plugin)
     from dataclaw.core.progress import progress_bar
     from dataclaw.tailor.ingest import IngestConfig
     from dataclaw.tailor.ingest import ingest as run_ingest
@@ -200,9 +219,11 @@ def export(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output dir [RUN/export/FORMAT].")] = None,
     name: Annotated[str | None, typer.Option(help="llamafactory: dataset name (file + info key).")] = None,
     verify: Annotated[bool, typer.Option(help="Check every media file against its sha256.")] = True,
+    plugin: Plugins = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
     """Export RUN's samples for training: LLaMA-Factory ShareGPT, Hugging Face parquet, or JSONL."""
+    _plugins(plugin)
     from dataclaw.tailor.export import export as run_export
 
     config: dict[str, Any] = {"verify_hashes": verify, **({"dataset_name": name} if name else {})}
@@ -211,6 +232,8 @@ def export(
         typer.echo(json.dumps(summary))
         return
     typer.echo(f"{summary['samples']} samples, {summary['media_files']} media files → {summary['out_dir']}")
+    if summary.get("note"):
+        typer.echo(summary["note"])
     for reason, count in sorted(summary["reasons"].items()):
         typer.echo(f"  left out: {count} {reason} (see rejects.jsonl)")
 
@@ -253,10 +276,12 @@ def run(
     ] = "jsonl",
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
+    plugin: Plugins = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
     """INPUTs → samples: ingest, synthesise per intent, validate, materialise, export (resumable)."""
     _require_inputs(inputs)
+    _plugins(plugin)
     if send_images not in ("always", "auto", "never"):
         raise ConfigError(f"--send-images must be always, auto or never, got '{send_images}'")
     from dataclaw.core.progress import progress_bar
@@ -300,6 +325,8 @@ def run(
         typer.echo(f"requests to {name}: {counts}" + (f" ({errors})" if errors else ""))
     if summary["export"]:
         typer.echo(f"exported {summary['export']['samples']} samples → {summary['export']['out_dir']}")
+        if summary["export"].get("note"):
+            typer.echo(summary["export"]["note"])
 
 
 @app.command("intents")

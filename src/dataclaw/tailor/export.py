@@ -13,6 +13,18 @@ equal the number of input images / videos (LLaMA-Factory refuses the sample othe
 must alternate user/assistant after an optional system turn. Target media (those with a paper
 placeholder such as ``<video_gen>``) are not model inputs: the placeholder stays in the text and the
 file is listed under ``targets`` (JSON) or ``target_images`` / ``target_videos`` (parquet).
+
+Media tokens go where the trainer expects them. LLaMA-Factory's ShareGPT converter
+(``llamafactory/data/converter.py``) takes a leading system message out of ``messages`` and
+its multimodal plugin (``mm_plugin.py`` ``_validate_messages`` / ``process_messages``) counts and expands
+every ``<image>`` / ``<video>`` in *all* remaining messages, the assistant's included — so an input
+token in an answer would be expanded into image tokens inside the labels. Hence: an ``<image>`` /
+``<video>`` in a user turn is a model input; one in an assistant turn is an image the model should
+produce (a tutorial's step image), exported as a target (``<image_gen>`` / ``<video_gen>`` in the text,
+the file under ``targets``); one in the system turn is a ``token_mismatch`` reject.
+
+A run that produced no samples still gets the asked-for export, empty and valid, and the summary's
+``note`` says so.
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ from dataclaw.core.ids import slug
 from dataclaw.core.registry import Registry
 from dataclaw.core.store import is_current
 from dataclaw.media.writers import sha256_file
-from dataclaw.tailor.materialize import ARTIFACTS, IMAGE_TOKEN, SAMPLES, VIDEO_TOKEN, count_tokens
+from dataclaw.tailor.materialize import ARTIFACTS, SAMPLES, TOKENS, count_tokens
 from dataclaw.tailor.records import Artifact, MediaRef, Sample
 
 REJECTS_FILE = "rejects.jsonl"
@@ -52,7 +64,8 @@ class ExportIssue(StrEnum):
     HASH_MISMATCH = "hash_mismatch"
     """The artifact's file no longer has the recorded sha256."""
     TOKEN_MISMATCH = "token_mismatch"
-    """``<image>`` / ``<video>`` tokens do not match the number of input images / videos."""
+    """``<image>`` / ``<video>`` tokens do not match the number of input images / videos, or sit in the
+    system turn (which LLaMA-Factory takes out of the messages)."""
     BAD_CONVERSATION = "bad_conversation"
     """Turns do not alternate user/assistant (after an optional system turn) ending with the assistant."""
 
@@ -69,6 +82,8 @@ class ExportSummary:
     reasons: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     """Files written, relative to ``out_dir`` (media not listed)."""
+    note: str = ""
+    """Said to the user: e.g. that the export is empty because the run produced no samples."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,11 +99,78 @@ class Checked:
     def pairs(self) -> Iterator[tuple[MediaRef, Artifact]]:
         return zip(self.sample.media, self.artifacts, strict=True)
 
+    def placed(self) -> Placed:
+        """The sample as a trainer sees it: media tokens only in user turns (see the module doc)."""
+        if self._placed is None:
+            self._placed = place_tokens(self)
+        return self._placed
+
     def inputs(self, kind: str) -> list[Artifact]:
-        return [a for r, a in self.pairs() if r.placeholder is None and r.kind == kind]
+        return self.placed().inputs[kind]
 
     def targets(self) -> list[tuple[MediaRef, Artifact]]:
-        return [(r, a) for r, a in self.pairs() if r.placeholder is not None]
+        return self.placed().targets
+
+    _placed: Placed | None = None
+
+
+TARGET_PLACEHOLDERS = {"image": "<image_gen>", "video": "<video_gen>"}
+"""What an input token in an assistant turn becomes: the paper's placeholder for produced media."""
+
+
+@dataclass
+class Placed:
+    """Turns with tokens only where the trainer reads inputs, the input media per kind in token order,
+    and the targets (placeholder media, then media whose token stood in an answer)."""
+
+    turns: list[dict[str, str]]
+    inputs: dict[str, list[Artifact]]
+    targets: list[tuple[MediaRef, Artifact]]
+
+
+def place_tokens(checked: Checked) -> Placed:
+    """Walk the turns in order, binding each ``<image>`` / ``<video>`` token to the next input of its kind
+    (the LLaMA-Factory order); a token in an assistant turn makes its medium a target."""
+    queues = {
+        kind: [(r, a) for r, a in checked.pairs() if r.placeholder is None and r.kind == kind]
+        for kind in TOKENS
+    }
+    seen = {kind: 0 for kind in TOKENS}
+    inputs: dict[str, list[Artifact]] = {kind: [] for kind in TOKENS}
+    produced: list[tuple[MediaRef, Artifact]] = []
+    turns = []
+    for turn in checked.sample.conversation:
+        content = turn.content
+        for _, kind in _token_positions(content):
+            ref, art = queues[kind][seen[kind]]
+            seen[kind] += 1
+            if turn.role == "assistant":
+                produced.append((ref.model_copy(update={"placeholder": TARGET_PLACEHOLDERS[kind]}), art))
+            else:
+                inputs[kind].append(art)
+        if turn.role == "assistant":
+            for kind, token in TOKENS.items():
+                content = content.replace(token, TARGET_PLACEHOLDERS[kind])
+        turns.append({"role": turn.role, "content": content})
+    targets = [(r, a) for r, a in checked.pairs() if r.placeholder is not None] + produced
+    return Placed(turns, inputs, targets)
+
+
+def _token_positions(text: str) -> list[tuple[int, str]]:
+    found = [(i, kind) for kind, token in TOKENS.items() for i in _find_all(text, token)]
+    return sorted(found)
+
+
+def _find_all(text: str, token: str) -> list[int]:
+    out, i = [], text.find(token)
+    while i >= 0:
+        out.append(i)
+        i = text.find(token, i + len(token))
+    return out
+
+
+RUN_MARKERS = ("manifest.json", "streams.jsonl", "responses.jsonl", "validated.jsonl")
+"""Files of a Tailor run that got as far as it could: without samples.jsonl it exports empty."""
 
 
 class RunReader:
@@ -96,7 +178,8 @@ class RunReader:
 
     def __init__(self, run_dir: str | Path, verify_hashes: bool = True) -> None:
         self.root = Path(run_dir)
-        if not (self.root / f"{SAMPLES}.jsonl").is_file():
+        self.empty = not (self.root / f"{SAMPLES}.jsonl").is_file()
+        if self.empty and not any((self.root / f).is_file() for f in RUN_MARKERS):
             raise ConfigError(
                 f"{self.root} has no {SAMPLES}.jsonl: run `dataclaw tailor run` (materialisation) first"
             )
@@ -144,11 +227,13 @@ class RunReader:
                     ExportIssue.HASH_MISMATCH,
                     f"artifact {art.id}: {art.path} changed since it was written",
                 )
-        for kind, token in (("image", IMAGE_TOKEN), ("video", VIDEO_TOKEN)):
+        for kind, token in TOKENS.items():
             want = sum(1 for r in sample.media if r.placeholder is None and r.kind == kind)
             have = count_tokens(sample.conversation, token)
             if have != want:
                 return ExportIssue.TOKEN_MISMATCH, f"{have} {token} tokens but {want} input {kind}s"
+            if any(token in t.content for t in sample.conversation if t.role == "system"):
+                return ExportIssue.TOKEN_MISMATCH, f"a {token} token in the system turn, which is no input"
         roles = [t.role for t in sample.conversation]
         body = roles[1:] if roles[:1] == ["system"] else roles
         if not body or len(body) % 2 or any(r != ("user", "assistant")[i % 2] for i, r in enumerate(body)):
@@ -215,6 +300,18 @@ class Exporter(ABC):
             rej.stage = f"export:{self.name}"
             summary.reasons[rej.reason] = summary.reasons.get(rej.reason, 0) + 1
         summary.rejected = len(reader.rejects)
+        if not checked:
+            why = (
+                "the run produced no samples"
+                if reader.empty
+                else f"all {summary.rejected} samples were left out (see {out / REJECTS_FILE})"
+                if summary.rejected
+                else "the run's samples.jsonl is empty"
+            )
+            summary.note = (
+                f"0 samples: {why}; wrote an empty, valid {self.name} export (see the run's rejects.jsonl "
+                "for why responses were rejected)"
+            )
         _write_jsonl(out / REJECTS_FILE, [r.model_dump(mode="json") for r in reader.rejects])
         summary.files.append(REJECTS_FILE)
         return summary
@@ -309,7 +406,7 @@ def sharegpt_record(checked: Checked) -> dict[str, Any]:
     """One LLaMA-Factory ShareGPT multimodal record (``messages`` + ``images`` + ``videos``; media paths
     relative to the dataset folder), with ``id`` and ``targets`` kept for traceability."""
     return {
-        "messages": [{"role": t.role, "content": t.content} for t in checked.sample.conversation],
+        "messages": checked.placed().turns,
         "images": [a.path for a in checked.inputs("image")],
         "videos": [a.path for a in checked.inputs("video")],
         "id": checked.sample.id,
@@ -425,7 +522,7 @@ class HuggingFaceExporter(Exporter):
             "domain": s.domain,
             "stream_id": s.stream_id,
             "candidate_id": s.candidate_id,
-            "messages": [{"role": t.role, "content": t.content} for t in s.conversation],
+            "messages": checked.placed().turns,
             "images": [media(a) for a in checked.inputs("image")],
             "videos": [media(a) for a in checked.inputs("video")],
             "target_images": tgt["image"],
@@ -449,8 +546,14 @@ class HuggingFaceExporter(Exporter):
         try:
             for i, chunk in enumerate(chunks):
                 rel = f"data/train-{i:05d}-of-{len(chunks):05d}.parquet"
-                table = ds.Dataset.from_list([self.row(run_dir, c) for c in chunk], features=features)
-                table.to_parquet(str(out / rel))
+                rows = [self.row(run_dir, c) for c in chunk]
+                if rows:
+                    ds.Dataset.from_list(rows, features=features).to_parquet(str(out / rel))
+                else:  # keep the columns (from_list([]) has none; to_parquet divides by the row count)
+                    import pyarrow.parquet as pq
+
+                    empty = ds.Dataset.from_dict({k: [] for k in features}, features=features)
+                    pq.write_table(empty.data.table, str(out / rel))
                 files.append(rel)
         finally:
             if bars:

@@ -323,8 +323,7 @@ def _synthesize_and_publish(
             live.close()
     stats = materialize(mats, run_dir, executor=make_executor(workers=config.workers))
     stages["materialize"] = stats_dict(stats)
-    has_samples = (Path(run_dir) / "samples.jsonl").is_file()
-    exported = export(run_dir, config.export).to_dict() if config.export and has_samples else None
+    exported = export(run_dir, config.export).to_dict() if config.export else None  # empty: says so
     with RunStore(run_dir) as store:
         store.update_manifest(last_run=stages, export=exported)
         rejects = Counter(f"{r['stage']}:{r['reason']}" for r in store.rejects())
