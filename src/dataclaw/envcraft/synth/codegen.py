@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.audit import DynamicOptions
 from dataclaw.envcraft.audit.static import RULES
 from dataclaw.envcraft.scenarios import blueprint
@@ -164,8 +165,8 @@ async def generate_package(
 ) -> SynthOutcome:
     """Generate ``out_dir/<environment name>`` from a spec record, audit it, and self-heal it for at most
     ``repair_rounds`` rounds (an answer that is not the output schema uses a round too). Never raises for a
-    bad answer or a bad package: the outcome says why it failed. Raises for a fatal model error, for a
-    folder there that code generation did not write, and when the sandbox is unavailable."""
+    bad answer or a bad package: the outcome says why it failed. Raises for a fatal model error, for no
+    model, for a folder there that code generation did not write, and when the sandbox is unavailable."""
     outcome = SynthOutcome(
         path="codegen", package=None, passed=False, rounds=0, reasons=[], calls=0, audit=None
     )
@@ -173,6 +174,8 @@ async def generate_package(
         why = "the spec record has no e_spec/t_spec to generate from"
         outcome.reasons = [reason(SynthReason.INVALID_SPEC, why)]
         return outcome
+    if model is None:
+        raise ConfigError("code generation needs a model (give --model, or use the compile path)")
     env_name = env_name_of(spec)
     outcome.env_name = env_name
     folder = Path(out_dir).resolve() / env_name
