@@ -46,3 +46,98 @@ def test_unknown_names_list_the_known_ones_and_builtins_load_lazily(tmp_path, mo
 def test_a_component_without_a_name_is_refused():
     with pytest.raises(ConfigError, match="has no name"):
         Registry("miner").add(type("Nameless", (), {}))
+
+
+# ------------------------------------------------------------------------------------------------
+# plugins: entry points of installed distributions and --plugin modules
+
+PLUGIN_MODULE = """
+from dataclaw.tailor.validate import Failure, ValidationIssue
+
+
+def no_lorem(output, ctx, fields):
+    return [
+        Failure(ValidationIssue.UNGROUNDED_TEXT, f"{f}: placeholder text", span="lorem")
+        for f in fields
+        if "lorem" in str(output.get(f, ""))
+    ]
+"""
+
+
+def _install(site, name: str, entry_points: str, module: str, code: str) -> None:
+    """A distribution as pip installs it: a module and a ``*.dist-info`` with ``entry_points.txt``."""
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    (info / "RECORD").write_text("")
+    (site / f"{module}.py").write_text(code)
+
+
+def test_an_installed_entry_point_registers_a_validator(tmp_path, monkeypatch, request):
+    site = tmp_path / "site-packages"
+    _install(
+        site,
+        "dc_lorem",
+        "[dataclaw.validators]\nno_lorem = dc_lorem_mod:no_lorem\n",
+        "dc_lorem_mod",
+        PLUGIN_MODULE,
+    )
+    monkeypatch.syspath_prepend(str(site))
+    request.addfinalizer(lambda: sys.modules.pop("dc_lorem_mod", None))
+    reg: Registry[object] = Registry("validator")  # the group of the kind: dataclaw.validators
+    assert reg.group == "dataclaw.validators"
+    assert "no_lorem" in reg.names()
+    fails = reg.get("no_lorem")({"answer": "lorem ipsum"}, {}, fields=["answer"])  # type: ignore[operator]
+    assert fails[0].span == "lorem" and fails[0].reason == "ungrounded_text"
+
+
+def test_a_broken_entry_point_is_one_clear_error(tmp_path, monkeypatch):
+    site = tmp_path / "site-packages"
+    _install(
+        site,
+        "dc_broken",
+        "[dataclaw.readers]\nbroken = dc_broken_mod:Reader\n",
+        "dc_broken_mod",
+        "raise RuntimeError('boom')\n",
+    )
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(
+        ConfigError,
+        match=r"entry point 'broken = dc_broken_mod:Reader' in group dataclaw\.readers "
+        r"\(from dc_broken\) could not be loaded: RuntimeError: boom",
+    ):
+        Registry("stream reader").names()
+
+
+def test_plugin_module_on_the_tailor_command_line(tmp_path, monkeypatch, capsys):
+    from dataclaw.cli.app import _run
+
+    monkeypatch.setenv("DATACLAW_PLUGINS", "")
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dc_lines_plugin.py").write_text(
+        "from dataclaw.tailor.export import Exporter, register_exporter\n\n\n"
+        "@register_exporter\n"
+        "class Lines(Exporter):\n"
+        "    name = 'plugin_lines'\n\n"
+        "    def write(self, run_dir, samples, out, summary):\n"
+        "        (out / 'ids.txt').write_text(''.join(c.sample.id + '\\n' for c in samples))\n"
+        "        return ['ids.txt']\n"
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text("{}")
+    out = tmp_path / "out"
+    args = ["tailor", "export", str(run), "--format", "plugin_lines", "--out", str(out)]
+    assert _run([*args, "--plugin", "dc_lines_plugin"]) == 0
+    printed = capsys.readouterr().out
+    assert (out / "ids.txt").read_text() == "" and "0 samples: the run produced no samples" in printed
+    import os
+
+    assert os.environ["DATACLAW_PLUGINS"] == "dc_lines_plugin"  # worker processes import it too
+    assert _run([*args, "--plugin", "no_such_plugin_mod"]) == 1
+    err = capsys.readouterr().err
+    assert "plugin module 'no_such_plugin_mod' not found" in err and "Traceback" not in err
+    sys.modules.pop("dc_lines_plugin", None)
