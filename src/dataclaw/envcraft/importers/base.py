@@ -214,7 +214,9 @@ class ImportStage(Stage):
     output file is ``tasks.jsonl`` or the library's ``index.jsonl`` (:data:`STAGE_OF`), so every later
     command reads it."""
 
-    resources: ClassVar[Resources] = Resources.CPU
+    # run in this process (threads): conversions wait on sandboxed subprocesses; a forked pool worker of a
+    # process that already talks to env workers could not start one of its own (seen under pytest)
+    resources: ClassVar[Resources] = Resources.ASYNC
 
     def __init__(self, importer: Importer, ctx: ImportContext) -> None:
         self.importer = importer
@@ -294,7 +296,7 @@ def run_import(
             stage,
             items,
             store,
-            make_executor(workers=workers),
+            make_executor(workers=1, concurrency=workers),
             progress,
             # tasks: a new importer version supersedes the records it made; a library index is shared
             # with env synth, whose rows must stay current (item ids carry the version instead)

@@ -629,29 +629,36 @@ def _write_package(
     return dest
 
 
-def _open_check(folder: Path, ctx: ImportContext) -> str | None:
-    """Open the package in its sandboxed env worker and make a session of every scenario: None when it
-    works, else why not (agent-safe text)."""
-    import contextlib
+_CHECK = """
+import sys, tempfile
+from dataclaw.envcraft.worker import open_environment
+env_cls = open_environment(sys.argv[1]).env_cls
+if not len(env_cls.tools):
+    sys.exit("the package has no tools")
+with tempfile.TemporaryDirectory() as root:
+    env = env_cls(root)
+    for sid in env_cls.scenarios():
+        env.get_session_state(env.create_session(sid))
+print("ok")
+"""
 
-    from dataclaw.envcraft.worker import open_environment
+
+def _open_check(folder: Path, ctx: ImportContext) -> str | None:
+    """Open the package in its sandboxed env worker and make a session of every scenario — from a fresh
+    dataclaw process, so no worker of this one is tied to the package: None when it works, else why not."""
+    import subprocess
+    import sys
 
     try:
-        handle = open_environment(folder)
-        env_cls = handle.env_cls
-        names = list(env_cls.scenarios())
-        if not len(env_cls.tools):
-            return "the package has no tools"
-        with tempfile.TemporaryDirectory(prefix="dataclaw-import-check-") as root:
-            env = env_cls(root)
-            for sid in names:
-                session = env.create_session(sid)
-                env.get_session_state(session)
-                with contextlib.suppress(Exception):
-                    env.delete_session(session)
-    except Exception as exc:  # noqa: BLE001 - a package that does not load is the row's verdict
-        return f"the package does not load in its env worker: {type(exc).__name__}: {str(exc)[:300]}"
-    return None
+        done = subprocess.run(
+            [sys.executable, "-c", _CHECK, str(folder)], capture_output=True, text=True, timeout=180
+        )
+    except subprocess.TimeoutExpired:
+        return "the package did not load in its env worker within 180 s"
+    if done.returncode == 0 and done.stdout.strip().endswith("ok"):
+        return None
+    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return f"the package does not load in its env worker: {last[:300]}"
 
 
 def _spec_source(world: Path, env: str, docs: dict[str, Any], lib: Path) -> dict[str, Any]:
@@ -675,7 +682,9 @@ def _spec_source(world: Path, env: str, docs: dict[str, Any], lib: Path) -> dict
     }
     specs = lib / "specs"
     specs.mkdir(parents=True, exist_ok=True)
-    (specs / f"{env}.yaml").write_text(yaml.safe_dump([spec], sort_keys=False, allow_unicode=True), "utf-8")
+    (specs / f"{env}.yaml").write_text(
+        yaml.safe_dump({"scenarios": [spec]}, sort_keys=False, allow_unicode=True), "utf-8"
+    )
     data = specs / env / "data"
     if data.exists():
         shutil.rmtree(data)
