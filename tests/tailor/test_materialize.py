@@ -102,7 +102,9 @@ def test_approach_stall_media_are_frame_exact(
 ) -> None:
     output = _stall_output(candidate)
     sample = _sample(candidate, output)
-    result = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate, ["fault_recovery"]))
+    result = MaterializeStage(tmp_path, codec="lossless").process(
+        make_item(sample, stream, candidate, ["fault_recovery"])
+    )
     assert isinstance(result, list) and len(result) == 1
     rec = result[0]
     arts = _by_role(rec)
@@ -138,7 +140,9 @@ def test_sample_references_artifacts_and_tokens_match(
     tmp_path: Path, stream: Stream, candidate: Candidate
 ) -> None:
     sample = _sample(candidate, _stall_output(candidate))
-    rec = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate, ["fault_recovery"]))[0]
+    rec = MaterializeStage(tmp_path, codec="lossless").process(
+        make_item(sample, stream, candidate, ["fault_recovery"])
+    )[0]
     out = Sample.model_validate(rec["sample"])
     arts = {a["id"]: a for a in rec["artifacts"]}
     assert [m.artifact_id for m in out.media] == [a["id"] for a in rec["artifacts"]]
@@ -156,7 +160,9 @@ def test_sample_references_artifacts_and_tokens_match(
     assert "<image>" not in user.content + assistant.content
     assert len(json.dumps(rec["sample"])) < 4000  # samples stay lightweight: ids, not pixels
 
-    again = MaterializeStage(tmp_path).process(make_item(out, stream, candidate, ["fault_recovery"]))[0]
+    again = MaterializeStage(tmp_path, codec="lossless").process(
+        make_item(out, stream, candidate, ["fault_recovery"])
+    )[0]
     assert again["sample"]["conversation"] == rec["sample"]["conversation"]  # rerunning adds nothing
     assert [a["sha256"] for a in again["artifacts"]] == [a["sha256"] for a in rec["artifacts"]]
 
@@ -193,7 +199,9 @@ def test_primitive_materialisers_and_keyframes(
 def test_keyframes_default_to_the_candidates_frames(tmp_path: Path, stream: Stream) -> None:
     cand = get_miner("keyframes", k=3).mine(stream_view(stream), [])[0]
     sample = _sample(cand, {"question": "q", "answer": "a"}, "kf")
-    rec = MaterializeStage(tmp_path).process(make_item(sample, stream, cand, ["keyframes"]))[0]
+    rec = MaterializeStage(tmp_path, codec="lossless").process(
+        make_item(sample, stream, cand, ["keyframes"])
+    )[0]
     assert [source_frames(a) for a in rec["artifacts"]] == [[f] for f in cand.frames]
 
 
@@ -212,7 +220,9 @@ def test_bad_outputs_are_rejected_with_a_reason_and_leave_no_media(
     tmp_path: Path, stream: Stream, candidate: Candidate, over: dict[str, Any], reason: str, text: str
 ) -> None:
     sample = _sample(candidate, _stall_output(candidate, **over))
-    result = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate, ["fault_recovery"]))
+    result = MaterializeStage(tmp_path, codec="lossless").process(
+        make_item(sample, stream, candidate, ["fault_recovery"])
+    )
     assert not isinstance(result, list)
     assert result.reason == reason and text in result.message and result.stage == STAGE
     assert not (tmp_path / "media").exists() or not any((tmp_path / "media").rglob("*.*"))
@@ -229,12 +239,12 @@ def test_a_failure_after_some_artifacts_removes_them(
     sample = _sample(candidate, _stall_output(candidate))
     extra = {"name": "clip", "field": "output_video", "key": "wrist", "camera": "wrist"}
     item = make_item(sample, broken, candidate, ["fault_recovery", extra])
-    result = MaterializeStage(tmp_path).process(item)
+    result = MaterializeStage(tmp_path, codec="lossless").process(item)
     assert not isinstance(result, list) and result.reason == MaterializeIssue.MEDIA_ERROR
     assert "gone.mp4" in result.message
     assert (tmp_path / "media").is_dir() and not any(p.is_file() for p in (tmp_path / "media").rglob("*"))
     unknown_cam = make_item(sample, stream, candidate, [{"name": "clip", "camera": "missing"}])
-    result = MaterializeStage(tmp_path).process(unknown_cam)
+    result = MaterializeStage(tmp_path, codec="lossless").process(unknown_cam)
     assert not isinstance(result, list) and result.reason == MaterializeIssue.BAD_CONFIG
     assert "no camera 'missing'" in result.message
 
@@ -242,7 +252,9 @@ def test_a_failure_after_some_artifacts_removes_them(
 def test_token_mismatch_and_bad_items(tmp_path: Path, stream: Stream, candidate: Candidate) -> None:
     output = _stall_output(candidate, question="<video><video> two clips?")
     sample = _sample(candidate, output)
-    result = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate, ["fault_recovery"]))
+    result = MaterializeStage(tmp_path, codec="lossless").process(
+        make_item(sample, stream, candidate, ["fault_recovery"])
+    )
     assert not isinstance(result, list) and result.reason == MaterializeIssue.TOKEN_MISMATCH
     assert "2 <video> tokens for 1 input videos" in result.message
     stage = MaterializeStage(tmp_path)
@@ -257,7 +269,7 @@ def test_sample_without_materialisers_passes_through(
     tmp_path: Path, stream: Stream, candidate: Candidate
 ) -> None:
     sample = _sample(candidate, {"question": "q", "answer": "a"}, "text")
-    rec = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate, []))[0]
+    rec = MaterializeStage(tmp_path, codec="lossless").process(make_item(sample, stream, candidate, []))[0]
     assert rec["artifacts"] == [] and rec["sample"]["media"] == []
     assert rec["sample"]["conversation"] == [t.model_dump() for t in sample.conversation]
 
@@ -269,7 +281,7 @@ def test_run_publishes_samples_and_artifacts_resumes_and_is_deterministic(
     bad = _sample(candidate, _stall_output(candidate, output_image=10_000), "bad")
     items = [make_item(s, stream, candidate, ["fault_recovery"]) for s in (good, bad)]
     run = tmp_path / "run"
-    stats = materialize(items, run, executor=None)
+    stats = materialize(items, run, executor=None, codec="lossless")
     assert (stats.outputs, stats.rejects) == (1, 1)
     samples = [json.loads(x) for x in (run / f"{SAMPLES}.jsonl").read_text().splitlines()]
     artifacts = [json.loads(x) for x in (run / f"{ARTIFACTS}.jsonl").read_text().splitlines()]
@@ -279,7 +291,9 @@ def test_run_publishes_samples_and_artifacts_resumes_and_is_deterministic(
     assert [(r["record_id"], r["reason"]) for r in rejects] == [(bad.id, "out_of_range")]
     first = {a["path"]: a["sha256"] for a in artifacts}
 
-    again = materialize(items, run)  # resume: the finished sample is skipped, nothing is duplicated
+    again = materialize(
+        items, run, codec="lossless"
+    )  # resume: the finished sample is skipped, nothing is duplicated
     assert again.skipped == 2 and again.processed == 0  # rejects are final too (a reason, not a crash)
     with RunStore(run) as store:
         assert publish(store) == (0, 0)
@@ -287,7 +301,7 @@ def test_run_publishes_samples_and_artifacts_resumes_and_is_deterministic(
 
     fresh = tmp_path / "fresh"  # a rerun from scratch writes the same bytes (stable hashes)
     with RunStore(fresh) as store:
-        run_stage(MaterializeStage(fresh), items[:1], store)
+        run_stage(MaterializeStage(fresh, codec="lossless"), items[:1], store)
         publish(store)
     rerun = [json.loads(x) for x in (fresh / f"{ARTIFACTS}.jsonl").read_text().splitlines()]
     assert {a["path"]: a["sha256"] for a in rerun} == first
@@ -331,7 +345,7 @@ def test_the_plan_synthesis_renders_from_the_intent_catalogue(
     }
     sample = build_sample(response, IntentCatalog.builtin().get("robot_fault_recovery"), [])
     assert [step["materialiser"] for step in sample.provenance["materialize"]] == ["freeze", "clip", "still"]
-    rec = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate))[0]
+    rec = MaterializeStage(tmp_path, codec="lossless").process(make_item(sample, stream, candidate))[0]
     arts = _by_role(rec)
     start, freeze = output["input_video"]["start"], output["freeze_frame"]
     stall = [frame_hash(f) for f in decode_all(tmp_path / arts["observation"].path)]
@@ -348,7 +362,7 @@ def test_the_plan_synthesis_renders_from_the_intent_catalogue(
 
     elsewhere = sample.model_copy(deep=True)
     elsewhere.provenance["materialize"][0]["stream_id"] = "stream:other-00000000"
-    result = MaterializeStage(tmp_path).process(make_item(elsewhere, stream, candidate))
+    result = MaterializeStage(tmp_path, codec="lossless").process(make_item(elsewhere, stream, candidate))
     assert not isinstance(result, list) and result.reason == MaterializeIssue.BAD_CONFIG
 
 
@@ -361,7 +375,7 @@ def test_still_lists_number_placeholders_and_keys_stay_unique(
         {"name": "still", "role": "step", "frame": 12},
         {"name": "clip", "role": "step", "start": 0, "end": 2},
     ]
-    rec = MaterializeStage(tmp_path).process(make_item(sample, stream, candidate, steps))[0]
+    rec = MaterializeStage(tmp_path, codec="lossless").process(make_item(sample, stream, candidate, steps))[0]
     names = sorted(Path(a["path"]).name for a in rec["artifacts"])
     assert names == ["step-00.png", "step-01.png", "step-2.mp4", "step.png"]
     out = Sample.model_validate(rec["sample"])
@@ -412,7 +426,7 @@ def test_gui_screenshot_streams_give_exact_stills_and_clips(tmp_path: Path, shar
         {"name": "still", "role": "screenshot", "frames": [0, 5, 14]},
         {"name": "clip", "start": 2, "end": 4},
     ]
-    rec = MaterializeStage(tmp_path).process(make_item(sample, gui, None, steps))[0]
+    rec = MaterializeStage(tmp_path, codec="lossless").process(make_item(sample, gui, None, steps))[0]
     stills = [a for a in rec["artifacts"] if a["kind"] == "still"]
     assert [frame_hash(load_image(tmp_path / a["path"])) for a in stills] == [
         frame_hash(load_image(cam.images[i])) for i in (0, 5, 14)
@@ -422,3 +436,51 @@ def test_gui_screenshot_streams_give_exact_stills_and_clips(tmp_path: Path, shar
     decoded = [frame_hash(f) for f in decode_all(tmp_path / clip["path"])]
     assert decoded == [frame_hash(load_image(cam.images[i])) for i in (2, 3, 4)]
     assert rec["sample"]["conversation"][0]["content"].startswith("<image><image><image><video>")
+
+
+@pytest.mark.parametrize("codec", ["lossless", "ffv1", "h264"])
+def test_each_codec_keeps_frame_counts_and_durations(
+    tmp_path: Path, stream: Stream, candidate: Candidate, codec: str
+) -> None:
+    """PyAV reads every clip back with the planned frames at the stream's rate; h264 is yuv420p (browsers
+    play it), the lossless ones keep RGB; the default is h264."""
+    import av
+
+    output = _stall_output(candidate)
+    item = make_item(_sample(candidate, output), stream, candidate, ["fault_recovery"])
+    stage = MaterializeStage(tmp_path, codec=codec)
+    rec = stage.process(item)[0]
+    videos = [a for a in rec["artifacts"] if a["media_type"] == "video"]
+    assert len(videos) == 2
+    for art in videos:
+        with av.open(str(tmp_path / art["path"])) as c:
+            vs = c.streams.video[0]
+            decoded = sum(1 for _ in c.decode(vs))
+            fmt = vs.codec_context.pix_fmt
+            duration = float(vs.frames / vs.average_rate) if vs.frames else decoded / float(vs.average_rate)
+        assert decoded == art["frames"] == len(source_frames(art))
+        assert duration == pytest.approx(art["frames"] / 30.0, abs=1e-6)
+        assert (fmt == "yuv420p") is (codec == "h264")
+        assert art["source"]["encoding"]["lossless"] is (codec != "h264")
+    assert MaterializeStage(tmp_path).codec == "h264"
+
+
+def test_size_budget_is_checked_before_writing_and_sizes_are_reported(
+    tmp_path: Path, stream: Stream, candidate: Candidate
+) -> None:
+    from dataclaw.tailor.materialize import MediaBudgetExceeded, estimate_media, media_summary
+
+    items = [make_item(_sample(candidate, _stall_output(candidate)), stream, candidate, ["fault_recovery"])]
+    small, big = estimate_media(items, "h264"), estimate_media(items, "lossless")
+    assert small.videos == 2 and small.frames == big.frames == (15 + 15) + 12  # stall video + recovery clip
+    assert 0 < small.bytes < big.bytes
+    run = tmp_path / "run"
+    with pytest.raises(MediaBudgetExceeded, match="over --max-media-gb"):
+        materialize(items, run, codec="lossless", max_media_gb=big.bytes / 2e9)
+    assert not (run / "media").exists(), "nothing is written when the budget would be exceeded"
+    stats = materialize(items, run, codec="h264", crf=23, max_media_gb=1.0)
+    assert stats.outputs == 1
+    (row,) = media_summary(run).values()
+    assert row["videos"] == 2 and row["seconds"] == pytest.approx(42 / 30.0)
+    assert row["bytes_per_second"] == round(row["bytes"] / row["seconds"])
+    assert list(media_summary(run)) == ["h264-crf23"]

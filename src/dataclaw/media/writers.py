@@ -6,8 +6,10 @@ in an MP4: decoded back to RGB it gives the source pixels bit for bit (tests com
 every FFmpeg-based loader that trainers use (PyAV in LLaMA-Factory, torchvision, decord, torchcodec in
 ``datasets``) decodes it. Ordinary H.264 (``libx264`` in yuv420p/yuv444p) is *not* exact: RGB → YUV →
 RGB rounds by up to ±2 per channel even at ``qp=0``. FFV1 in Matroska (``ffv1``) is also exact, ~35%
-smaller and faster to encode; pick it with ``codec="ffv1"`` when the consumer accepts .mkv. ``h264`` is a
-small lossy yuv420p profile for previews (browsers cannot play 4:4:4), never for frame-exact data.
+smaller and faster to encode; pick it with ``codec="ffv1"`` when the consumer accepts .mkv. ``h264`` is
+visually lossless yuv420p H.264 at CRF 18 (x264's "visually lossless" point): many times smaller than
+the lossless profiles and playable in browsers (they cannot play 4:4:4), but never frame-exact; it is what
+``tailor run`` writes unless asked for ``lossless`` (alias of ``h264-rgb-lossless``) or ``ffv1``.
 
 Determinism: same frames → same bytes, so artifact hashes are stable across reruns. The encoder runs
 single-threaded (x264's output depends on its thread count), the muxer in bit-exact mode (no
@@ -24,7 +26,7 @@ import hashlib
 import itertools
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -69,9 +71,21 @@ def codec_names() -> list[str]:
     return CODECS.names()
 
 
-def get_codec(name: str | VideoCodec) -> VideoCodec:
-    """The codec profile ``name`` (a profile passes through)."""
-    return name if isinstance(name, VideoCodec) else CODECS.get(name)
+CODEC_ALIASES = {"lossless": "h264-rgb-lossless"}
+"""Short names users type (``--codec lossless``) for registered profiles."""
+
+
+def get_codec(name: str | VideoCodec, crf: int | None = None) -> VideoCodec:
+    """The codec profile ``name`` (an alias of :data:`CODEC_ALIASES`; a profile passes through).
+    ``crf``: another constant rate factor for a lossy profile (0-51, lower is better and bigger)."""
+    spec = name if isinstance(name, VideoCodec) else CODECS.get(CODEC_ALIASES.get(name, name))
+    if crf is None or spec.options.get("crf") == str(crf):
+        return spec
+    if spec.lossless or "crf" not in spec.options:
+        raise ConfigError(f"codec profile '{spec.name}' is lossless: it takes no CRF")
+    if not 0 <= crf <= 51:
+        raise ConfigError(f"CRF must be between 0 and 51, got {crf}")
+    return replace(spec, name=f"{spec.name}-crf{crf}", options={**spec.options, "crf": str(crf)})
 
 
 H264_RGB_LOSSLESS = register_codec(
@@ -108,7 +122,7 @@ register_codec(
         options={"crf": "18", "preset": "veryfast"},
         lossless=False,
         even_size=True,
-        description="lossy yuv420p H.264 for previews (plays in browsers); NOT frame-exact",
+        description="visually lossless yuv420p H.264 (CRF 18; plays in browsers); NOT frame-exact",
     )
 )
 DEFAULT_CODEC = H264_RGB_LOSSLESS.name

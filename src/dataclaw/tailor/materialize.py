@@ -48,7 +48,7 @@ from dataclaw.core.registry import Registry
 from dataclaw.core.store import RunStore
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.media.video import VideoReader
-from dataclaw.media.writers import DEFAULT_CODEC, Written, get_codec, write_clip, write_still
+from dataclaw.media.writers import VideoCodec, Written, get_codec, write_clip, write_still
 from dataclaw.pipeline import Resources, Result, Stage, StageStats, run_stage
 from dataclaw.tailor.mine import Candidate
 from dataclaw.tailor.records import Artifact, MediaRef, Sample, Turn
@@ -62,6 +62,9 @@ IMAGE_TOKEN = "<image>"
 VIDEO_TOKEN = "<video>"
 TOKENS = {"image": IMAGE_TOKEN, "video": VIDEO_TOKEN}
 MAX_REPEAT = 10_000
+DEFAULT_CODEC = "h264"
+"""What samples' clips are written with unless asked otherwise: visually lossless yuv420p H.264 (CRF 18),
+playable in a browser. ``lossless`` (RGB H.264) or ``ffv1`` when frame-exactness is needed."""
 
 
 class MaterializeIssue(StrEnum):
@@ -578,13 +581,15 @@ class MaterializeStage(Stage):
     def __init__(
         self,
         run_dir: str | Path,
-        codec: str = DEFAULT_CODEC,
+        codec: str | VideoCodec = DEFAULT_CODEC,
         fallback_fps: float = 1.0,
         chunk: int = 32,
         verify: bool = True,
+        crf: int | None = None,
     ) -> None:
         self.run_dir, self.verify = str(run_dir), verify
-        self.codec = get_codec(codec).name
+        self.codec_spec = get_codec(codec, crf)
+        self.codec = self.codec_spec.name
         self.fallback_fps, self.chunk = fallback_fps, max(1, chunk)
         self._sources: OrderedDict[str, StreamSource] = OrderedDict()
 
@@ -661,7 +666,7 @@ class MaterializeStage(Stage):
             written.append(Path(self.run_dir) / rel)
             out = write_still(source.frame(spec.segments[0].start, cam.name), written[-1])
         else:
-            codec = get_codec(self.codec)
+            codec = self.codec_spec
             rel = folder / f"{spec.key}{codec.suffix}"
             written.append(Path(self.run_dir) / rel)
             fps = cam.fps or stream.fps or self.fallback_fps
@@ -740,17 +745,129 @@ def publish(store: RunStore) -> tuple[int, int]:
     return n_samples, n_artifacts
 
 
+class MediaBudgetExceeded(ConfigError):
+    """The clips a run would write are estimated above the size budget the user set."""
+
+
+@dataclass(frozen=True)
+class MediaEstimate:
+    """What the videos of a set of items would take: planned frames and seconds, and the bytes estimated
+    from a probe clip encoded with the chosen codec (bytes per pixel of the probe x planned pixels)."""
+
+    codec: str
+    videos: int
+    frames: int
+    seconds: float
+    pixels: int
+    probe_bytes_per_pixel: float
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "gb": round(self.bytes / 1e9, 3)}
+
+
+def estimate_media(
+    items: Iterable[dict[str, Any]],
+    codec: str | VideoCodec = DEFAULT_CODEC,
+    crf: int | None = None,
+    probe_frames: int = 24,
+) -> MediaEstimate:
+    """Plan every item's artifacts (nothing written) and estimate the bytes their videos take: the first
+    video's first ``probe_frames`` frames are encoded to a temporary file with ``codec`` and their bytes
+    per pixel scaled to all planned frames. Items that fail to plan are left out (they will be rejects)."""
+    import tempfile
+
+    spec = get_codec(codec, crf)
+    stage = MaterializeStage(tempfile.gettempdir(), codec=spec)
+    videos = frames = pixels = 0
+    seconds = 0.0
+    probe: tuple[StreamSource, ArtifactSpec, str] | None = None
+    try:
+        for item in items:
+            try:
+                sample = Sample.model_validate(item["sample"])
+                stream = Stream.model_validate(item["stream"])
+                candidate = Candidate.model_validate(item["candidate"]) if item.get("candidate") else None
+                source = stage._source(stream)
+                mats = [get_materializer(m) for m in plan_steps(item, sample, stream)]
+                specs = [x for m in mats for x in m.plan(sample.output, candidate, source)]
+                stage._check(specs, source)
+            except (KeyError, TypeError, ValidationError, ConfigError, SpecError, MediaError):
+                continue
+            for x in specs:
+                if x.media_type != "video":
+                    continue
+                cam = source.camera(x.camera)
+                videos += 1
+                frames += x.frame_count
+                pixels += x.frame_count * int(cam.width or 0) * int(cam.height or 0)
+                seconds += x.frame_count / float(cam.fps or stream.fps or stage.fallback_fps)
+                if probe is None:
+                    probe = (source, x, cam.name)
+        per_pixel = 0.0
+        if probe is not None:
+            source, x, camera = probe
+            first = x.segments[0]
+            short = ArtifactSpec(
+                x.key, "clip", x.role, (Segment(first.start, min(first.end, first.start + probe_frames - 1)),)
+            )
+            with tempfile.TemporaryDirectory() as tmp:
+                out = write_clip(stage._frames(source, short, camera), Path(tmp) / f"probe{spec.suffix}",
+                                 30.0, codec=spec)  # fmt: skip
+            per_pixel = out.size_bytes / max(1, out.frames * out.width * out.height)
+    finally:
+        for src in stage._sources.values():
+            src.close()
+    return MediaEstimate(spec.name, videos, frames, round(seconds, 3), pixels, round(per_pixel, 5),
+                         round(per_pixel * pixels))  # fmt: skip
+
+
+def media_summary(run_dir: str | Path) -> dict[str, Any]:
+    """Bytes and seconds of the run's published videos, by codec, with bytes per second (what a user
+    pays in disk per second of clip)."""
+    by: dict[str, dict[str, float]] = {}
+    with RunStore(run_dir) as store:
+        for art in store.records(ARTIFACTS):
+            enc = (art.get("source") or {}).get("encoding") or {}
+            if art.get("media_type") != "video" or not art.get("fps"):
+                continue
+            row = by.setdefault(str(enc.get("codec")), {"videos": 0, "bytes": 0, "seconds": 0.0})
+            row["videos"] += 1
+            row["bytes"] += int(enc.get("bytes") or 0)
+            row["seconds"] += art["frames"] / art["fps"]
+    for row in by.values():
+        row["seconds"] = round(row["seconds"], 3)
+        row["bytes_per_second"] = round(row["bytes"] / row["seconds"]) if row["seconds"] else 0
+    return by
+
+
 def materialize(
     items: Iterable[dict[str, Any]],
     run_dir: str | Path,
     *,
-    codec: str = DEFAULT_CODEC,
+    codec: str | VideoCodec = DEFAULT_CODEC,
     executor: Any = None,
+    crf: int | None = None,
+    max_media_gb: float | None = None,
     **options: Any,
 ) -> StageStats:
     """Run :class:`MaterializeStage` over ``items`` (resumable) and :func:`publish` the results.
-    ``options`` go to the stage (``fallback_fps``, ``chunk``, ``verify``)."""
+    ``options`` go to the stage (``fallback_fps``, ``chunk``, ``verify``). With ``max_media_gb`` the
+    videos are estimated first (:func:`estimate_media`) and a run over the budget is refused before
+    anything is written (:class:`MediaBudgetExceeded`)."""
+    items = list(items)
+    if max_media_gb is not None:
+        est = estimate_media(items, codec, crf)
+        if est.bytes > max_media_gb * 1e9:
+            raise MediaBudgetExceeded(
+                f"the clips would take about {est.bytes / 1e9:.2f} GB ({est.videos} videos, {est.frames} "
+                f"frames, {est.seconds:.0f} s as {est.codec}, ~{est.probe_bytes_per_pixel:.3f} bytes/pixel "
+                f"measured on a probe clip), over --max-media-gb {max_media_gb:g}: nothing was written. "
+                "Raise the budget, use --codec h264 (or a higher --crf), or fewer candidates "
+                "(--max-candidates)"
+            )
     with RunStore(run_dir) as store:
-        stats = run_stage(MaterializeStage(run_dir, codec=codec, **options), items, store, executor)
+        stage = MaterializeStage(run_dir, codec=codec, crf=crf, **options)
+        stats = run_stage(stage, items, store, executor)
         publish(store)
     return stats

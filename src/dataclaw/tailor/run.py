@@ -81,6 +81,13 @@ class TailorRunConfig:
     )
     max_candidates: int | None = field(default=None, metadata={"help": "use at most this many candidates"})
     max_per_kind: int | None = field(default=None, metadata={"help": "at most this many of each kind"})
+    codec: str = field(
+        default="h264", metadata={"help": "clip codec: h264 (CRF 18, yuv420p), lossless, ffv1"}
+    )
+    crf: int | None = field(default=None, metadata={"help": "h264 constant rate factor (default 18)"})
+    max_media_gb: float | None = field(
+        default=None, metadata={"help": "refuse, before writing, clips estimated above this size"}
+    )
 
     def __post_init__(self) -> None:
         if bool(self.intents) == bool(self.request):
@@ -89,6 +96,11 @@ class TailorRunConfig:
             )
         if self.concurrency < 1 or self.workers < 1:
             raise ConfigError("concurrency and workers must be >= 1")
+        from dataclaw.media.writers import get_codec
+
+        get_codec(self.codec, self.crf)  # an unknown codec or a bad CRF fails before any work
+        if self.max_media_gb is not None and self.max_media_gb <= 0:
+            raise ConfigError(f"--max-media-gb must be > 0, got {self.max_media_gb}")
 
 
 def resolve_choices(
@@ -251,7 +263,7 @@ def _synthesize_and_publish(
     run_dir: str | Path, config: TailorRunConfig, progress: Progress | None
 ) -> dict[str, Any]:
     from dataclaw.tailor.export import export
-    from dataclaw.tailor.materialize import make_item, materialize
+    from dataclaw.tailor.materialize import make_item, materialize, media_summary
 
     catalog = IntentCatalog.builtin()
     ledger = UsageLedger()
@@ -321,11 +333,15 @@ def _synthesize_and_publish(
                 store.set_producer(name, {VALIDATED: store.producer(VALIDATED)})
         finally:
             live.close()
-    stats = materialize(mats, run_dir, executor=make_executor(workers=config.workers))
+    stats = materialize(
+        mats, run_dir, executor=make_executor(workers=config.workers), codec=config.codec, crf=config.crf,
+        max_media_gb=config.max_media_gb,
+    )  # fmt: skip
     stages["materialize"] = stats_dict(stats)
     exported = export(run_dir, config.export).to_dict() if config.export else None  # empty: says so
+    media = media_summary(run_dir)  # bytes and seconds of the clips by codec, bytes per second
     with RunStore(run_dir) as store:
-        store.update_manifest(last_run=stages, export=exported)
+        store.update_manifest(last_run=stages, export=exported, media=media)
         rejects = Counter(f"{r['stage']}:{r['reason']}" for r in store.rejects())
         usage = ledger.summary()
         return {
@@ -343,5 +359,6 @@ def _synthesize_and_publish(
             "usage_by_model": usage["by_model"],
             "model_requests": live.requests()["by_model"],
             "export": exported,
+            "media": media,
             "intent_choices": [r for r in store.records(CHOICES)],
         }
