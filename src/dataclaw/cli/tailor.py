@@ -55,27 +55,114 @@ def _require_inputs(inputs: list[Path]) -> None:
         raise ConfigError(f"input not found: {', '.join(missing)}")
 
 
+# extractor and miner settings, the same on `tailor ingest` and `tailor run` (part of each anchor's and
+# candidate's producer and id: a rerun with other settings makes new ones)
+Extractors = Annotated[str | None, typer.Option(help="Comma-separated anchor extractors (default all).")]
+Miners = Annotated[str | None, typer.Option(help="Comma-separated candidate miners (default all).")]
+OcrBackend = Annotated[str, typer.Option(help="OCR backend: tesseract or rapidocr.")]
+OcrMax = Annotated[int, typer.Option(help="At most this many screens OCR'd per stream.")]
+ShotDetector = Annotated[
+    str, typer.Option(help="Shot detector (PySceneDetect): content (cuts), adaptive (cuts, robust to camera "
+                      "motion) or threshold (fades to black).")
+]  # fmt: skip
+ShotThreshold = Annotated[float, typer.Option(help="content: ContentDetector threshold.")]
+MinSceneLen = Annotated[int, typer.Option(help="Minimum shot length in frames (every detector).")]
+AdaptiveThreshold = Annotated[float, typer.Option(help="adaptive: ratio to the neighbours' mean score.")]
+MinContentVal = Annotated[float, typer.Option(help="adaptive: minimum content score of a cut.")]
+WindowWidth = Annotated[int, typer.Option(help="adaptive: frames on either side averaged.")]
+FadeThreshold = Annotated[float, typer.Option(help="threshold: mean brightness (0-255) of a fade.")]
+FaultFractions = Annotated[
+    str, typer.Option(help="Fault windows without grasp anchors: fractions of an episode.")
+]
+ObservationS = Annotated[float, typer.Option(help="Fault-window observation range, seconds.")]
+FutureS = Annotated[float, typer.Option(help="Fault-window future range, seconds.")]
+Keyframes = Annotated[int, typer.Option(help="Keyframes per robot episode.")]
+MinEnergy = Annotated[float, typer.Option(help="Dynamic segments: minimum mean motion energy.")]
+MinSlideS = Annotated[float, typer.Option(help="Lecture segments: minimum slide dwell, seconds.")]
+Settings = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="COMPONENT.SETTING=VALUE for any extractor or miner setting (repeatable; VALUE is YAML), "
+        "e.g. --set gui_task.keep_single=true --set proprio.min_delta=0.2.",
+    ),
+]
+
+
+def _settings(pairs: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``["shots.fade_bias=0.5"]`` → ``{"shots": {"fade_bias": 0.5}}`` (values parsed as YAML)."""
+    import yaml
+
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        name, dot, setting = key.strip().partition(".")
+        if not sep or not dot or not name or not setting:
+            raise ConfigError(f"--set takes COMPONENT.SETTING=VALUE, got '{pair}'")
+        try:
+            out.setdefault(name, {})[setting] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {key}: '{value}' is not a value") from None
+    return out
+
+
+def _ingest_config(
+    workers: int, extractors: str | None, miners: str | None, settings: list[str] | None, **o: Any
+) -> Any:
+    """The IngestConfig of the shared extractor/miner options (``--set`` wins over the named ones)."""
+    from dataclaw.tailor.ingest import IngestConfig
+    from dataclaw.tailor.mine import MINERS
+
+    extractor_config: dict[str, dict[str, Any]] = {
+        "shots": {
+            "detector": o["shot_detector"], "threshold": o["shot_threshold"],
+            "min_scene_len": o["min_scene_len"],
+            "adaptive_threshold": o["adaptive_threshold"], "min_content_val": o["min_content_val"],
+            "window_width": o["window_width"], "fade_threshold": o["fade_threshold"],
+        },
+        "ocr": {"backend": o["ocr_backend"], "max_images": o["ocr_max_images"]},
+    }  # fmt: skip
+    miner_config: dict[str, dict[str, Any]] = {
+        "fault_window": {
+            "fractions": _fractions(o["fault_fractions"]), "observation_s": o["observation_s"],
+            "future_s": o["future_s"],
+        },
+        "keyframes": {"k": o["keyframes"]},
+        "dynamic_segment": {"min_energy": o["min_energy"]},
+        "lecture_segment": {"min_s": o["min_slide_s"]},
+    }  # fmt: skip
+    for name, values in _settings(settings).items():
+        target = miner_config if name in MINERS.names() else extractor_config
+        target.setdefault(name, {}).update(values)
+    return IngestConfig(
+        extractors=_names(extractors), miners=_names(miners), extractor_config=extractor_config,
+        miner_config=miner_config, workers=workers,
+    )  # fmt: skip
+
+
 @app.command("ingest")
 def ingest(
     inputs: Annotated[list[Path], typer.Argument(help="Dataset folders, recordings, videos, slide decks.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; reruns resume).")],
     workers: Annotated[int, typer.Option(help="Processes for anchors and mining.")] = 2,
-    extractors: Annotated[
-        str | None, typer.Option(help="Comma-separated anchor extractors (default all).")
-    ] = None,
-    miners: Annotated[
-        str | None, typer.Option(help="Comma-separated candidate miners (default all).")
-    ] = None,
-    ocr_backend: Annotated[str, typer.Option(help="OCR backend: tesseract or rapidocr.")] = "tesseract",
-    ocr_max_images: Annotated[int, typer.Option(help="At most this many screens OCR'd per stream.")] = 16,
-    shot_threshold: Annotated[float, typer.Option(help="ContentDetector threshold.")] = 27.0,
-    min_scene_len: Annotated[int, typer.Option(help="Minimum shot length in frames.")] = 15,
-    fault_fractions: Annotated[str, typer.Option(help="Fault-window anchors, fractions of an episode.")] = (
-        "0.35,0.5,0.65"
-    ),
-    observation_s: Annotated[float, typer.Option(help="Fault-window observation range, seconds.")] = 3.0,
-    future_s: Annotated[float, typer.Option(help="Fault-window future range, seconds.")] = 3.0,
-    keyframes: Annotated[int, typer.Option(help="Keyframes per robot episode.")] = 20,
+    extractors: Extractors = None,
+    miners: Miners = None,
+    ocr_backend: OcrBackend = "tesseract",
+    ocr_max_images: OcrMax = 16,
+    shot_detector: ShotDetector = "content",
+    shot_threshold: ShotThreshold = 27.0,
+    min_scene_len: MinSceneLen = 15,
+    adaptive_threshold: AdaptiveThreshold = 3.0,
+    min_content_val: MinContentVal = 15.0,
+    window_width: WindowWidth = 2,
+    fade_threshold: FadeThreshold = 12.0,
+    fault_fractions: FaultFractions = "0.35,0.5,0.65",
+    observation_s: ObservationS = 3.0,
+    future_s: FutureS = 3.0,
+    keyframes: Keyframes = 20,
+    min_energy: MinEnergy = 0.015,
+    min_slide_s: MinSlideS = 5.0,
+    setting: Settings = None,
     executor: ExecutorName = "local",
     ray_address: RayAddress = None,
     plugin: Plugins = None,
@@ -85,26 +172,15 @@ def ingest(
     _require_inputs(inputs)
     _plugins(plugin)
     from dataclaw.core.progress import progress_bar
-    from dataclaw.tailor.ingest import IngestConfig
     from dataclaw.tailor.ingest import ingest as run_ingest
 
-    config = IngestConfig(
-        extractors=_names(extractors),
-        miners=_names(miners),
-        extractor_config={
-            "shots": {"threshold": shot_threshold, "min_scene_len": min_scene_len},
-            "ocr": {"backend": ocr_backend, "max_images": ocr_max_images},
-        },
-        miner_config={
-            "fault_window": {
-                "fractions": _fractions(fault_fractions),
-                "observation_s": observation_s,
-                "future_s": future_s,
-            },
-            "keyframes": {"k": keyframes},
-        },
-        workers=workers,
-    )
+    config = _ingest_config(
+        workers, extractors, miners, setting, ocr_backend=ocr_backend, ocr_max_images=ocr_max_images,
+        shot_detector=shot_detector, shot_threshold=shot_threshold, min_scene_len=min_scene_len,
+        adaptive_threshold=adaptive_threshold, min_content_val=min_content_val, window_width=window_width,
+        fade_threshold=fade_threshold, fault_fractions=fault_fractions, observation_s=observation_s,
+        future_s=future_s, keyframes=keyframes, min_energy=min_energy, min_slide_s=min_slide_s,
+    )  # fmt: skip
     with executor_scope(executor, ray_address):
         summary = run_ingest(inputs, out, config, progress=progress_bar)
     if as_json:
@@ -258,7 +334,37 @@ def run(
     seed: Annotated[int, typer.Option(help="Seed of GUI fragment shuffling and distractors.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Model calls in flight.")] = 16,
     workers: Annotated[int, typer.Option(help="Processes for ingest and materialisation.")] = 2,
-    extractors: Annotated[str | None, typer.Option(help="Comma-separated anchor extractors.")] = None,
+    extractors: Extractors = None,
+    miners: Miners = None,
+    ocr_backend: OcrBackend = "tesseract",
+    ocr_max_images: OcrMax = 16,
+    shot_detector: ShotDetector = "content",
+    shot_threshold: ShotThreshold = 27.0,
+    min_scene_len: MinSceneLen = 15,
+    adaptive_threshold: AdaptiveThreshold = 3.0,
+    min_content_val: MinContentVal = 15.0,
+    window_width: WindowWidth = 2,
+    fade_threshold: FadeThreshold = 12.0,
+    fault_fractions: FaultFractions = "0.35,0.5,0.65",
+    observation_s: ObservationS = 3.0,
+    future_s: FutureS = 3.0,
+    keyframes: Keyframes = 20,
+    min_energy: MinEnergy = 0.015,
+    min_slide_s: MinSlideS = 5.0,
+    setting: Settings = None,
+    codec: Annotated[
+        str,
+        typer.Option(
+            help="Clips: h264 (visually lossless yuv420p, CRF 18, plays in browsers), lossless "
+            "(RGB H.264, frame-exact) or ffv1 (frame-exact, .mkv)."
+        ),
+    ] = "h264",
+    crf: Annotated[
+        int | None, typer.Option(help="h264 constant rate factor (default 18; lower = bigger).")
+    ] = None,
+    max_media_gb: Annotated[
+        float | None, typer.Option(help="Refuse before writing when the clips are estimated above this size.")
+    ] = None,
     max_candidates: Annotated[int | None, typer.Option(help="Use at most this many candidates.")] = None,
     max_per_kind: Annotated[int | None, typer.Option(help="At most this many candidates per kind.")] = None,
     images: Annotated[bool, typer.Option(help="Send sampled frames to vision models.")] = True,
@@ -291,14 +397,20 @@ def run(
     for name in intent or []:  # a typo fails now, not after the whole ingest
         catalog.resolve(name)
     from dataclaw.models.ledger import render_summary
-    from dataclaw.tailor.ingest import IngestConfig
     from dataclaw.tailor.route import RouteConfig
     from dataclaw.tailor.run import TailorRunConfig, tailor_run
 
     routing = RouteConfig.from_file(route) if route else RouteConfig.from_cli(model, expert)
+    ingest_config = _ingest_config(
+        workers, extractors, miners, setting, ocr_backend=ocr_backend, ocr_max_images=ocr_max_images,
+        shot_detector=shot_detector, shot_threshold=shot_threshold, min_scene_len=min_scene_len,
+        adaptive_threshold=adaptive_threshold, min_content_val=min_content_val, window_width=window_width,
+        fade_threshold=fade_threshold, fault_fractions=fault_fractions, observation_s=observation_s,
+        future_s=future_s, keyframes=keyframes, min_energy=min_energy, min_slide_s=min_slide_s,
+    )  # fmt: skip
     config = TailorRunConfig(
         route=routing, intents=list(intent or []), request=request, seed=seed, concurrency=concurrency,
-        workers=workers, ingest=IngestConfig(extractors=_names(extractors), workers=workers),
+        workers=workers, ingest=ingest_config, codec=codec, crf=crf, max_media_gb=max_media_gb,
         export=None if export_format in (None, "none") else export_format,
         send_images=images and send_images != "never", drop_images=send_images == "auto",
         max_candidates=max_candidates, max_per_kind=max_per_kind,
@@ -323,6 +435,11 @@ def run(
         errors = ", ".join(f"{k} {v}" for k, v in sent["errors"].items())
         counts = f"{sent['started']} sent, {sent['answered']} answered, {sent['failed']} failed"
         typer.echo(f"requests to {name}: {counts}" + (f" ({errors})" if errors else ""))
+    for name, m in summary.get("media", {}).items():
+        typer.echo(
+            f"clips ({name}): {m['videos']} videos, {m['seconds']:.1f} s, {m['bytes'] / 1e6:.1f} MB, "
+            f"{m['bytes_per_second'] / 1e3:.0f} kB per second"
+        )
     if summary["export"]:
         typer.echo(f"exported {summary['export']['samples']} samples → {summary['export']['out_dir']}")
         if summary["export"].get("note"):
