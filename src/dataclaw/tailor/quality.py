@@ -26,6 +26,7 @@ offending span of text.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -222,10 +223,7 @@ def check_prompt_echo(
     ``blocks`` it was shown (default the anchor and frame lines). The task text is not a source, so
     restating the task is not an echo."""
     pieces = _echo_sources(ctx, ["anchor_lines", "frame_lines"] if blocks is None else blocks)
-    grams = set()
-    for piece in pieces:
-        toks = _tokens(piece)
-        grams.update(tuple(toks[i : i + ngram]) for i in range(len(toks) - ngram + 1))
+    grams = _grams(tuple(pieces), ngram)
     out: list[Failure] = []
     if not grams:
         return out
@@ -247,6 +245,16 @@ def check_prompt_echo(
                 )
             )
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _grams(pieces: tuple[str, ...], n: int) -> frozenset[tuple[str, ...]]:
+    """Word n-grams of the prompt pieces (not across pieces); an intent's template recurs, so cached."""
+    grams: set[tuple[str, ...]] = set()
+    for piece in pieces:
+        toks = _tokens(piece)
+        grams.update(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
+    return frozenset(grams)
 
 
 def _longest_run(toks: list[str], covered: list[bool]) -> list[str]:
