@@ -244,3 +244,29 @@ def test_changed_extractor_settings_redo_the_stage_and_supersede_the_old_records
     assert len(store.stage("candidates")) == len(list(store.records("candidates")))
     assert all(c["producer"] == producers["candidates"]["hash"] for c in store.records("candidates"))
     assert all(r["producer"] == producers["candidates"]["hash"] for r in store.rejects("candidates"))
+
+
+def test_cli_settings_change_anchor_and_candidate_ids(tmp_path: Path) -> None:
+    """`tailor ingest` with another detector or mining threshold: new shot anchors and candidates (new
+    ids), the old ones superseded; a miss says which threshold and what value."""
+    from typer.testing import CliRunner
+
+    from dataclaw.cli.tailor import app
+
+    video = Path(__file__).resolve().parents[2] / "examples" / "videos" / "dj_video1.mp4"
+    run = tmp_path / "run"
+    base = ["ingest", str(video), "-o", str(run), "--extractors", "shots,motion", "--workers", "1"]
+
+    def current(stage: str) -> set[str]:
+        return {r["id"] for r in RunStore(run).records(stage)}
+
+    assert CliRunner().invoke(app, [*base, "--json"]).exit_code == 0
+    shots, cands = current("anchors"), current("candidates")
+    assert CliRunner().invoke(app, [*base, "--shot-detector", "adaptive", "--json"]).exit_code == 0
+    assert current("anchors").isdisjoint(a for a in shots if "/anchor-shot" in a)
+    result = CliRunner().invoke(app, [*base, "--set", "dynamic_segment.min_energy=0.9", "--json"])
+    assert result.exit_code == 0 and current("candidates").isdisjoint(cands)
+    (miss,) = RunStore(run).rejects("candidates")
+    assert miss["reason"] == "no_candidates" and "< min_energy 0.9" in miss["message"]
+    bad = CliRunner().invoke(app, [*base, "--shot-detector", "histogram"])
+    assert bad.exit_code != 0 and "content, adaptive, threshold" in str(bad.exception)
