@@ -33,7 +33,9 @@ def test_ingest_then_inspect_then_resume(tmp_path: Path, shared_data: Path) -> N
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     assert summary["streams"] == 4
-    assert summary["candidates"] == {"fault_window": 9, "gui_task": 1, "keyframes": 3}
+    # one fault window per grasp: the three episodes close the right hand 1, 2 and 1 times (proprio anchors)
+    assert summary["candidates"] == {"fault_window": 4, "gui_task": 1, "keyframes": 3}
+    assert summary["anchors"]["hand_close"] == 4
     assert summary["rejects"]["ingest:empty_video"] == 1
     assert summary["anchors"]["ocr_text"] > 10
     keyframes = [

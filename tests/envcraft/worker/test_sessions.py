@@ -75,6 +75,7 @@ def test_a_crash_restarts_the_worker_and_sessions_survive(counter):
 def test_a_worker_killed_from_outside_is_restarted_on_the_next_call(counter):
     s = counter.session("start_at_ten")
     counter.worker._worker.kill()
+    counter.worker._job.join(timeout=30)  # the kill has landed: the server job saw its worker die
     first = s.call("increment")  # this call finds the worker gone: it fails cleanly, or restarts
     assert first["status"] in ("ok", "error")
     again = s.call("get_counter")
