@@ -54,6 +54,12 @@ def test_trajectory_anchors_per_step(shared_data: Path) -> None:
     assert scroll.payload["clicks"] == -54
     overleaf = results["s_5473959e0f6e21f7"]
     assert [a.payload["keys"] for a in overleaf if a.kind == "shortcut"][:2] == [["ctrl", "c"], ["ctrl", "v"]]
+    # every action of a step carries the step's low-level instruction (AgentNet inner_monologue)
+    typed = sorted((a for a in spotify if a.payload["step"] == 1), key=lambda a: a.payload["index_in_step"])
+    assert [a.kind for a in typed] == ["typing", "key"]
+    assert {a.payload["instruction"] for a in typed} == {
+        "Type 'SPOTIFY' in the search bar and press 'Enter' to perform the search."
+    }
 
 
 def test_keyboard_reconstruction() -> None:

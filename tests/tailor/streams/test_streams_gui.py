@@ -106,6 +106,14 @@ def test_agentnet_trajectories(shared_data: Path) -> None:
         {"action": "drag", "call": "dragTo", "x": 0.5025, "y": 0.6039, "button": "left"},
     ]
     assert overleaf.events[1]["actions"][0]["keys"] == ["ctrl", "c"]
+    assert (
+        overleaf.events[2]["instruction"] == "Click on the ChatGPT application icon in the dock to open it."
+    )
+    assert "meta_info" not in overleaf.metadata  # the publisher's sample has none for this trajectory
+    spotify = next(s for s in streams if s.metadata["task_id"] == "s_7f27a11115e596eb")
+    meta = spotify.metadata["meta_info"]  # kept as AgentNet publishes it
+    assert meta["websites"] == ["spotify", "google"] and meta["applications"] == []
+    assert meta["complexity"]["multi_application_or_website"] is True
     with StreamSource(overleaf) as source:
         shot = source.frame(3)
         expected = load_image(shared_data / "opencua/agentnetbench/images/s_5473959e0f6e21f7_5.png")

@@ -4,7 +4,9 @@ Raw recordings: mouse actions come from the high-level (reduced) actions when th
 (they carry the clicked control as ``target``), else from the low-level clicks and scrolls; keyboard
 input is rebuilt from press events into ``typing`` (text runs), ``shortcut`` (modifier + key) and
 ``key`` (enter, tab, ...) anchors; ``window_change`` comes from the top-window log. Trajectories: each
-step's parsed pyautogui actions, at ``t`` = step index. Coordinates are normalised to 0-1 (nx, ny).
+step's parsed pyautogui actions, at ``t`` = step index, with the step's low-level instruction (AgentNet
+``inner_monologue.low_level_instruction``) as ``instruction`` when it has one. Coordinates are
+normalised to 0-1 (nx, ny).
 """
 
 from __future__ import annotations
@@ -151,6 +153,8 @@ class GuiEventAnchors(AnchorExtractor):
                 if isinstance(action.get("x"), int | float) and isinstance(action.get("y"), int | float):
                     payload.update(nx=action["x"], ny=action["y"])
                 payload.update(step=event["step"], index_in_step=j)
+                if isinstance(event.get("instruction"), str) and event["instruction"].strip():
+                    payload["instruction"] = event["instruction"].strip()  # the step's low-level instruction
                 if kind == "typing" and "message" in payload:
                     payload["text"] = payload.pop("message")
                 anchors.append(make_anchor(stream.id, event["t"], kind, self.name, payload))

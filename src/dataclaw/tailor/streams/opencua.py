@@ -7,7 +7,9 @@ video clock, screen size), ``task_name.json``, optionally ``top_window.jsonl``. 
 ``t = time_stamp - video_start_timestamp`` seconds; coordinates are also given normalised to 0-1.
 
 Trajectories (AgentNetBench ``*.json`` with ``steps``, OpenCUA CoT ``*.jsonl`` with ``traj``): one
-screenshot per step; the stream clock counts steps (step i at t = i s, fps 1).
+screenshot per step; the stream clock counts steps (step i at t = i s, fps 1). AgentNet's per-step
+low-level instruction stays on the step event (``instruction``) and its trajectory ``meta_info``
+(applications, websites, complexity) in the stream metadata.
 """
 
 from __future__ import annotations
@@ -279,6 +281,8 @@ class AgentNetTrajectoryReader(StreamReader):
                 continue
             task = data.get("user_task_description") or data.get("high_level_task_description")
             extra = {"high_level_task": data.get("high_level_task_description")}
+            if isinstance(data.get("meta_info"), dict):
+                extra["meta_info"] = data["meta_info"]  # applications, websites, complexity flags, domain
             yield _steps_stream(self, path, str(data.get("task_id") or file.stem), task, steps, extra)
 
 
