@@ -4,7 +4,10 @@ Stage 1 looks for five signals, conservatively (a class other than ``none`` need
 
 - the instruction has several action goals;
 - it has sequential markers ("first", "then", "after that", …);
-- the trajectory crosses applications, windows, pages or URLs;
+- the trajectory crosses applications, windows, pages or URLs (window/URL changes seen in the recording,
+  the applications and websites the publisher lists in AgentNet ``meta_info`` and its own
+  ``multi_application_or_website`` flag; each action of a trajectory without a window log is placed in
+  the listed application its low-level instruction names);
 - similar operations repeat over several objects (an action pattern of two or more kinds repeated
   three times, or an instruction that applies one verb to a list or to "each"/"every"/"all");
 - the screen shows phase changes (shot boundaries in a recording; OCR text turnover between steps).
@@ -14,13 +17,23 @@ fragments: sequential tasks split at stage boundaries (context switches, phase c
 parallel ones at the repetitions of the repeated pattern, hybrid ones first into stages and then into
 the repetitions inside each stage. Fragments are contiguous, non-overlapping and cover all actions, as
 A.3.4 requires of the final decomposition. This is scaffolding for the model, not final supervision.
+
+Stage 3 (the reconstruction request) shows fragments as lines, and its distractors must not be told
+apart by their form: every fragment, genuine, from another trajectory of the run or from the bundled
+pool, is one structure (``app``, ``description``, ``steps`` of action texts with the step's low-level
+instruction) rendered by :func:`render_fragment`, without times, event numbers or coordinates (they
+would give the order away and mark the fragments that came from elsewhere). Distractors come from the
+other trajectories of the input set first and from the bundled list last, preferring fragments that
+carry what the genuine ones carry (an application, low-level instructions); what not every shown
+fragment has is left out of all of them.
 """
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -59,12 +72,18 @@ LEADING_MARKER = re.compile(
 )
 PARALLEL_MARKERS = re.compile(r"\b(each|every|all\s+(of\s+)?the|both|respectively|one\s+by\s+one)\b", re.I)
 CLAUSE_SPLIT = re.compile(
-    r"[;,.]\s*|\s+(?:and\s+then|and|then|after\s+that|afterwards|next|finally)\s+", re.I
+    r";\s*|,(?!\d)\s*|\.(?=\s|$)\s*|\s+(?:and\s+then|and|then|after\s+that|afterwards|next|finally)\s+", re.I
 )
+"""Clause boundaries: a full stop only before a space or the end, a comma not inside a number, so file
+names, e-mail addresses, URLs and numbers (``report.final.pdf``, ``a.b@c.com``, ``1,000``) stay whole."""
 CONTEXT_KEYS = ("app", "application", "window", "window_title", "url", "page", "domain")
 TARGET_KEYS = ("target", "target_title", "title", "element", "name")
 GUI_SOURCE = "gui"  # the GUI event parser (dataclaw.tailor.anchors.gui)
 CONTEXT_KINDS = frozenset({"window_change", "app_switch", "url_change"})
+META_CONTEXT_KEYS = ("applications", "websites")
+"""AgentNet ``meta_info`` lists of the applications and websites a trajectory uses."""
+INSTRUCTION_KEY = "instruction"
+"""Anchor payload key of a trajectory step's low-level instruction (AgentNet ``inner_monologue``)."""
 
 
 def instruction_goals(instruction: str) -> list[str]:
@@ -86,9 +105,10 @@ def _context(a: Anchor) -> str | None:
     return None
 
 
-def _target(a: Anchor) -> str:
+def target_of(payload: Mapping[str, Any]) -> str:
+    """The control an action acted on (a recording's accessibility target title, else a name)."""
     for key in TARGET_KEYS:
-        value = a.payload.get(key)
+        value = payload.get(key)
         if isinstance(value, dict):
             value = value.get("title") or value.get("name")
         if isinstance(value, str) and value.strip():
@@ -96,24 +116,71 @@ def _target(a: Anchor) -> str:
     return ""
 
 
+def _target(a: Anchor) -> str:
+    return target_of(a.payload)
+
+
+def declared_contexts(metadata: Mapping[str, Any]) -> tuple[list[str], bool | None]:
+    """The applications and websites the publisher lists for a trajectory (AgentNet ``meta_info``), in
+    order without repeats, and its ``complexity.multi_application_or_website`` flag (None when absent)."""
+    meta = metadata.get("meta_info")
+    if not isinstance(meta, Mapping):
+        return [], None
+    names = [
+        n.strip()
+        for key in META_CONTEXT_KEYS
+        for n in meta.get(key) or []
+        if isinstance(n, str) and n.strip()
+    ]
+    complexity = meta.get("complexity")
+    flag = complexity.get("multi_application_or_website") if isinstance(complexity, Mapping) else None
+    return list(dict.fromkeys(names)), flag if isinstance(flag, bool) else None
+
+
+def mentioned_context(a: Anchor, names: Sequence[str], typed: Sequence[str] = ()) -> str | None:
+    """The first of ``names`` (declared applications/websites) that the action's low-level instruction
+    mentions, leaving out the ``typed`` text of its step ("Type 'SPOTIFY' in the search bar" types the
+    word in a search engine; it does not happen in Spotify)."""
+    text = a.payload.get(INSTRUCTION_KEY)
+    if not names or not isinstance(text, str):
+        return None
+    for t in typed:
+        text = re.sub(re.escape(t), " ", text, flags=re.IGNORECASE)
+    found = [
+        (m.start(), name)
+        for name in names
+        if (m := re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE))
+    ]
+    return min(found)[1] if found else None
+
+
 def action_events(anchors: Sequence[Anchor]) -> list[Anchor]:
-    """The GUI parser's action anchors (clicks, typing, shortcuts, …), not its context changes."""
+    """The GUI parser's action anchors (clicks, typing, shortcuts, …), not its context changes, in the
+    order they were done (a trajectory step's actions share its time: their order in the step decides)."""
     return sorted(
         (a for a in anchors if a.source == GUI_SOURCE and a.kind not in CONTEXT_KINDS),
-        key=lambda a: (a.t, a.id),
+        key=lambda a: (a.t, a.payload.get("index_in_step", 0), a.id),
     )
 
 
-def event_contexts(anchors: Sequence[Anchor], events: Sequence[Anchor]) -> list[str | None]:
-    """The application/window/URL each action happened in: the latest context-change anchor at or
-    before it (the top-window log), else what the action's own payload says."""
+def event_contexts(
+    anchors: Sequence[Anchor], events: Sequence[Anchor], declared: Sequence[str] = ()
+) -> list[str | None]:
+    """The application/window/URL each action happened in: what the action's own payload says, else the
+    latest context before it: a context-change anchor (the top-window log) or a ``declared``
+    application that an action's low-level instruction names (trajectories have no window log)."""
     changes = sorted((a for a in anchors if a.kind in CONTEXT_KINDS), key=lambda a: a.t)
+    typed: dict[Any, list[str]] = {}
+    for ev in events:
+        if isinstance(ev.payload.get("text"), str) and ev.payload["text"].strip():
+            typed.setdefault(ev.payload.get("step", ev.id), []).append(ev.payload["text"].strip())
     out: list[str | None] = []
     j, current = 0, None
     for ev in events:
         while j < len(changes) and changes[j].t <= ev.t:
             current = _context(changes[j]) or current
             j += 1
+        current = mentioned_context(ev, declared, typed.get(ev.payload.get("step", ev.id), ())) or current
         out.append(_context(ev) or current)
     return out
 
@@ -151,6 +218,10 @@ class Signals:
     parallel_markers: list[str]
     phase_changes: list[Anchor]
     per_event: list[str | None]
+    declared: list[str] = field(default_factory=list)
+    """applications and websites the publisher lists (AgentNet ``meta_info``)"""
+    declared_multi: bool | None = None
+    """the publisher's own ``multi_application_or_website`` flag"""
 
     @property
     def multi_goal(self) -> bool:
@@ -158,7 +229,10 @@ class Signals:
 
     @property
     def crosses_contexts(self) -> bool:
-        return len(set(self.contexts)) >= 2
+        """Seen switching contexts, or declared to use several (the publisher's flag when it gives one,
+        else two listed applications/websites)."""
+        declared = self.declared_multi if self.declared_multi is not None else len(self.declared) >= 2
+        return len(set(self.contexts)) >= 2 or declared
 
     @property
     def repeated(self) -> bool:
@@ -209,12 +283,18 @@ def text_turnover(anchors: Sequence[Anchor], threshold: float = 0.2) -> list[Anc
     return out
 
 
-def gather_signals(instruction: str, anchors: Sequence[Anchor], events: Sequence[Anchor]) -> Signals:
-    """Stage-1 signals of one trajectory."""
+def gather_signals(
+    instruction: str,
+    anchors: Sequence[Anchor],
+    events: Sequence[Anchor],
+    metadata: Mapping[str, Any] | None = None,
+) -> Signals:
+    """Stage-1 signals of one trajectory (``metadata``: the stream's, for AgentNet ``meta_info``)."""
+    declared, declared_multi = declared_contexts(metadata or {})
     contexts: list[str] = []
     switches: list[int] = []
     last: str | None = None
-    per_event = event_contexts(anchors, events)
+    per_event = event_contexts(anchors, events, declared)
     for i, ctx in enumerate(per_event):
         if ctx is None:
             continue
@@ -232,6 +312,8 @@ def gather_signals(instruction: str, anchors: Sequence[Anchor], events: Sequence
         parallel_markers=[m.group(0) for m in PARALLEL_MARKERS.finditer(instruction or "")],
         phase_changes=sorted(phases, key=lambda a: a.t),
         per_event=per_event,
+        declared=declared,
+        declared_multi=declared_multi,
     )
 
 
@@ -256,9 +338,11 @@ def _stage_cuts(events: Sequence[Anchor], sig: Signals, k: int) -> list[int]:
 
 
 def _fragment(
-    index: int, events: Sequence[Anchor], label: str, kind: str, pos: dict[str, int]
+    index: int, events: Sequence[Anchor], label: str, kind: str, pos: dict[str, int], sig: Signals
 ) -> dict[str, Any]:
-    """One proposed fragment: actions ``event_range`` (inclusive positions in the action list)."""
+    """One proposed fragment: actions ``event_range`` (inclusive positions in the action list), and the
+    application most of its actions happened in (None when unknown)."""
+    apps = [c for c in (sig.per_event[pos[e.id]] for e in events) if c]
     return {
         "index": index,
         "label": label,
@@ -266,6 +350,7 @@ def _fragment(
         "event_range": [pos[events[0].id], pos[events[-1].id]],
         "t_start": events[0].t,
         "t_end": max(e.t_end if e.t_end is not None else e.t for e in events),
+        "app": max(dict.fromkeys(apps), key=apps.count) if apps else None,
         "anchor_ids": [e.id for e in events],
     }
 
@@ -299,7 +384,7 @@ def propose_subtasks(events: Sequence[Anchor], sig: Signals, cls: MultiEvent) ->
     pos = {e.id: i for i, e in enumerate(events)}
     if cls is MultiEvent.PARALLEL and sig.pattern:
         blocks = _split_parallel(events, sig.pattern[0])
-        frags = [_fragment(i, b, name, "parallel", pos) for i, (b, name) in enumerate(blocks)]
+        frags = [_fragment(i, b, name, "parallel", pos, sig) for i, (b, name) in enumerate(blocks)]
     else:
         k = max(2, len(sig.goals), len(set(sig.contexts)))
         k = min(k, len(events))
@@ -316,11 +401,165 @@ def propose_subtasks(events: Sequence[Anchor], sig: Signals, cls: MultiEvent) ->
                 blocks = _split_parallel(stage, sig.pattern[0])
                 if len(blocks) > 1:
                     frags.extend(
-                        _fragment(len(frags), b, f"{label}: {name}", "parallel", pos) for b, name in blocks
+                        _fragment(len(frags), b, f"{label}: {name}", "parallel", pos, sig)
+                        for b, name in blocks
                     )
                     continue
-            frags.append(_fragment(len(frags), stage, label, "sequential", pos))
+            frags.append(_fragment(len(frags), stage, label, "sequential", pos, sig))
     return frags
+
+
+# ------------------------------------------------------------------------------------------------
+# Stage 3: fragments as a reconstruction request shows them
+
+BUNDLED = "bundled"
+"""``source`` of the distractors shipped with the package (the rest name the stream they came from)."""
+POINTER_KINDS = frozenset({"click", "double_click", "right_click", "middle_click", "triple_click", "drag"})
+"""Actions that act on a control (their ``target`` is shown only when every shown one has it)."""
+
+
+def _keys_of(payload: Mapping[str, Any]) -> str:
+    keys = payload.get("keys")
+    joined = "+".join(str(k) for k in keys) if isinstance(keys, list) else keys
+    return str(payload.get("combo") or joined or payload.get("key") or "")
+
+
+def fragment_action(kind: str, payload: Mapping[str, Any]) -> dict[str, str]:
+    """An action (an anchor's kind and payload, or a pool entry) as fragments hold it."""
+    text = payload.get("text")
+    return {"kind": kind, "target": target_of(payload), "keys": _keys_of(payload), "text": str(text or "")}
+
+
+ACTION_PARTS: tuple[tuple[str, Callable[[Mapping[str, str]], str]], ...] = (
+    ("targets", lambda a: f"'{a['target']}'" if a.get("target") else ""),
+    ("", lambda a: a.get("keys") or ""),
+    ("", lambda a: f"text={a['text']!r}" if a.get("text") else ""),
+)
+"""What an action line shows after the kind, in order, each with the feature that must be shown for it
+(``""``: always). Never times, event numbers or coordinates."""
+FEATURES: tuple[tuple[str, Callable[[Mapping[str, Any]], bool], bool], ...] = (
+    ("app", lambda f: bool(f.get("app")), True),
+    ("notes", lambda f: bool(f["steps"]) and all(s.get("instruction") for s in f["steps"]), True),
+    (
+        "targets",
+        lambda f: any(
+            a.get("target") for s in f["steps"] for a in s["actions"] if a["kind"] in POINTER_KINDS
+        ),
+        False,
+    ),
+)
+"""Optional parts of a fragment: (name, whether a fragment has it, whether every shown fragment must
+have it for a request to show it). Targets are shown when a genuine fragment has one: a recording names
+most clicked controls but not all, an AgentNet trajectory none (and then no distractor may show one)."""
+
+
+def action_text(action: Mapping[str, str], shown: set[str]) -> str:
+    """``click 'Send'``, ``shortcut ctrl+c``, ``typing text='hi'``: one action as fragment lines show it."""
+    parts = (render(action) for feature, render in ACTION_PARTS if not feature or feature in shown)
+    return " ".join([action["kind"], *(p for p in parts if p)])
+
+
+def fragment_steps(actions: Iterable[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """``(kind, payload)`` actions in order -> steps ``{"actions": [...], "instruction": …}``: the
+    actions of one trajectory step (same payload ``step``) together, with the step's low-level
+    instruction; every other action is a step of its own."""
+    steps: list[dict[str, Any]] = []
+    last: Any = None
+    for kind, payload in actions:
+        step = payload.get("step")
+        if step is not None and step == last and steps:
+            steps[-1]["actions"].append(fragment_action(kind, payload))
+            continue
+        note = payload.get(INSTRUCTION_KEY)
+        steps.append(
+            {
+                "actions": [fragment_action(kind, payload)],
+                "instruction": note.strip() if isinstance(note, str) and note.strip() else None,
+            }
+        )
+        last = step
+    return steps
+
+
+def pool_fragment(entry: Mapping[str, Any], source: str = BUNDLED) -> dict[str, Any]:
+    """A distractor-pool entry as a fragment. ``steps`` items are ``{kind, target?, keys?, text?,
+    instruction?}`` (one action) or ``{actions: [...], instruction?}``; an action given as a string (the
+    older ``actions: [str]`` entries) becomes its kind, shown as it is."""
+
+    def action(a: Any) -> dict[str, str]:
+        return fragment_action(a, {}) if isinstance(a, str) else fragment_action(str(a["kind"]), a)
+
+    raw = entry.get("steps")
+    if raw is None:
+        raw = [{"actions": [a]} for a in entry.get("actions") or []]
+    steps = []
+    for step in raw:
+        step = {"actions": [step]} if isinstance(step, str) else step
+        acts = step["actions"] if "actions" in step else [step]
+        steps.append({"actions": [action(a) for a in acts], "instruction": step.get("instruction") or None})
+    return {
+        "source": entry.get("source") or source,
+        "app": entry.get("app") or None,
+        "description": str(entry.get("description") or ""),
+        "steps": steps,
+    }
+
+
+def fragment_features(fragment: Mapping[str, Any]) -> set[str]:
+    """The optional parts (:data:`FEATURES`) a fragment has."""
+    return {name for name, has, _ in FEATURES if has(fragment)}
+
+
+def wanted_features(genuine: Sequence[Mapping[str, Any]]) -> set[str]:
+    """What the genuine fragments show: a part all of them have, or (targets) that one of them has."""
+    if not genuine:
+        return set()
+    return {name for name, has, every in FEATURES if (all if every else any)(has(f) for f in genuine)}
+
+
+def pick_distractors(
+    pool: Sequence[Mapping[str, Any]],
+    genuine: Sequence[Mapping[str, Any]],
+    k: int,
+    rng: random.Random,
+    stream_id: str | None,
+) -> list[dict[str, Any]]:
+    """``k`` distractors for the ``genuine`` fragments of stream ``stream_id`` (never its own). Other
+    trajectories of the input set come first and the bundled list last, and fragments that have what
+    all genuine ones have (an application, low-level instructions, targets) before those that lack it, so the
+    request can show it for every fragment: the tiers are (run, fits), (bundled, fits), (run, lacks),
+    (bundled, lacks), each sampled with ``rng``."""
+    want = wanted_features(genuine)
+    frags = [pool_fragment(d) for d in pool if d.get("source") != stream_id]
+    picked: list[dict[str, Any]] = []
+    for fits in (True, False):
+        for run in (True, False):
+            tier = [
+                f for f in frags if (f["source"] != BUNDLED) is run and (want <= fragment_features(f)) is fits
+            ]
+            picked += rng.sample(tier, min(k - len(picked), len(tier)))
+    return picked
+
+
+def render_fragment(label: str, fragment: Mapping[str, Any], shown: set[str]) -> list[str]:
+    """A fragment's lines: ``Fragment A (App):`` then one ``  - action; action — instruction`` line
+    per step; the optional parts (:data:`FEATURES`) appear only when named in ``shown``."""
+    app = f" ({fragment['app']})" if "app" in shown and fragment.get("app") else ""
+    lines = [f"Fragment {label}{app}:"]
+    for step in fragment["steps"]:
+        note = f" — {step['instruction']}" if "notes" in shown and step.get("instruction") else ""
+        lines.append(f"  - {'; '.join(action_text(a, shown) for a in step['actions'])}{note}")
+    return lines
+
+
+def shown_features(
+    genuine: Sequence[Mapping[str, Any]], distractors: Sequence[Mapping[str, Any]] = ()
+) -> set[str]:
+    """The optional parts a request shows: of what the genuine fragments show, what every distractor
+    has too where :data:`FEATURES` asks it of every fragment."""
+    want = wanted_features(genuine)
+    every = {name for name, _, all_of in FEATURES if all_of}
+    return {n for n in want if n not in every or all(n in fragment_features(d) for d in distractors)}
 
 
 @register_miner
@@ -328,15 +567,17 @@ class GuiTasks(Miner):
     """One ``gui_task`` candidate per GUI trajectory that Stage 1 finds multi-event (A.3.2).
 
     ``keep_single``: also emit single-goal trajectories (class ``none``, no subtasks), e.g. for intents
-    that want plain GUI grounding data.
+    that want plain GUI grounding data. ``use_meta_info``: count the applications and websites the
+    publisher lists (AgentNet ``meta_info``) as contexts; off, only switches seen in the events count.
     """
 
     name: ClassVar[str] = "gui_task"
     kind: ClassVar[CandidateKind] = CandidateKind.GUI_TASK
 
-    def __init__(self, keep_single: bool = False, min_events: int = 2) -> None:
+    def __init__(self, keep_single: bool = False, min_events: int = 2, use_meta_info: bool = True) -> None:
         self.keep_single = keep_single
         self.min_events = min_events
+        self.use_meta_info = use_meta_info
 
     def applies_to(self, stream: StreamView) -> bool:
         return stream.modality in GUI_MODALITIES
@@ -346,7 +587,9 @@ class GuiTasks(Miner):
         if len(events) < self.min_events:
             self.note(f"{len(events)} GUI actions < min_events {self.min_events}")
             return []
-        sig = gather_signals(stream.instruction or "", anchors, events)
+        sig = gather_signals(
+            stream.instruction or "", anchors, events, stream.metadata if self.use_meta_info else None
+        )
         cls = sig.classify()
         if cls is MultiEvent.NONE and not self.keep_single:
             fired = sig.fired()
@@ -366,7 +609,9 @@ class GuiTasks(Miner):
         fired = sig.fired()
         why = (
             f"{cls.value}: signals {', '.join(fired) or 'none'} ({len(sig.goals)} goals, "
-            f"{len(set(sig.contexts))} contexts, {len(sig.phase_changes)} phase changes"
+            f"{len(set(sig.contexts))} contexts"
+            + (f" of {len(sig.declared)} declared ({', '.join(sig.declared)})" if sig.declared else "")
+            + f", {len(sig.phase_changes)} phase changes"
             + (f", pattern {'+'.join(sig.pattern[0])} x{len(sig.pattern[1])}" if sig.pattern else "")
             + f"); {len(subtasks)} proposed fragments over {len(events)} actions"
         )
@@ -377,6 +622,7 @@ class GuiTasks(Miner):
             "goals": sig.goals,
             "sequential_markers": sig.sequential_markers,
             "contexts": list(dict.fromkeys(sig.contexts)),
+            "declared_contexts": sig.declared,
             "repeated_pattern": list(sig.pattern[0]) if sig.pattern else None,
             "subtasks": subtasks,
             "events": len(events),

@@ -7,7 +7,9 @@ candidate (e.g. the freeze frame bounded by the observation range) sent as struc
 always go as text, so text-only models (the embedded default included) work from anchors alone.
 
 GUI reconstruction requests shuffle the genuine fragments and mix in distractors (other trajectories of
-the run, then a bundled pool), deterministically from the run seed and the candidate id.
+the run first, the bundled pool last), deterministically from the run seed and the candidate id; all
+fragments are rendered alike (:func:`dataclaw.tailor.mine_gui.render_fragment`), so a distractor cannot
+be told by its form.
 
 :class:`SynthesizeStage` writes one response record per (candidate, intent) to ``responses.jsonl``: the
 prompt, the frames sent, the specialised schema, the raw text, the parsed output, model, router, tokens,
@@ -36,6 +38,14 @@ from dataclaw.models import ModelOutputError, ModelRequestError
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 from dataclaw.tailor.intents.base import Intent, TemplateError, lookup, render
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.mine_gui import (
+    BUNDLED,
+    fragment_steps,
+    pick_distractors,
+    pool_fragment,
+    render_fragment,
+    shown_features,
+)
 from dataclaw.tailor.records import Route, Sample, Turn
 from dataclaw.tailor.route import RouteConfig, Router
 
@@ -118,56 +128,66 @@ def _event_line(e: dict[str, Any]) -> str:
 
 
 def load_distractors(path: Path = DISTRACTORS) -> list[dict[str, Any]]:
-    """The bundled pool of unrelated GUI fragments."""
+    """The bundled pool of unrelated GUI fragments, as fragments (see :func:`mine_gui.pool_fragment`)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return [{**f, "source": "bundled"} for f in data.get("fragments", [])]
+    return [pool_fragment(f, BUNDLED) for f in data.get("fragments", [])]
+
+
+def _steps_of(anchor_ids: list[str], anchors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return fragment_steps(
+        (anchors[a]["kind"], anchors[a].get("payload") or {}) for a in anchor_ids if a in anchors
+    )
 
 
 def run_distractors(
     candidates: list[dict[str, Any]], anchors: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Fragments of every GUI task candidate of a run, usable as distractors for the other streams."""
+    """Fragments of every GUI task candidate of a run, usable as distractors for the other streams (in
+    the same structure, hence the same lines, as a request's genuine fragments)."""
     out = []
     for c in candidates:
         if c.get("kind") != "gui_task":
             continue
         for f in (c.get("payload") or {}).get("subtasks") or []:
-            acts = [
-                _event_line(_event(i, anchors[a]))
-                for i, a in enumerate(f.get("anchor_ids", []))
-                if a in anchors
-            ]
-            out.append({"source": c["stream_id"], "description": f.get("label", ""), "actions": acts[:6]})
+            steps = _steps_of(f.get("anchor_ids", []), anchors)
+            if steps:
+                out.append(
+                    {
+                        "source": c["stream_id"],
+                        "app": f.get("app"),
+                        "description": f.get("label", ""),
+                        "steps": steps,
+                    }
+                )
     return out
 
 
 def _gui_fragments(
-    cand: dict[str, Any], events: list[dict[str, Any]], intent: Intent, pool: list[dict[str, Any]], seed: int
+    cand: dict[str, Any], anchors: list[dict[str, Any]], intent: Intent, pool: list[dict[str, Any]], seed: int
 ) -> dict[str, Any]:
-    """Genuine fragments (miner's subtasks) shuffled with distractors; labels A, B, … after shuffling."""
+    """Genuine fragments (miner's subtasks) shuffled with distractors; labels A, B, … after shuffling.
+    Every fragment is rendered by one function from one structure, showing only the optional parts
+    (application, low-level instructions, targets) that all of them have."""
     subtasks = (cand.get("payload") or {}).get("subtasks") or []
-    by_anchor = {e["anchor_id"]: e for e in events}
-    genuine = []
-    for f in subtasks:
-        acts = [_event_line(by_anchor[a]) for a in f.get("anchor_ids", []) if a in by_anchor]
-        genuine.append(
-            {"description": f.get("label", ""), "actions": acts, "genuine": True, "index": f["index"]}
-        )
+    by_id = {a["id"]: a for a in anchors}
+    genuine = [
+        {
+            "description": f.get("label", ""), "app": f.get("app"),
+            "steps": _steps_of(f.get("anchor_ids", []), by_id), "genuine": True, "index": f["index"],
+        }
+        for f in subtasks
+    ]  # fmt: skip
     rng = random.Random(stable_hash([seed, cand["id"], intent.id]))
-    others = [d for d in pool if d.get("source") != cand.get("stream_id")]
-    k = min(intent.request.distractors, len(others))
-    extra = [{**d, "genuine": False} for d in rng.sample(others, k)] if k else []
-    frags = genuine + extra
+    extra = pick_distractors(pool, genuine, intent.request.distractors, rng, cand.get("stream_id"))
+    frags = genuine + [{**d, "genuine": False} for d in extra]
     if intent.request.shuffle_fragments:
         rng.shuffle(frags)
     labels = [chr(ord("A") + i) for i in range(len(frags))]
     for label, f in zip(labels, frags, strict=True):
         f["label"] = label
     order = [f["label"] for f in sorted((f for f in frags if f["genuine"]), key=lambda f: f["index"])]
-    lines = []
-    for f in frags:
-        lines.append(f"Fragment {f['label']}: {f['description']}")
-        lines.extend(f"  - {a}" for a in f["actions"])
+    shown = shown_features(genuine, extra)
+    lines = [line for f in frags for line in render_fragment(f["label"], f, shown)]
     return {
         "fragments": [{k: v for k, v in f.items() if k != "genuine"} for f in frags],
         "labels": labels,
@@ -252,13 +272,15 @@ def build_context(
             "slide_text": payload.get("slide_text", ""), "transcript": payload.get("transcript", ""),
         }  # fmt: skip
     if cand["kind"] == "gui_task":
-        ctx.update(_gui_fragments(cand, events, intent, distractor_pool or [], seed))
+        ctx.update(_gui_fragments(cand, anchors, intent, distractor_pool or [], seed))
     evidence = [
         task,
         *(_anchor_text(a) for a in anchors),
         *(str(v) for v in (ctx.get("lecture") or {}).values()),
     ]
-    evidence += [f["description"] for f in ctx.get("fragments", []) if f.get("source") is None]
+    genuine = [f for f in ctx.get("fragments", []) if f.get("source") is None]
+    evidence += [f["description"] for f in genuine]
+    evidence += [st["instruction"] for f in genuine for st in f["steps"] if st.get("instruction")]
     ctx["evidence_text"] = " ".join(e for e in evidence if e)
     return ctx
 
