@@ -152,3 +152,20 @@ def test_a_job_cannot_tamper_with_the_worker_that_serves_later_jobs(workspace, l
         assert "opened" not in out.stdout
         out = worker.run("import os\nprint(open(f'/proc/{os.getppid()}/environ').read())")
         assert out.status is Status.VIOLATION
+
+
+def test_a_worker_started_from_a_thread_outlives_that_thread(workspace, limits, policy):
+    """bubblewrap's --die-with-parent follows the *thread* that forked it: a worker started from a pool
+    thread must not be killed when that thread ends (it was, and its next job found it dead)."""
+    import threading
+
+    with WarmWorker(workspace, limits, policy=policy) as worker:
+        worker.cleanup()
+        starter = threading.Thread(target=worker.start)
+        starter.start()
+        starter.join()
+        pid = worker._proc.pid
+        time.sleep(0.5)  # a parent-death SIGKILL would have landed by now
+        assert worker._proc.poll() is None
+        assert worker.run("print('alive')").stdout == "alive\n"
+        assert worker._proc.pid == pid and worker.restarts == 0

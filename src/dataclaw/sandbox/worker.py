@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +38,22 @@ from dataclaw.sandbox.types import (
 )
 
 log = logging.getLogger(__name__)
+
+_SPAWNER: tuple[int, ThreadPoolExecutor] | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawn(cmd: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``Popen`` from one thread that lives as long as this process. bubblewrap's ``--die-with-parent``
+    is the kernel's parent-death signal, which fires when the *thread* that forked it ends: a warm worker
+    started from a pool thread (an importer's, an executor's) was SIGKILLed when that thread finished."""
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None or _SPAWNER[0] != os.getpid():  # a forked child has no copy of the thread
+            _SPAWNER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="dataclaw-sandbox-spawn"))
+        pool = _SPAWNER[1]
+    return pool.submit(subprocess.Popen, cmd, **kwargs).result()
+
 
 READY_TIMEOUT_S = 60.0
 GRACE_S = 5.0
@@ -93,7 +110,7 @@ class WarmWorker(Runtime):
         cmd, pass_fds, plan = self._command()
         self._stderr = tempfile.TemporaryFile()
         try:
-            self._proc = subprocess.Popen(
+            self._proc = _spawn(
                 cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
