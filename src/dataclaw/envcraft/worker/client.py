@@ -117,6 +117,11 @@ class EnvWorker:
     def _ensure(self) -> None:
         if self._closed:
             raise WorkerError(f"the env worker of {self.folder.name!r} is closed")
+        if self._sock is not None and self._ended:  # the server died while idle (killed, OOM): start anew
+            log.warning("env worker %s: found its server gone (%s); restarting", self.folder.name,
+                        self._ended[0].message or self._ended[0].status.value)  # fmt: skip
+            self._drop_connection(kill=True)
+            self.restarts += 1
         if self._sock is not None:
             return
         self._gen += 1
@@ -276,6 +281,7 @@ class EnvWorker:
             assert self._sock is not None and self._reader is not None
             if self.pending_drops and op is not Op.DROP:
                 self._send_drops()
+                self._ensure()  # a drop that lost the worker left no connection
             self._next_id += 1
             rid = self._next_id
             timeout = self.options.call_timeout_s + GRACE_S
