@@ -11,7 +11,7 @@ OE_VENV := .venv-openenv
 TRAIN_VENV := .venv-train
 VERL_VENV := .venv-verl
 
-.PHONY: setup run test test-openenv train-setup verl-setup test-train lint bench clean
+.PHONY: setup run test test-openenv train-setup verl-setup test-train bfcl-wheel lint bench clean
 
 setup: $(VENV)/.deps-ok
 
@@ -57,6 +57,15 @@ $(VERL_VENV)/.deps-ok: pyproject.toml
 	$(VERL_VENV)/bin/pip install -q -e '.[verl]'
 	touch $@
 
+# BFCL-v3's tasks, ground truth and backends ship inside the bfcl-eval wheel: the importer reads the wheel
+# file and never installs it (its pins conflict with ours). Fetched once into dataclaw's wheel cache.
+WHEEL_CACHE ?= $(HOME)/.cache/dataclaw/wheels
+BFCL_WHEEL := $(WHEEL_CACHE)/bfcl_eval-2026.3.23-py3-none-any.whl
+$(BFCL_WHEEL): | $(BIN)/python
+	$(BIN)/pip download -q --no-deps 'bfcl-eval==2026.3.23' -d $(WHEEL_CACHE)
+
+bfcl-wheel: $(BFCL_WHEEL)
+
 train-setup: $(TRAIN_VENV)/.deps-ok
 
 verl-setup: $(VERL_VENV)/.deps-ok
@@ -68,7 +77,7 @@ test-train: setup $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok
 run: setup
 	$(BIN)/dataclaw quickstart
 
-test: setup $(OE_VENV)/.deps-ok $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok
+test: setup $(OE_VENV)/.deps-ok $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok $(BFCL_WHEEL)
 	$(BIN)/python -m pytest -q
 	$(OE_VENV)/bin/python -m pytest -q tests/envcraft/serve
 

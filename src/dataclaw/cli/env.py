@@ -390,7 +390,7 @@ def serve(
 def import_(
     fmt: str = typer.Argument("auto", metavar="FORMAT", help="Importer name, or auto (the first matching)."),
     src: Path | None = typer.Argument(None, help="The published environments (a folder or file)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Library (packages + environments.jsonl)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Library (packages + index.jsonl)."),
     workers: int = typer.Option(1, help="Items converted at once (processes)."),
     limit: int | None = typer.Option(None, help="Only the first N items."),
     list_formats: bool = typer.Option(False, "--list", help="List the importers and exit."),
@@ -399,7 +399,7 @@ def import_(
     """Import published environments (ClawForge, BFCL backends, τ²-bench domains) into a library folder.
 
     Each becomes a package folder ``LIB/<name>/`` on the runtime contract (run in its sandboxed env
-    worker) and a record in ``LIB/environments.jsonl``; bad items are rejects, a rerun resumes."""
+    worker) and a row in the library index ``LIB/index.jsonl``; bad items are rejects, a rerun resumes."""
     from dataclaw.cli.tasks import _list_importers, run_import_cli
 
     if list_formats:

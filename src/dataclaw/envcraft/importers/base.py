@@ -242,6 +242,20 @@ class ImportStage(Stage):
         return [{**rec, "import": {"format": self.importer.name, "key": item["key"]}} for rec in out]
 
 
+IMPORT_PATH = "import"
+"""The ``path`` of a library index row that ``env import`` wrote (env synth's are ``compile``/``codegen``)."""
+
+
+def library_row(fmt: str, rid: str, key: str, env: str, **fields: Any) -> Record:
+    """An imported environment as a row of the library index, in env synth's shape
+    (:func:`dataclaw.envcraft.synth.library.row`), so ``env list --library``, ``tasks sample --library``
+    and the viewer read imported and synthesised environments alike."""
+    from dataclaw.envcraft.synth.library import row
+
+    scenario = {"id": env, "name": env, "category": "", "source": f"{fmt}:{key}"}
+    return row(rid, scenario, IMPORT_PATH, env=env, spec_valid=True, **fields)
+
+
 def item_record(importer: Importer, item: SourceItem) -> Record:
     """The runner's input record of a source item: a deterministic id from format, key and content."""
     rid = root_id(f"import-{importer.name}", item.key, [item.key, item.fingerprint, importer.version])

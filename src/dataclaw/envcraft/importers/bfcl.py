@@ -38,6 +38,7 @@ from dataclaw.envcraft.importers.base import (
     ImportReject,
     Produces,
     SourceItem,
+    library_row,
 )
 from dataclaw.pipeline.stage import Record
 
@@ -576,7 +577,11 @@ class BFCLImporter(Importer):
             return ImportReject(ImportReason(reason), message)
         folder = ctx.out / "envs" / payload["package"]
         if ctx.produce is Produces.ENVIRONMENTS:
-            return [self._env_record(folder, payload["package"])]
+            try:
+                tools = [t["name"] for t in _handle(folder).tools()]  # it loads in its env worker
+            except Exception as exc:  # noqa: BLE001 - a package that will not load is this item's reject
+                return ImportReject(ImportReason.IMPORT_ERROR, f"environment {payload['package']}: {exc}")
+            return [self._env_record(folder, payload["package"], item, ctx, tools)]
         sc = payload["scenario"]
         gold = [c for t in sc["gold_turns"] for c in t]
         try:
@@ -618,15 +623,14 @@ class BFCLImporter(Importer):
             }
         ]
 
-    def _env_record(self, folder: Path, name: str) -> Record:
+    def _env_record(
+        self, folder: Path, name: str, item: SourceItem, ctx: ImportContext, tools: list[str]
+    ) -> Record:
         backend = json.loads((folder / "data" / "backend.json").read_text(encoding="utf-8"))
-        return {
-            "id": root_id("env", name, [name, backend["bfcl_eval"], sorted(backend["modules"])]),
-            "name": name,
-            "path": str(folder),
-            "source": "bfcl",
-            "bfcl_eval": backend["bfcl_eval"],
-            "classes": sorted(backend["modules"]),
-            "tools": [d["name"] for d in backend["func_docs"]],
-            "scenarios": len(list((folder / "data" / "scenarios").glob("*.json"))),
-        }
+        rid = root_id("import-env", name, [name, backend["bfcl_eval"], sorted(backend["modules"])])
+        return library_row(
+            "bfcl", rid, item.key, name, package=str(folder.relative_to(ctx.out)), passed=True,
+            tools=len(tools), tool_names=tools, classes=sorted(backend["modules"]),
+            scenarios=len(list((folder / "data" / "scenarios").glob("*.json"))),
+            bfcl_eval=backend["bfcl_eval"],
+        )  # fmt: skip

@@ -44,6 +44,7 @@ import yaml
 
 from dataclaw.core.ids import root_id, stable_hash
 from dataclaw.envcraft.importers.base import (
+    IMPORT_PATH,
     IMPORTERS,
     ImportContext,
     Importer,
@@ -51,11 +52,10 @@ from dataclaw.envcraft.importers.base import (
     ImportReject,
     Produces,
     SourceItem,
+    library_row,
 )
 from dataclaw.envcraft.importers.clawforge_api import ApiSourceError, fields_of, read_api
 
-IMPORT_PATH = "import"
-"""Library sub-folder (``LIB/envs/import/``) and index ``path`` of imported packages."""
 PROBE_TIMEOUT_S = 20.0
 BASE_TIME = "2025-01-01T09:00:00+00:00"
 MAX_SOURCE_BYTES = 2 << 20
@@ -341,7 +341,8 @@ class ClawForgeImporter(Importer):
         rid = root_id("import-env", name, [item.key, item.fingerprint])
         writes = sum(1 for t in api["tools"] if t["side_effect"] == "write")
         return [
-            _row(
+            library_row(
+                "clawforge",
                 rid, item.key, name, package=str(folder.relative_to(ctx.out)), passed=check is None,
                 reasons=reasons, tools=len(api["tools"]), scenarios=len(scenarios) + 1,
                 kind="clawforge_tool_api", writes=writes, reads=len(api["tools"]) - writes,
@@ -407,7 +408,11 @@ class ClawForgeImporter(Importer):
         rid = root_id("import-env", env, [item.key, item.fingerprint])
         why = "a claw environment released without code: synthesise it with env synth --scenarios"
         reasons = [{"code": "needs_synthesis", "message": why}]
-        return [_row(rid, item.key, env, passed=False, reasons=reasons, tools=len(effects), **out)]
+        return [
+            library_row(
+                "clawforge", rid, item.key, env, passed=False, reasons=reasons, tools=len(effects), **out
+            )
+        ]
 
 
 # ---- helpers -------------------------------------------------------------------------------------------
@@ -425,14 +430,6 @@ def _head(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")[:65536]
     except OSError:
         return ""
-
-
-def _row(rid: str, key: str, env: str, **fields: Any) -> dict[str, Any]:
-    """An index row in the library's shape (:func:`dataclaw.envcraft.synth.library.row`)."""
-    from dataclaw.envcraft.synth.library import row
-
-    scenario = {"id": env, "name": env, "category": "", "source": f"clawforge:{key}"}
-    return row(rid, scenario, IMPORT_PATH, env=env, spec_valid=True, **fields)
 
 
 def _read_scenarios(path: str | None, cls: str) -> dict[str, dict[str, Any]] | ImportReject:

@@ -35,6 +35,7 @@ from dataclaw.envcraft.importers.base import (
     ImportReject,
     Produces,
     SourceItem,
+    library_row,
 )
 from dataclaw.pipeline.stage import Record
 
@@ -387,15 +388,19 @@ class Tau2Importer(Importer):
                 tools = [t["name"] for t in _handle(folder).tools()]
             except Exception as exc:  # noqa: BLE001 - a domain whose tools will not load is its reject
                 return ImportReject(ImportReason.IMPORT_ERROR, f"environment {payload['package']}: {exc}")
+            rid = root_id("import-env", payload["package"], [payload["package"], item.fingerprint])
             return [
-                {
-                    "id": root_id("env", payload["package"], [payload["package"], item.fingerprint]),
-                    "name": payload["package"],
-                    "path": str(folder),
-                    "source": "tau2",
-                    "tools": tools,
-                    "scenarios": len(list((folder / "data" / "scenarios").glob("*.json"))),
-                }
+                library_row(
+                    "tau2",
+                    rid,
+                    item.key,
+                    payload["package"],
+                    package=str(folder.relative_to(ctx.out)),
+                    passed=True,
+                    tools=len(tools),
+                    tool_names=tools,
+                    scenarios=len(list((folder / "data" / "scenarios").glob("*.json"))),
+                )
             ]
         sc = payload["scenario"]
         try:
