@@ -119,7 +119,8 @@ class Scorer:
             base, texts = self._structural(ref, pred)
             staged.append((ref, pred, base, texts))
             for p_text, r_text in texts.values():
-                wanted.extend((p_text, r_text))
+                if p_text and p_text != r_text:  # else the similarity is 0 or 1 without embeddings
+                    wanted.extend((p_text, r_text))
         vecs: dict[str, np.ndarray] = {}
         if any(wanted):
             if self.embedder is None:
