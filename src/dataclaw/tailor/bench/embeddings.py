@@ -19,7 +19,7 @@ import numpy as np
 
 from dataclaw.models.embed import Embedder
 
-BATCH = 256
+BATCH = 2048
 
 
 def default_cache_path() -> Path:
