@@ -58,7 +58,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory, recording: Path) -> dict[str, 
         load_catalogue(), [*VALID, INVALID[0], "no_such_scenario"], descriptions=["  "], paths=["compile"]
     )
     ledger = UsageLedger()
-    before = set(sys.modules)  # other tests load compiled packages on purpose; only what synthesize adds counts
+    before = set(sys.modules)  # other tests load compiled packages on purpose: count what synthesize adds
     rows = synthesize(root, reqs, _config(f"replay:{recording}", concurrency=4), ledger=ledger)
     added = set(sys.modules) - before
     return {"root": root, "rows": rows, "ledger": ledger, "recording": recording, "imported": added}
