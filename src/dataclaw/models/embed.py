@@ -6,12 +6,13 @@ offline, so nothing is ever downloaded. Embeddings are L2-normalised; cosine sim
 Embeddings of texts seen before are kept in memory (intent descriptions are embedded once per process).
 
 Encoding skips sentence-transformers' forward when the model is the plain BERT + mean pooling + normalise
-stack (MiniLM is): texts are tokenised by sentence-transformers (same ids, same truncation), grouped by
+stack (MiniLM is): texts are tokenised by its tokenizer (same ids, same truncation), grouped by
 token length so no batch has padding or needs a mask, and run through :class:`_BertMeanForward` — the
-same BERT layers as tensor ops with fused Q/K/V and oneDNN matmuls (MKL's fp32 GEMM is about half as
-fast on AMD CPUs), one batch per core on a queue (no OpenMP barriers between cores, which stall badly
-when other work shares the machine). The vectors are those of ``SentenceTransformer.encode`` to float
-noise (< 1e-6; ``tests/tailor/bench/test_embed_fast.py``); any other model falls back to ``encode``.
+same BERT layers as tensor ops with fused Q/K/V, oneDNN fp32 matmuls with the GELU fused in (MKL's fp32
+GEMM runs at about half their speed on the AMD CPUs we measured), one batch per core from a queue (no
+OpenMP barriers between cores, which stall badly when other work shares the machine). The vectors are
+those of ``SentenceTransformer.encode`` to float noise (< 1e-6, ``tests/tailor/bench/test_embed_fast.py``);
+any other model falls back to ``encode``.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class _BertMeanForward:
         self.pos = emb.position_embeddings.weight.detach()
         self.type0 = emb.token_type_embeddings.weight.detach()[0]
         self.emb_ln = (emb.LayerNorm.weight.detach(), emb.LayerNorm.bias.detach())
-        self.linear = _linear_op()
+        self.linear, self.linear_gelu = _linear_ops()
         self.layers = []
         for layer in bert.encoder.layer:
             att = layer.attention
@@ -159,6 +160,7 @@ class _BertMeanForward:
             and getattr(cfg, "position_embedding_type", "absolute") == "absolute"
             and not cfg.is_decoder
             and not model.default_prompt_name
+            and not getattr(model[0], "do_lower_case", False)  # older versions lowercase in Python
         )
         return cls(bert) if mean and plain else None
 
@@ -170,12 +172,12 @@ class _BertMeanForward:
         h = fn.embedding(ids, self.word) + self.pos[:n] + self.type0
         h = fn.layer_norm(h, h.shape[-1:], *self.emb_ln, eps=self.eps)
         d = h.shape[-1]
-        lin = self.linear
+        lin, lin_gelu = self.linear, self.linear_gelu
         for qkv, out, ln1, inter, down, ln2 in self.layers:
             q, k, v = lin(h, *qkv).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
             ctx = fn.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, d)
             h = fn.layer_norm(lin(ctx, *out) + h, (d,), *ln1, eps=self.eps)
-            h = fn.layer_norm(lin(fn.gelu(lin(h, *inter)), *down) + h, (d,), *ln2, eps=self.eps)
+            h = fn.layer_norm(lin(lin_gelu(h, *inter), *down) + h, (d,), *ln2, eps=self.eps)
         return fn.normalize(h.mean(dim=1), p=2, dim=1, eps=1e-12)
 
     def encode(self, model: Any, texts: list[str]) -> np.ndarray:
@@ -186,17 +188,18 @@ class _BertMeanForward:
         out = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
             return out
-        feats = model.preprocess(texts)
-        ids, mask = feats["input_ids"], feats["attention_mask"].bool()
+        # the tokenizer sentence-transformers calls, with its truncation, unpadded (its own preprocess
+        # pads to tensors and checks every input for images: several times slower)
+        ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
         by_len: dict[int, list[int]] = defaultdict(list)
-        for i, n in enumerate(mask.sum(dim=1).tolist()):
-            by_len[n].append(i)
+        for i, row in enumerate(ids):
+            by_len[len(row)].append(i)
         jobs: list[tuple[list[int], Any]] = []
         for n, rows in by_len.items():
             step = max(1, BATCH_TOKENS // n)
             for j in range(0, len(rows), step):
                 sel = rows[j : j + step]
-                jobs.append((sel, ids[sel][mask[sel]].view(len(sel), n)))
+                jobs.append((sel, torch.tensor([ids[i] for i in sel], dtype=torch.long)))
         jobs.sort(key=lambda job: -job[1].numel())  # largest first: the queue evens out at the end
         workers = min(max(1, torch.get_num_threads()), len(jobs))
         errors: list[BaseException] = []
@@ -235,22 +238,29 @@ class _BertMeanForward:
         return out
 
 
-def _linear_op() -> Any:
-    """``linear(x, weight, bias)``: oneDNN's fp32 matmul where this torch has it, else ``F.linear``."""
+def _linear_ops() -> tuple[Any, Any]:
+    """``linear(x, weight, bias)`` and ``gelu(linear(…))`` (exact erf GELU): oneDNN's fp32 matmul, the
+    GELU fused into it, where this torch has it and it agrees with ``F.linear``; else plain torch."""
     import torch
     import torch.nn.functional as fn
 
+    def plain_gelu(x: Any, weight: Any, bias: Any) -> Any:
+        return fn.gelu(fn.linear(x, weight, bias))
+
     op = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
     if op is None or not torch.backends.mkldnn.is_available():
-        return fn.linear
-    try:
-        x, w, b = torch.randn(3, 5, 8), torch.randn(4, 8), torch.randn(4)
-        if not torch.allclose(op(x, w, b, "none", [], ""), fn.linear(x, w, b), atol=1e-5):
-            return fn.linear
-    except (RuntimeError, NotImplementedError):
-        return fn.linear
+        return fn.linear, plain_gelu
 
     def linear(x: Any, weight: Any, bias: Any) -> Any:
         return op(x, weight, bias, "none", [], "")
 
-    return linear
+    def linear_gelu(x: Any, weight: Any, bias: Any) -> Any:
+        return op(x, weight, bias, "gelu", [], "none")
+
+    try:
+        x, w, b = torch.randn(3, 5, 8), torch.randn(4, 8), torch.randn(4)
+        ok = torch.allclose(linear(x, w, b), fn.linear(x, w, b), atol=1e-5)
+        ok = ok and torch.allclose(linear_gelu(x, w, b), plain_gelu(x, w, b), atol=1e-5)
+    except (RuntimeError, NotImplementedError):
+        ok = False
+    return (linear, linear_gelu) if ok else (fn.linear, plain_gelu)

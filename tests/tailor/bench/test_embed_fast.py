@@ -53,6 +53,16 @@ def test_direct_forward_gives_the_sentence_transformers_vectors(minilm: E.Embedd
 
 
 @pytest.mark.slow
+def test_token_ids_are_those_sentence_transformers_feeds_the_model(minilm: E.Embedder) -> None:
+    model = minilm._model()
+    feats = model.preprocess(TEXTS)
+    pairs = zip(feats["input_ids"], feats["attention_mask"], strict=True)
+    padded = [row[mask.bool()].tolist() for row, mask in pairs]
+    direct = model.tokenizer(TEXTS, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    assert direct == padded and max(map(len, direct)) == model.max_seq_length
+
+
+@pytest.mark.slow
 def test_a_worker_error_reaches_the_caller(minilm: E.Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     forward = minilm._forward()
     assert forward is not None
