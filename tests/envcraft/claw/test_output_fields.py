@@ -132,3 +132,24 @@ expected = [{"action": "update_status", "params": {"new_status": "shipped"}}]
 def test_settings_read_from_the_environment_are_not_fields() -> None:
     verifier = 'import os\nws = os.environ.get("WORKSPACE", ".")\nroot = os.environ["TASK_ROOT"]\n'
     assert required_output_keys(verifier) == set()
+
+
+def test_the_graders_own_score_keys_and_transcript_reads_are_not_fields() -> None:
+    # PinchBench's grade(transcript, workspace_path) shape: it stores its criteria into a dict and reads the
+    # agent's transcript events; neither is a field the agent must write (real task_08_memory false positive)
+    verifier = """def grade(transcript: list, workspace_path: str) -> dict:
+    scores = {}
+    answer = open(workspace_path + "/answer.txt").read()
+    scores["file_created"] = 1.0
+    for event in transcript:
+        msg = event.get("message", {})
+        for item in msg.get("content", []):
+            args = item.get("arguments", item.get("params", {}))
+            if "notes.md" in str(args.get("file", "")):
+                scores["read_notes"] = 1.0
+    data = {"k": 1}
+    if data["total"] is None:
+        return {"file_created": 0.0, "read_notes": 0.0}
+    return scores
+"""
+    assert required_output_keys(verifier) == {"k", "total"}

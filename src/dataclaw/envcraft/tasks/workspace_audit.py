@@ -682,26 +682,37 @@ def required_output_keys(source: str) -> set[str]:
         return set()
     out: set[str] = set()
 
+    transcript = _transcript_names(tree)
+    score_dicts = _grade_score_dicts(tree)
+
     def environ(n: ast.AST) -> bool:  # os.environ["WORKSPACE"] is a setting, not an output field
         return (isinstance(n, ast.Attribute) and n.attr == "environ") or (
             isinstance(n, ast.Name) and n.id == "environ"
         )
 
+    def not_output(n: ast.AST) -> bool:  # a setting, or an event of the agent's transcript (PinchBench)
+        return environ(n) or any(isinstance(x, ast.Name) and x.id in transcript for x in ast.walk(n))
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            if isinstance(node.slice.value, str) and not environ(node.value):
+            # scores["k"] = 1.0 is the verifier's own bookkeeping, not a field it reads
+            if (
+                isinstance(node.slice.value, str)
+                and isinstance(node.ctx, ast.Load)
+                and not not_output(node.value)
+            ):
                 out.add(node.slice.value)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("get", "pop", "setdefault")
-            and not environ(node.func.value)
+            and not not_output(node.func.value)
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
             out.add(node.args[0].value)
-        elif isinstance(node, ast.Dict):
+        elif isinstance(node, ast.Dict) and id(node) not in score_dicts:
             keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
             if not keys & _DETAIL_KEYS:
                 out |= keys
@@ -711,6 +722,61 @@ def required_output_keys(source: str) -> set[str]:
                 out |= {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     out -= _alternative_keys(tree)
     return {k for k in out if _IDENTIFIER.match(k) and k not in _SCORE_VOCABULARY}
+
+
+def _grade_score_dicts(tree: ast.AST) -> set[int]:
+    """Ids of the dict literals a PinchBench ``grade(transcript, workspace_path)`` returns (``return {...}``,
+    or ``scores = {...}`` … ``return scores``): its criteria and their scores, the score file's own
+    vocabulary, not fields the agent writes."""
+    out: set[int] = set()
+    for f in ast.walk(tree):
+        if not isinstance(f, ast.FunctionDef) or f.name != "grade":
+            continue
+        returns = [n.value for n in ast.walk(f) if isinstance(n, ast.Return) and n.value is not None]
+        names = {r.id for r in returns if isinstance(r, ast.Name)}
+        out |= {id(r) for r in returns if isinstance(r, ast.Dict)}
+        for n in ast.walk(f):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict):
+                if any(isinstance(t, ast.Name) and t.id in names for t in n.targets):
+                    out.add(id(n.value))
+    return out
+
+
+def _transcript_names(tree: ast.AST) -> set[str]:
+    """Names bound to the agent's transcript or to parts of it: a ``transcript`` parameter (PinchBench's
+    ``grade(transcript, workspace_path)``), then every name assigned or iterated from one of those."""
+    names = {
+        a.arg
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        for a in f.args.args + f.args.kwonlyargs
+        if a.arg == "transcript"
+    }
+    if not names:
+        return names
+
+    def derived(n: ast.AST) -> bool:
+        return any(isinstance(x, ast.Name) and x.id in names for x in ast.walk(n))
+
+    def bound(target: ast.AST) -> set[str]:
+        return {x.id for x in ast.walk(target) if isinstance(x, ast.Name)}
+
+    while True:
+        before = len(names)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.For | ast.comprehension) and derived(node.iter):
+                names |= bound(node.target)
+            elif isinstance(node, ast.Assign) and derived(node.value):
+                for t in node.targets:
+                    names |= bound(t)
+            elif (
+                isinstance(node, ast.AnnAssign | ast.NamedExpr)
+                and node.value is not None
+                and derived(node.value)
+            ):
+                names |= bound(node.target)
+        if len(names) == before:
+            return names
 
 
 def _unstated_fields(task: WorkspaceTask, inputs: dict[str, bytes]) -> list[str]:
