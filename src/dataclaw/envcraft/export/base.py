@@ -97,12 +97,15 @@ class EnvCode:
     env: str
     archetype: str | None = None
     package: Path | None = None
+    imported: str | None = None
+    """The format an importer wrote the package from (its code is the publisher's), else None."""
 
     def manifest(self) -> dict[str, str]:
         if self.archetype:
             return {"archetype": self.archetype}
         assert self.package is not None
-        return {"path": f"envs/{self.package.name}"}
+        where = {"path": f"envs/{self.package.name}"}
+        return {**where, "imported": self.imported} if self.imported else where
 
 
 def locate_env(task: dict[str, Any], env: str) -> EnvCode:
@@ -123,12 +126,17 @@ def locate_env(task: dict[str, Any], env: str) -> EnvCode:
         ) from None
     if pkg.name != env:
         raise ExportError(f"task {task['id']!r}: {module!r} holds environment {pkg.name!r}, not {env!r}")
-    return EnvCode(env, package=pkg.path)
+    from dataclaw.envcraft.importers.base import imported_from
+
+    marker = imported_from(pkg.path)
+    return EnvCode(env, package=pkg.path, imported=marker["format"] if marker else None)
 
 
 def audit_env(code: EnvCode) -> None:
-    """Refuse a non-built-in package that fails the static audit (Table 15 rules, contract layout)."""
-    if code.package is None:
+    """Refuse a non-built-in package that fails the static audit (Table 15 rules, contract layout). An
+    imported package is the publisher's code behind dataclaw's wrapper, not generated code: those rules do
+    not apply to it (it is loaded and its gold chains replayed like any other)."""
+    if code.package is None or code.imported:
         return
     from dataclaw.envcraft.audit import audit_package
 

@@ -246,6 +246,33 @@ IMPORT_PATH = "import"
 """The ``path`` of a library index row that ``env import`` wrote (env synth's are ``compile``/``codegen``)."""
 
 
+IMPORTED_MARKER = "IMPORTED.json"
+"""The file at the root of every package an importer writes: which format and source item it came from.
+Its code is the publisher's, not generated: ``tasks export`` copies it without the static audit (Table 15
+rules are written for generated code) and says so in the export's manifest."""
+
+
+def mark_imported(folder: Path, fmt: str, key: str, **info: Any) -> None:
+    """Write :data:`IMPORTED_MARKER` into an imported package (unchanged content is not rewritten)."""
+    import json
+
+    text = json.dumps({"format": fmt, "key": key, **info}, indent=1, sort_keys=True) + "\n"
+    path = folder / IMPORTED_MARKER
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def imported_from(folder: Path) -> dict[str, Any] | None:
+    """The :data:`IMPORTED_MARKER` of a package folder, or None when an importer did not write it."""
+    import json
+
+    try:
+        info = json.loads((folder / IMPORTED_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and isinstance(info.get("format"), str) else None
+
+
 def library_row(fmt: str, rid: str, key: str, env: str, **fields: Any) -> Record:
     """An imported environment as a row of the library index, in env synth's shape
     (:func:`dataclaw.envcraft.synth.library.row`), so ``env list --library``, ``tasks sample --library``

@@ -39,6 +39,7 @@ from dataclaw.envcraft.importers.base import (
     Produces,
     SourceItem,
     library_row,
+    mark_imported,
 )
 from dataclaw.pipeline.stage import Record
 
@@ -407,6 +408,7 @@ def write_package(
     _write(folder / "__main__.py", MAIN)
     _write(folder / "README.md", _readme(source, name, classes, docs))
     _write(folder / "SKILL.md", _skill(name, classes))
+    mark_imported(folder, "bfcl", name, bfcl_eval=source.version)
     for sc in scenarios:
         _write(folder / "data" / "scenarios" / f"{sc['id']}.json", json.dumps(_scenario(sc), indent=1) + "\n")
 

@@ -53,6 +53,7 @@ from dataclaw.envcraft.importers.base import (
     Produces,
     SourceItem,
     library_row,
+    mark_imported,
 )
 from dataclaw.envcraft.importers.clawforge_api import ApiSourceError, fields_of, read_api
 
@@ -579,6 +580,7 @@ def _write_package(
         encoding="utf-8",
     )
     shutil.copyfile(TEMPLATE, build / "env.py")
+    mark_imported(build, "clawforge", name, cls=info.cls)
     (build / "api_source.py").write_text(source, encoding="utf-8")
     (build / "data" / "api.json").write_text(json.dumps(api, indent=2, ensure_ascii=False) + "\n", "utf-8")
     prompt = info.description or f"Use the {info.cls} tools to do what the user asks."

@@ -36,6 +36,7 @@ from dataclaw.envcraft.importers.base import (
     Produces,
     SourceItem,
     library_row,
+    mark_imported,
 )
 from dataclaw.pipeline.stage import Record
 
@@ -224,6 +225,7 @@ def write_package(domain: Domain, folder: Path, scenarios: list[dict[str, Any]])
     _write(folder / "README.md", _readme(domain, name))
     skill = "Follow the domain policy (data/policy.md); look records up with the read tools before any write."
     _write(folder / "SKILL.md", f"# {name}\n\n{skill}\n")
+    mark_imported(folder, "tau2", domain.name)
     for sc in scenarios:
         _write(
             folder / "data" / "scenarios" / f"{_file(sc['id'])}.json",
