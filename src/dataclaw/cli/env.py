@@ -463,8 +463,13 @@ def synth(
         load_catalogue(extra or []), scenario or [], all_=all_, descriptions=description or [], paths=paths
     )
     config = SynthConfig(
-        model=model, paths=paths, repair_rounds=repair_rounds, bounds=spec_bounds, workers=workers,
-        unsafe=unsafe, timeout_s=timeout,
+        model=model,
+        paths=paths,
+        repair_rounds=repair_rounds,
+        bounds=spec_bounds,
+        workers=workers,
+        unsafe=unsafe,
+        timeout_s=timeout,
     )
     with executor_scope(executor, ray_address), _phases() as progress:
         rows = synthesize(out, requests, config, progress=progress)

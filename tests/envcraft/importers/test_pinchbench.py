@@ -106,7 +106,8 @@ def test_builder_and_grader_run_in_the_sandbox_with_pinchbench_scoring(tmp_path:
 
 
 def _agent(req) -> Reply:
-    """Solve the CSV task (write 60, finish); on any other task answer and finish without reading."""
+    """Solve the CSV task (write 60, finish); the memory task: read notes.md (a criterion the grader finds
+    in the transcript), write the answer, finish."""
     msgs = req.body["messages"]
     prompt = next(m["content"] for m in msgs if m["role"] == "user")
     n = sum(1 for m in msgs if m["role"] == "assistant")
@@ -114,6 +115,7 @@ def _agent(req) -> Reply:
         plan = [("write", {"path": "total.txt", "content": "60\n"}), ("finish", {})]
     else:
         plan = [
+            ("read", {"path": "notes.md"}),
             ("write", {"path": "answer.txt", "content": "The beta release is June 1, 2024.\n"}),
             ("finish", {}),
         ]
@@ -157,5 +159,9 @@ def test_imported_tasks_go_through_tasks_audit_and_tasks_rollout(tmp_path: Path,
         for r in map(json.loads, (tmp_path / "ro" / "rollouts.jsonl").read_text().splitlines())
     }
     assert rollouts["task_csv_total"]["reward"] == 1.0
-    # the memory task's third criterion reads the transcript, which a workspace verifier never sees
-    assert rollouts["task_memory"]["reward"] == pytest.approx(2 / 3, abs=1e-4)
+    # the memory task's third criterion reads the transcript: the episode reached grade() on stdin
+    assert rollouts["task_memory"]["reward"] == pytest.approx(1.0, abs=1e-6)
+    details = rollouts["task_memory"]["score"]["workplace_score"]["details"]
+    assert {d["item"]: d["passed"] for d in details} == dict.fromkeys(
+        ("file_created", "correct_date", "read_notes"), True
+    )

@@ -18,8 +18,10 @@ Each task becomes a :class:`~dataclaw.envcraft.tasks.workspace.WorkspaceTask` re
 
 The grading code is never run here: the importer only parses it (a syntax error is a ``syntax_error``
 reject); it runs in the sandbox through the verifier, like every claw verifier. What does not carry over:
-the transcript. Our verifier sees the workspace only, so ``grade`` gets ``transcript=[]``; a grader that
-reads the transcript is flagged (``pinchbench.reads_transcript``) and its transcript criteria score 0.
+the transcript in OpenClaw's own format: after a rollout the verifier reads the episode's transcript from
+stdin (:func:`dataclaw.envcraft.rollout.harness.openclaw_transcript`: messages with text and toolCall
+parts, tool results as ``toolResult``); in an audit (no episode) ``grade`` gets ``transcript=[]``, so a
+grader that reads the transcript (``pinchbench.reads_transcript``) scores its transcript criteria 0 there.
 Tasks without automated checks (``grading_type: llm_judge``) are ``unsupported`` rejects.
 """
 
@@ -129,7 +131,14 @@ def _dataclaw_main():
     import sys as _sys
 
     _ws = _sys.argv[1] if len(_sys.argv) > 1 else _os.getcwd()
-    _scores = grade([], _ws)  # the transcript is not available to a workspace verifier
+    _transcript = []  # after a rollout the episode's transcript is on stdin (JSONL); empty in audits
+    if not _sys.stdin.isatty():
+        for _line in _sys.stdin.read().splitlines():
+            try:
+                _transcript.append(_json.loads(_line))
+            except ValueError:
+                pass
+    _scores = grade(_transcript, _ws)
     if not isinstance(_scores, dict):
         _scores = {}
     _items = []

@@ -77,6 +77,8 @@ class Harness(ABC):
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
+        self.messages: list[dict[str, Any]] = []
+        """The episode so far (OpenAI-format messages), set by the loop before :meth:`score`."""
 
     @abstractmethod
     def setup(self) -> None:
@@ -220,7 +222,9 @@ class ClawTaskHarness(Harness):
         from dataclaw.envcraft.tasks.workspace import run_verifier
 
         assert self.workspace is not None
-        vr = run_verifier(self.task, self.workspace, policy=self.policy)
+        vr = run_verifier(
+            self.task, self.workspace, policy=self.policy, transcript=openclaw_transcript(self.messages)
+        )
         if vr.defect:
             raise VerifierError(f"running verify_workplace.py ({vr.problem})")
         assert vr.score is not None
@@ -233,6 +237,37 @@ class ClawTaskHarness(Harness):
 
 
 TERMINAL_TOOLS = frozenset({FINISH})
+
+
+def openclaw_transcript(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-format messages → the session transcript claw graders read (OpenClaw's JSONL entries:
+    ``{"type": "message", "message": {"role", "content": [{"type": "text" | "toolCall", …}]}}``, tool
+    results as role ``toolResult``), so a grader such as PinchBench's ``grade(transcript, workspace)``
+    sees what the agent said and did."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role, text = m.get("role"), m.get("content")
+        parts: list[dict[str, Any]] = []
+        if isinstance(text, str) and text:
+            parts.append({"type": "text", "text": text})
+        elif isinstance(text, list):
+            parts += [{"type": "text", "text": p.get("text", "")} for p in text if p.get("type") == "text"]
+        if role == "tool":
+            msg = {"role": "toolResult", "toolCallId": m.get("tool_call_id"), "toolName": m.get("name"),
+                   "content": parts}  # fmt: skip
+        else:
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except ValueError:
+                    args = {"raw": fn.get("arguments")}
+                parts.append(
+                    {"type": "toolCall", "id": call.get("id"), "name": fn.get("name"), "arguments": args}
+                )
+            msg = {"role": role, "content": parts}
+        out.append({"type": "message", "message": msg})
+    return out
 
 
 def harness_for(task: Any, **kwargs: Any) -> Harness:

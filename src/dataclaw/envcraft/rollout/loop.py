@@ -417,6 +417,7 @@ async def run_rollout(
             await run.env(harness.setup)
         traj.stop_reason = await run.episode()
         run.remaining()
+        harness.messages = traj.messages  # claw graders may read the transcript (run_verifier's stdin)
         with boundary(VerifierError, "scoring the final state"):
             scored = await run.env(harness.score)
         traj.reward, traj.score = float(scored.reward), scored.detail

@@ -710,21 +710,28 @@ def _clear(path: Path) -> None:
 
 
 def run_verifier(
-    task: WorkspaceTask, workspace: Path, *, policy: SandboxPolicy | None = None, timeout: float | None = None
+    task: WorkspaceTask,
+    workspace: Path,
+    *,
+    policy: SandboxPolicy | None = None,
+    timeout: float | None = None,
+    transcript: list[dict[str, Any]] | None = None,
 ) -> VerifierRun:
     """Run ``verify_workplace.py`` on ``workspace`` (a stale score file is removed first) and read its
     score against the declared maximum. The verifier gets the workspace path as argv[1] and runs with it
-    as working directory. A valid score file counts even when the verifier then exits non-zero (the exit
-    status stays in the outcome); a crash, timeout or limit before that, no file, a file over
-    :data:`SCORE_FILE_CAP` or a malformed one is a defect."""
+    as working directory; after a rollout, the episode's transcript (JSONL, one entry a line) is on its
+    stdin for graders that judge what the agent said (empty otherwise). A valid score file counts even
+    when the verifier then exits non-zero (the exit status stays in the outcome); a crash, timeout or
+    limit before that, no file, a file over :data:`SCORE_FILE_CAP` or a malformed one is a defect."""
     score_path = workspace / SCORE_FILE
     _clear(score_path)
     policy = policy or SandboxPolicy()
     # where the verifier sees the workspace: the sandbox mount, or the host folder in unsafe mode
     mount = str(workspace.resolve()) if policy.unsafe else policy.workspace_mount
     outcome = run(
-        _traced(task.verifier), workspace, verifier_limits(), timeout=timeout, policy=policy, args=[mount]
-    )
+        _traced(task.verifier), workspace, verifier_limits(), timeout=timeout, policy=policy, args=[mount],
+        stdin="".join(json.dumps(e) + "\n" for e in transcript).encode() if transcript else None,
+    )  # fmt: skip
     outcome.stderr, paths = _split_trace(outcome.stderr)
     inspected = _relative(paths, mount)
 
