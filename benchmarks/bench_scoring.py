@@ -9,14 +9,20 @@ rest miss a field. Measured:
 * rewards: ``tailor_format_reward`` + ``tailor_anchor_reward`` called as TRL calls them (parse cache
   cleared first); baseline in the same run: ``json.loads`` of every completion alone.
 * metric, cold: a fresh in-memory embedding cache (the model loaded beforehand), so every distinct text
-  is embedded once, in batches; the references' texts are shared by the five sets.
+  a cosine is computed for is embedded once (a prediction identical to its reference, or empty, scores
+  1 or 0 without vectors); the references' texts are shared by the five sets. Also its process CPU
+  seconds (what two free cores divide), and the same cold pass through ``SentenceTransformer.encode``
+  (the path before the direct MiniLM forward of ``dataclaw.models.embed``) with the largest difference
+  in any sample's S_total between the two.
 * metric, warm: the same batch again with a fresh scorer reading the sqlite embedding cache the cold
   pass filled (what rescoring a new checkpoint against the same references costs for those texts).
 * baseline: embedding texts one call each, no batching or cache (on a subset, per text).
 
 Prints one JSON line; exits 1 when rewards < 10,000 samples/s or the cold metric < 200 samples/s.
-The cold pass is bound by MiniLM on 2 cores (~1,600 distinct texts): about 200 samples/s on a quiet
-machine, far less when other work shares the cores; the warm figure shows what the cache buys.
+The cold pass is bound by MiniLM's fp32 matmuls (1,436 texts, ~4.9 CPU seconds on the shared AMD EPYC
+2-core machine): 206 samples/s measured there at load 2.4–2.8, ~380 expected on two free cores, far
+less when other work shares the cores (the figure is wall time; 141 at load 6.2–6.6). Measured lines
+and the profile behind the direct forward: docs/scoring.md (Throughput).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from dataclaw.models.embed import Embedder
 from dataclaw.tailor import rewards as R
 from dataclaw.tailor.bench import CachedEmbedder, Scorer
 from dataclaw.tailor.bench.data import Prediction, Reference, parse_answer
@@ -134,9 +141,9 @@ def main() -> int:
         cache = Path(tmp) / "embeddings.sqlite"
         cold_emb = CachedEmbedder(cache=cache)
         cold_emb.embedder.embed(["load the model before timing"])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         cold = Scorer(catalog, embedder=cold_emb).score(pairs)
-        cold_s = time.perf_counter() - t0
+        cold_s, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
         texts = cold_emb.stats["model"]
         cold_emb.close()
         warm_emb = CachedEmbedder(embedder=cold_emb.embedder, cache=cache)
@@ -147,6 +154,12 @@ def main() -> int:
         disk_hits = warm_emb.stats["disk"]
         warm_emb.close()
         assert [s.total for s in cold] == [s.total for s in warm]
+        # the same cold pass through SentenceTransformer.encode (the path before the direct forward)
+        st_emb = CachedEmbedder(embedder=Embedder(fast=False), cache=None)
+        t0 = time.perf_counter()
+        via_st = Scorer(catalog, embedder=st_emb).score(pairs)
+        st_s = time.perf_counter() - t0
+        st_gap = max(abs(a.total - b.total) for a, b in zip(cold, via_st, strict=True))
         # baseline: one encode call per text, no batching, no cache
         sample = [sentence(random.Random(i), 8, 30) for i in range(40)]
         t0 = time.perf_counter()
@@ -163,6 +176,10 @@ def main() -> int:
         "json_loads_only_per_s": round(n / best_loads),
         "rewards_vs_json_loads": round(best_rewards / best_loads, 2),
         "metric_cold_per_s": round(cold_sps, 1),
+        "metric_cold_cpu_s": round(cold_cpu, 2),
+        "metric_cold_st_encode_per_s": round(n / st_s, 1),
+        "cold_vs_st_encode": round(st_s / cold_s, 2),
+        "max_total_diff_vs_st_encode": float(f"{st_gap:.1e}"),
         "metric_warm_per_s": round(warm_sps, 1),
         "distinct_texts_embedded": texts,
         "warm_disk_hits": disk_hits,
