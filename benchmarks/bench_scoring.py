@@ -19,10 +19,10 @@ rest miss a field. Measured:
 * baseline: embedding texts one call each, no batching or cache (on a subset, per text).
 
 Prints one JSON line; exits 1 when rewards < 10,000 samples/s or the cold metric < 200 samples/s.
-The cold pass is bound by MiniLM's fp32 matmuls (1,436 texts, ~4.9 CPU seconds on the shared AMD EPYC
-2-core machine): 206 samples/s measured there at load 2.4–2.8, ~380 expected on two free cores, far
-less when other work shares the cores (the figure is wall time; 141 at load 6.2–6.6). Measured lines
-and the profile behind the direct forward: docs/scoring.md (Throughput).
+The cold pass is bound by MiniLM's fp32 matmuls (1,436 texts, 4.6–4.9 CPU seconds on the shared AMD
+EPYC 2-core machine): 219 samples/s measured there at load 1.4–1.8 and 206 at load 2.4–2.8 (~380
+estimated for two free cores); less when other work shares the cores, the figure being wall time (141
+at load 6.2–6.6). Measured lines and the profile behind the direct forward: docs/scoring.md.
 """
 
 from __future__ import annotations
