@@ -191,3 +191,35 @@ def test_200k_records_stream_in_flat_memory(tmp_path):
     bound = small + 2 * ID_INDEX_MB_PER_100K + 10
     assert big <= bound, f"peak RSS {big} MB at 200k records, {small} MB at 10k: over the {bound} MB bound"
     assert len((tmp_path / "run200000" / "echo.jsonl").read_text().splitlines()) == 200_000
+
+
+def test_calls_dropped_early_end_without_interrupting_other_sandboxes():
+    """A ``calls`` iteration the consumer abandons (break, or a generator collected later) winds its own
+    pool down; ``stopping`` (which kills every sandbox of the process) is only for failures and Ctrl-C."""
+    import contextlib
+    import threading
+
+    stopped = []
+
+    @contextlib.contextmanager
+    def stopping():
+        stopped.append(True)
+        yield
+
+    ran = threading.Event()
+
+    def fn(i: int) -> int:
+        ran.set()
+        return i * 2
+
+    calls = LocalExecutor(workers=2).calls(fn, range(10), 2, stopping=stopping)
+    assert next(calls)[1] in (0, 2)
+    calls.close()  # what the garbage collector does to an abandoned generator
+    assert ran.is_set() and stopped == []
+
+    def boom(i: int) -> int:
+        raise ValueError("a failing call")
+
+    with pytest.raises(ValueError):
+        list(LocalExecutor(workers=2).calls(boom, range(4), 2, stopping=stopping))
+    assert stopped == [True]

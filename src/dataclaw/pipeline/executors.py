@@ -261,6 +261,8 @@ class LocalExecutor:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     yield running.pop(fut), fut.result()
+        except GeneratorExit:  # the consumer stopped early (or dropped us): no interrupt, the pool winds down
+            raise
         except BaseException:  # a failed call or Ctrl-C: end the calls in flight now, not at their timeouts
             with (stopping or contextlib.nullcontext)():
                 pool.shutdown(wait=True, cancel_futures=True)

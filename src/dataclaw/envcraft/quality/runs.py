@@ -270,6 +270,8 @@ def _audit_claw(
     audits = make_executor(workers=workers).calls(audit, tasks, min(workers, len(tasks)), stopping=interrupt)
     try:
         yield from audits
+    except GeneratorExit:  # the caller stopped early, or dropped this generator (closed whenever it is
+        raise  # collected): interrupting would kill every sandbox of the process, others' included
     except BaseException:
         # interrupted (Ctrl-C) or a sandbox that cannot run: end the audits in flight now instead of
         # waiting out their timeouts; their half-done results are dropped, never stored
