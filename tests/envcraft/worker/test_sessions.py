@@ -113,3 +113,17 @@ def test_frames_round_trip_and_garbage_is_refused():
         a.close()
         with pytest.raises(FrameError, match="closed"):
             FrameReader(b).read()
+
+
+def test_a_worker_whose_folder_sits_deep_in_a_run_directory_starts(pkgs, tmp_path, monkeypatch):
+    """Its socket path is over the 107 bytes a Unix address holds (stage workers put temp files in the
+    run's scratch folder: the quickstart's grounding timed out on exactly this)."""
+    import tempfile
+
+    deep = tmp_path / ("scratch-" + "x" * 60) / "w12345-abcdefgh"
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    handle = open_environment(counter_copy(pkgs, "counter_deep"))
+    assert len(str(handle.worker._tmp / "env-1.sock")) > 107
+    assert handle.session("start_at_ten").call("increment")["data"]["value"] == 11
+    handle.close()

@@ -177,16 +177,23 @@ class EnvWorker:
         self._sock, self._reader = sock, reader
 
     def _connect(self, path: Path, ended: list[Outcome]) -> socket.socket:
-        deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        while time.monotonic() < deadline and not ended:
-            if path.exists():
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    sock.connect(str(path))
-                    return sock
-                except OSError:
-                    sock.close()
-            time.sleep(0.002)
+        # a Unix socket address holds at most 107 bytes, and the worker's folder may sit deep in a run's
+        # scratch directory: connect through a short /proc/self/fd/<dir fd>/ path to the same file
+        dirfd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+        address = f"/proc/self/fd/{dirfd}/{path.name}" if len(os.fsencode(path)) > 100 else str(path)
+        try:
+            deadline = time.monotonic() + CONNECT_TIMEOUT_S
+            while time.monotonic() < deadline and not ended:
+                if path.exists():
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        sock.connect(address)
+                        return sock
+                    except OSError:
+                        sock.close()
+                time.sleep(0.002)
+        finally:
+            os.close(dirfd)
         raise self._lost_start("starting", ended, timed_out=not ended)
 
     def _lost_start(self, what: str, ended: list[Outcome], *, timed_out: bool) -> WorkerError:
