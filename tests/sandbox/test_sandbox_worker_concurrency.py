@@ -83,4 +83,5 @@ def test_callers_through_cleanups_and_kills_never_overlap(workspace, limits, pol
     failed = [out for _, out in outcomes if out.status is not Status.OK]  # type: ignore[attr-defined]
     for out in failed:  # a job whose worker was killed under it fails cleanly, classified, no traceback
         assert out.status is Status.ERROR and "Traceback" not in out.message  # type: ignore[attr-defined]
-    assert len(ok) >= 12 * 6 - 6 - len(errors), "more jobs failed than the disrupter could have cost"
+    why = [(out.message, out.duration_s) for out in failed]  # type: ignore[attr-defined]
+    assert len(ok) >= 12 * 6 - 6 - len(errors), f"more jobs failed than the disrupter could have cost: {why}"
