@@ -330,3 +330,35 @@ def test_a_killed_rollout_worker_loses_no_rollout_and_pays_no_call_twice(
         assert server.request_count == paid
         assert sorted(r["id"] for r in again) == sorted(r["id"] for r in recs)
     assert not _lines(run / "rejects.jsonl")
+
+
+class Square(Stage):
+    """Stateless (no ``setup``): Ray runs it as tasks on the started workers, not on an actor pool."""
+
+    name = "square"
+
+    def process(self, item):
+        if item["n"] == 13:
+            raise ValueError("thirteen is unlucky")
+        if item["n"] % 5 == 0:
+            return self.reject(item, "fives", "a multiple of five")
+        return [{"id": item["id"] + "/sq", "n": item["n"] ** 2, "pid": os.getpid()}]
+
+
+def test_a_stateless_stage_runs_as_ray_tasks_with_the_local_records(local_ray, tmp_path):
+    from dataclaw.pipeline.ray_executor import stateless
+
+    assert stateless(Square()) and not stateless(Answer("m", str(tmp_path / "c")))
+    items = [{"id": f"r{i:03d}", "n": i} for i in range(200)]
+    runs = {}
+    for name in ("local", "ray"):
+        with using_executor(ExecutorSettings(name=name)):
+            run_stage(Square(), items, RunStore(tmp_path / name), make_executor(workers=2))
+        runs[name] = (
+            sorted((r["id"], r["n"]) for r in _lines(tmp_path / name / "square.jsonl")),
+            sorted((r["record_id"], r["reason"]) for r in _lines(tmp_path / name / "rejects.jsonl")),
+        )
+    assert runs["ray"] == runs["local"] and len(runs["ray"][0]) == 200 - 40 - 1
+    assert "r013" in dict(runs["ray"][1])  # the crash is that record's reject, the rest went on
+    pids = {r["pid"] for r in _lines(tmp_path / "ray" / "square.jsonl")}
+    assert os.getpid() not in pids  # it ran on Ray's workers

@@ -1,9 +1,11 @@
 """The Ray executor: the same stages on a Ray cluster (or a Ray started on this machine).
 
-- **CPU stages** run as Ray Data ``map_batches`` over an actor pool: each actor calls the stage's
-  ``setup`` once, then processes batches of records. A list of inputs is one dataset; a lazy input
-  (a generator, the previous stage of a chain) is cut into windows of ``window`` records, one dataset
-  each (so setup runs once per actor per window).
+- **CPU stages** run as Ray Data ``map_batches``. A stage that holds state (it overrides ``setup``:
+  decoders, OCR, embedders) runs on an actor pool: each actor calls ``setup`` once, then processes
+  batches of records. A stateless stage runs as Ray tasks on the cluster's already-started workers, so
+  it pays no actor start-up (seconds per actor on a small machine). A list of inputs is one dataset; a
+  lazy input (a generator, the previous stage of a chain) is cut into windows of ``window`` records,
+  one dataset each (so setup runs once per actor per window).
 - **ASYNC stages** (model calls) keep ``concurrency`` calls in flight in all, taken from the input as
   calls finish. A stage that calls a model endpoint runs them from the driver (the endpoint is what
   scales; the usage ledger and response cache stay the driver's); a stage that runs its model itself
@@ -185,8 +187,25 @@ def _restartable() -> dict[str, Any]:
 
 
 # worker side ---------------------------------------------------------------------------------------
+def _process_batch(stage: Stage, batch: dict[str, Any]) -> dict[str, Any]:
+    """``{"k", "blob"}`` records in, ``{"k", "blob", "ok"}`` results out (a crash is that record's reject)."""
+    ks, blobs, oks = [], [], []
+    for k, blob in zip(batch["k"], batch["blob"], strict=True):
+        item = pickle.loads(blob)
+        try:
+            result, ok = stage.process(item), True
+        except Exception as exc:
+            if is_fatal(exc):
+                raise
+            result, ok = _crash_reject(stage, item, exc), False
+        ks.append(int(k))
+        blobs.append(pickle.dumps(result))
+        oks.append(ok)
+    return {"k": ks, "blob": blobs, "ok": oks}
+
+
 class _BatchWorker:
-    """A Ray Data actor: the stage set up once, then ``{"k", "blob"}`` batches in, results out."""
+    """A Ray Data actor for a stage with state: set up once, then batches in, results out."""
 
     def __init__(self, stage_blob: bytes, scratch: str | None) -> None:
         self.stage: Stage = pickle.loads(stage_blob)
@@ -195,20 +214,19 @@ class _BatchWorker:
             self.stage.setup()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        ks, blobs, oks = [], [], []
         with scratch_tempdir(self.scratch):
-            for k, blob in zip(batch["k"], batch["blob"], strict=True):
-                item = pickle.loads(blob)
-                try:
-                    result, ok = self.stage.process(item), True
-                except Exception as exc:
-                    if is_fatal(exc):
-                        raise
-                    result, ok = _crash_reject(self.stage, item, exc), False
-                ks.append(int(k))
-                blobs.append(pickle.dumps(result))
-                oks.append(ok)
-        return {"k": ks, "blob": blobs, "ok": oks}
+            return _process_batch(self.stage, batch)
+
+
+def _batch_task(batch: dict[str, Any], stage_blob: bytes, scratch: str | None) -> dict[str, Any]:
+    """A Ray Data task for a stateless stage (no ``setup``): runs on any started worker."""
+    with scratch_tempdir(Path(scratch) if scratch else None):
+        return _process_batch(pickle.loads(stage_blob), batch)
+
+
+def stateless(stage: Stage) -> bool:
+    """Whether the stage keeps no per-worker state (it does not override :meth:`Stage.setup`)."""
+    return type(stage).setup is Stage.setup
 
 
 class _AsyncWorker:
@@ -408,14 +426,18 @@ class RayExecutor:
         rows = [{"k": k, "blob": pickle.dumps(item)} for k, item in enumerate(window)]
         size = min(self._actors(stage.demand, self.workers), max(1, len(window) // self.batch_size or 1))
         blocks = max(1, -(-len(rows) // self.batch_size))
-        ds = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
-            _BatchWorker,
-            fn_constructor_args=(self.ray.cloudpickle.dumps(stage), str(scratch) if scratch else None),
-            compute=ray.data.ActorPoolStrategy(size=size),
-            batch_size=self.batch_size,
-            batch_format="default",
-            **_named_args(stage.demand),
-        )
+        args = (self.ray.cloudpickle.dumps(stage), str(scratch) if scratch else None)
+        ds = ray.data.from_items(rows, override_num_blocks=blocks)
+        if stateless(stage):  # tasks on the started workers: no actor to start, at most ``size`` at once
+            ds = ds.map_batches(
+                _batch_task, fn_args=args, concurrency=size, batch_size=self.batch_size,
+                batch_format="default", max_retries=RESTARTS, **_named_args(stage.demand),
+            )  # fmt: skip
+        else:
+            ds = ds.map_batches(
+                _BatchWorker, fn_constructor_args=args, compute=ray.data.ActorPoolStrategy(size=size),
+                batch_size=self.batch_size, batch_format="default", **_named_args(stage.demand),
+            )  # fmt: skip
         seen: set[int] = set()
         batches = iter(ds.iter_batches(batch_size=None, batch_format="default"))
         try:
