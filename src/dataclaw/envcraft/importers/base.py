@@ -14,6 +14,7 @@ Imported code (graders, environment classes) is untrusted: importers hand it to 
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -240,6 +241,26 @@ class ImportStage(Stage):
                 detail={"key": item["key"], **out.detail},
             )
         return [{**rec, "import": {"format": self.importer.name, "key": item["key"]}} for rec in out]
+
+
+LOAD_TIMEOUT_S = 180.0
+"""Starting an imported package's worker on a loaded machine (backends may load their data at import)."""
+_OPEN_LOCK = threading.Lock()
+_OPEN: dict[str, Any] = {}
+
+
+def package_handle(folder: Path) -> Any:
+    """The env worker of an imported package folder, one open at a time per process (a source may hold
+    tens of packages, each a sandbox; converting one package's items keeps it warm)."""
+    from dataclaw.envcraft.worker import WorkerOptions, open_environment
+
+    key = str(folder)
+    with _OPEN_LOCK:
+        if key not in _OPEN:
+            for other in list(_OPEN):
+                _OPEN.pop(other).close()
+            _OPEN[key] = open_environment(folder, WorkerOptions(load_timeout_s=LOAD_TIMEOUT_S))
+        return _OPEN[key]
 
 
 IMPORT_PATH = "import"

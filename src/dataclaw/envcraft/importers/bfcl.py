@@ -21,7 +21,6 @@ import ast
 import json
 import os
 import re
-import threading
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from dataclaw.envcraft.importers.base import (
     SourceItem,
     library_row,
     mark_imported,
+    package_handle,
 )
 from dataclaw.pipeline.stage import Record
 
@@ -461,28 +461,9 @@ the result, so read it before retrying.
 """
 
 
-LOAD_TIMEOUT_S = 180.0
-"""Starting an imported package's worker on a loaded machine (the backends load their data at import)."""
-_LOCK = threading.Lock()
-_OPEN: dict[str, Any] = {}
-
-
-def _handle(folder: Path) -> Any:
-    """The env worker of a package (one open at a time per process: 20 packages, one sandbox each)."""
-    from dataclaw.envcraft.worker import WorkerOptions, open_environment
-
-    key = str(folder)
-    with _LOCK:
-        if key not in _OPEN:
-            for other in list(_OPEN):
-                _OPEN.pop(other).close()
-            _OPEN[key] = open_environment(folder, WorkerOptions(load_timeout_s=LOAD_TIMEOUT_S))
-        return _OPEN[key]
-
-
 def gold_replay(folder: Path, scenario_id: str, calls: list[dict[str, Any]]) -> tuple[dict[str, Any], dict]:
     """Initial state of the scenario and the check after replaying ``calls`` through the env worker."""
-    env = _handle(folder)
+    env = package_handle(folder)
     session = env.session(scenario_id)
     try:
         initial = session.state()
@@ -580,7 +561,7 @@ class BFCLImporter(Importer):
         folder = ctx.out / "envs" / payload["package"]
         if ctx.produce is Produces.ENVIRONMENTS:
             try:
-                tools = [t["name"] for t in _handle(folder).tools()]  # it loads in its env worker
+                tools = [t["name"] for t in package_handle(folder).tools()]  # it loads in its env worker
             except Exception as exc:  # noqa: BLE001 - a package that will not load is this item's reject
                 return ImportReject(ImportReason.IMPORT_ERROR, f"environment {payload['package']}: {exc}")
             return [self._env_record(folder, payload["package"], item, ctx, tools)]

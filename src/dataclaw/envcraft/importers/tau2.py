@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,6 +36,7 @@ from dataclaw.envcraft.importers.base import (
     SourceItem,
     library_row,
     mark_imported,
+    package_handle,
 )
 from dataclaw.pipeline.stage import Record
 
@@ -269,27 +269,9 @@ Stress procedure: `dataclaw env contract <this folder>`.
 """
 
 
-LOAD_TIMEOUT_S = 180.0
-"""Starting an imported package's worker on a loaded machine (the backends load their data at import)."""
-_LOCK = threading.Lock()
-_OPEN: dict[str, Any] = {}
-
-
-def _handle(folder: Path) -> Any:
-    from dataclaw.envcraft.worker import WorkerOptions, open_environment
-
-    key = str(folder)
-    with _LOCK:
-        if key not in _OPEN:
-            for other in list(_OPEN):
-                _OPEN.pop(other).close()
-            _OPEN[key] = open_environment(folder, WorkerOptions(load_timeout_s=LOAD_TIMEOUT_S))
-        return _OPEN[key]
-
-
 def replay(folder: Path, scenario_id: str, calls: list[dict[str, Any]]) -> tuple[dict, dict, list[dict]]:
     """Initial state, final state and failed calls of ``calls`` replayed in a fresh session."""
-    session = _handle(folder).session(scenario_id)
+    session = package_handle(folder).session(scenario_id)
     try:
         initial = session.state()
         errors = []
@@ -387,7 +369,7 @@ class Tau2Importer(Importer):
             if payload["missing"]:
                 return ImportReject(MISSING_TOOLS, payload["missing"])
             try:
-                tools = [t["name"] for t in _handle(folder).tools()]
+                tools = [t["name"] for t in package_handle(folder).tools()]
             except Exception as exc:  # noqa: BLE001 - a domain whose tools will not load is its reject
                 return ImportReject(ImportReason.IMPORT_ERROR, f"environment {payload['package']}: {exc}")
             rid = root_id("import-env", payload["package"], [payload["package"], item.fingerprint])
