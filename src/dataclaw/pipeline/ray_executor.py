@@ -129,8 +129,12 @@ def connect(address: str | None, num_cpus: int | None = None) -> Any:
 
 
 def _quiet(ray: Any) -> None:
-    """Ray Data's own progress logs and bars off: the command draws its own progress."""
+    """Ray Data's own progress logs and bars off: the command draws its own progress. Its per-operator
+    resource reservation off too: each dataset here is one map over records already in memory, and
+    reserving half the cluster for other operators left one of two CPUs idle (0.68x the local executor
+    on 2 cores, 1.2x without it: ``benchmarks/bench_executors.py``)."""
     ctx = ray.data.DataContext.get_current()
+    ctx.op_resource_reservation_enabled = False
     ctx.enable_progress_bars = False
     with contextlib.suppress(AttributeError):
         ctx.enable_operator_progress_bars = False
