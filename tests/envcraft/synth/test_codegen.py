@@ -161,3 +161,29 @@ def test_spec_record_without_a_spec_is_a_reason_not_an_exception(tmp_path: Path)
     out = asyncio.run(generate_package(None, {"scenario_id": "x"}, tmp_path))
     assert not out.passed and out.calls == 0 and _codes(out) == {"invalid_spec"}
     assert json.loads(json.dumps(out.to_dict()))["package"] is None
+
+
+def test_a_claw_scenario_gets_the_bash_tool_wired_in_and_passes_the_audit(tmp_path: Path) -> None:
+    """The claw extension (§3.2): a claw scenario's generated package gets dataclaw's ``bash`` tool over
+    its state as files (``claw_bash.py``, never model-written), audited like the rest and run in the
+    package's env worker."""
+    from dataclaw.envcraft.worker import open_environment
+
+    spec = {**SPEC, "scenario": {**SPEC["scenario"], "category": "claw"}}
+    with OpenAIServer() as server:
+        server.enqueue(Reply.json(answers.good(), prompt_tokens=900))
+        model = get_model(f"{server.base_url}::writer", cache=False)
+        out = asyncio.run(generate_package(model, spec, tmp_path / "claw", repair_rounds=0, options=FAST))
+        prompt = server.chat_bodies()[0]["messages"][1]["content"]
+    assert "claw-specific scenario" in prompt and out.passed, out.reasons
+    pkg = out.package
+    assert (pkg / "claw_bash.py").is_file() and "from .claw_bash import bash" in (
+        pkg / "__init__.py"
+    ).read_text()
+    handle = open_environment(pkg)
+    tools = {t["name"]: t for t in handle.tools()}
+    assert tools["bash"]["side_effect"] == "read"
+    session = handle.session(sorted(handle.env_cls.scenarios())[0])
+    listing = session.call("bash", command="ls; cat README.md")
+    assert listing["status"] == "ok" and "Workspace" in listing["data"]["output"], listing
+    handle.close()

@@ -134,6 +134,7 @@ def _interface_env(pkg: PackageSource) -> Iterator[Finding]:
         if "ENVIRONMENT" not in set(module_assigns(init.tree)) | set(init.imports):
             yield finding("S002", "__init__.py", 1, "does not define ENVIRONMENT = <Environment subclass>")
     domain = {m.rel for m in pkg.with_role(Role.DOMAIN_MODULE)}
+    added = _tools_added_in(init, pkg) if init is not None and init.tree is not None else set()
     for mod in pkg.with_role(Role.ENVIRONMENT_CLASS):
         for cls in env_classes(mod):
             attrs = class_attrs(cls)
@@ -146,7 +147,7 @@ def _interface_env(pkg: PackageSource) -> Iterator[Finding]:
             tools = attrs.get("tools")
             if tools is None:
                 continue
-            registered = set()
+            registered = set(added)
             for node in ast.walk(tools):
                 if isinstance(node, ast.Name) and node.id == "__name__":  # sys.modules[__name__]
                     registered.add(mod.rel)
@@ -161,6 +162,24 @@ def _interface_env(pkg: PackageSource) -> Iterator[Finding]:
                     cls.lineno,
                     f"domain module {rel} defines tools but is not in {cls.name}.tools",
                 )
+
+
+def _tools_added_in(init: Module, pkg: PackageSource) -> set[str]:
+    """Modules whose tools ``__init__.py`` adds with ``<Environment>.tools.add(...)`` (how a generated
+    claw package gets the built-in bash tool): registered like those named in ``tools``."""
+    out: set[str] = set()
+    for call in ast.walk(init.tree):
+        func = call.func if isinstance(call, ast.Call) else None
+        if not (isinstance(func, ast.Attribute) and func.attr == "add"):
+            continue
+        if not (isinstance(func.value, ast.Attribute) and func.value.attr == "tools"):
+            continue
+        for node in (n for arg in call.args for n in ast.walk(arg)):
+            if isinstance(node, ast.Name | ast.Attribute):
+                target = pkg.local_module(init.qualname(node) or "")
+                if target is not None:
+                    out.add(target.rel)
+    return out
 
 
 def _interface_main(pkg: PackageSource) -> Iterator[Finding]:

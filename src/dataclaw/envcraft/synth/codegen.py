@@ -191,7 +191,9 @@ async def generate_package(
         answer, failure = await ask(model, messages, answer_schema(), outcome)
         outcome.history.append(_step(outcome.rounds, failure))
     assert answer is not None
-    applied = apply_answer(folder, answer, env_name, fresh=True)
+    applied = apply_answer(
+        folder, answer, env_name, fresh=True, claw=_is_claw(spec.get("scenario") or {}, None)
+    )
     outcome.package = folder
     outcome.stripped += applied.stripped
     return await heal_loop(

@@ -69,7 +69,7 @@ FILE_ROLES = (
 """C.2 ``files[].role`` (``test``/``helper`` added: any package module, any test file)."""
 INFRA_ROLES = frozenset({"cli", "store"})
 """Roles whose files the runtime provides (session store, locks, CLI, error mapping): never written."""
-SKELETON = ("__init__.py", "__main__.py")
+SKELETON = ("__init__.py", "__main__.py", "claw_bash.py")
 SUFFIXES = frozenset({".py", ".md", ".json", ".jsonl", ".txt", ".csv", ".yaml", ".yml"})
 _PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 
@@ -248,7 +248,9 @@ def _read_marker(folder: Path) -> dict[str, Any]:
         return {}
 
 
-def apply_answer(folder: Path, answer: dict[str, Any], env_name: str, *, fresh: bool) -> Applied:
+def apply_answer(
+    folder: Path, answer: dict[str, Any], env_name: str, *, fresh: bool, claw: bool | None = None
+) -> Applied:
     """Write an answer's files into ``folder`` (``fresh``: replace the folder, which must be one this module
     wrote or absent), then the skeleton and the marker. Infrastructure and unsafe files are not written."""
     done = Applied()
@@ -283,6 +285,8 @@ def apply_answer(folder: Path, answer: dict[str, Any], env_name: str, *, fresh: 
         roles: dict[str, str] = {}
     else:
         roles = dict(_read_marker(folder).get("roles", {}))
+        if claw is None:  # a repair round: the package keeps what its first answer was written as
+            claw = bool(_read_marker(folder).get("claw"))
         for raw in answer.get("delete", []) or []:
             path, why = clean_path(raw, env_name)
             target = folder / path if path is not None else None
@@ -299,17 +303,38 @@ def apply_answer(folder: Path, answer: dict[str, Any], env_name: str, *, fresh: 
         target.write_text(content if content.endswith("\n") else content + "\n", encoding="utf-8")
         roles[path] = role
         done.written.append(path)
-    write_skeleton(folder, env_name)
+    write_skeleton(folder, env_name, claw=bool(claw))
     marker = {"env_name": env_name, "roles": dict(sorted(roles.items())), "stripped": done.stripped}
+    marker["claw"] = bool(claw)
     (folder / MARKER).parent.mkdir(parents=True, exist_ok=True)
     (folder / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     return done
 
 
-def write_skeleton(folder: Path, env_name: str) -> str | None:
+CLAW_BASH = '''"""The claw ``bash`` tool over the session's state as files (EnvCraft §3.2), by dataclaw."""
+
+from dataclaw.envcraft.runtime import tool
+from dataclaw.envcraft.synth.mechanics.claw import bash_over_state
+
+
+@tool("read", returns=["output", "ok"])
+def bash(session: dict, command: str) -> dict:
+    """Run a bash command over the workspace: the session's records as files (<key>/<id>.json, see the
+    workspace README.md); edits there are discarded, state changes go through the other tools.
+
+    Args:
+        command: the bash command line.
+    """
+    return bash_over_state(session, None, command)
+'''
+"""The claw extension's ``bash`` tool module, written into a claw scenario's generated package."""
+
+
+def write_skeleton(folder: Path, env_name: str, *, claw: bool = False) -> str | None:
     """Write ``__init__.py`` (``ENVIRONMENT`` = the package's Environment subclass, found by parsing, never
-    importing) and ``__main__.py`` (the runtime CLI). Returns the class name, or None when the package has
-    no Environment subclass (then ``__init__`` exports nothing and the static audit says so)."""
+    importing) and ``__main__.py`` (the runtime CLI); for a claw scenario also ``claw_bash.py``, whose
+    ``bash`` tool ``__init__`` adds to the environment's tools. Returns the class name, or None when the
+    package has no Environment subclass (then ``__init__`` exports nothing and the static audit says so)."""
     doc = f'"""{env_name}: a generated EnvCraft environment (see README.md). Written by dataclaw."""\n'
     (folder / "__init__.py").write_text(doc, encoding="utf-8")
     pkg = read_package(folder)
@@ -318,10 +343,15 @@ def write_skeleton(folder: Path, env_name: str) -> str | None:
     if found:
         mod, node = found[0]
         cls = node.name
-        init = (
-            f"{doc}\nfrom .{mod.local_name} import {cls}\n\nENVIRONMENT = {cls}\n\n"
-            f'__all__ = ["ENVIRONMENT", "{cls}"]\n'
-        )
+        init = f"{doc}\nfrom .{mod.local_name} import {cls}\n"
+        if claw:
+            (folder / "claw_bash.py").write_text(CLAW_BASH, encoding="utf-8")
+            init += (
+                "from .claw_bash import bash as _bash\n\n"
+                f'if "bash" not in {cls}.tools.names():  # the claw extension: the built-in bash tool\n'
+                f"    {cls}.tools.add(_bash.__envcraft_tool__)\n"
+            )
+        init += f'\nENVIRONMENT = {cls}\n\n__all__ = ["ENVIRONMENT", "{cls}"]\n'
     else:
         init = doc
     (folder / "__init__.py").write_text(init, encoding="utf-8")

@@ -41,6 +41,31 @@ def workspace_files(session: dict[str, Any], config: dict[str, Any]) -> dict[str
     return files
 
 
+def session_files(session: dict[str, Any]) -> dict[str, str]:
+    """The workspace of a package whose state has no compiled layout (code generation): a top-level
+    mapping of records becomes ``<key>/<id>.json`` per record, any other value ``<key>.json``; the
+    runtime's own bookkeeping (keys starting with ``_``) is left out."""
+    files: dict[str, str] = {}
+    for key, value in sorted(session.items()):
+        if key.startswith("_"):
+            continue
+        name = _SAFE.sub("_", str(key))
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            for rid, rec in sorted(value.items()):
+                files[f"{name}/{_SAFE.sub('_', str(rid))}.json"] = json.dumps(rec, indent=1, sort_keys=True)
+        else:
+            files[f"{name}.json"] = json.dumps(value, indent=1, sort_keys=True, default=str)
+    lines = [
+        "# Workspace",
+        "",
+        "The session's state as files: <key>/<id>.json per record, <key>.json else.",
+        "",
+    ]
+    lines += [f"- {f}" for f in sorted({f.split("/")[0] for f in files})]
+    files["README.md"] = "\n".join(lines) + "\n"
+    return files
+
+
 def _policy() -> Any:
     """The sandbox policy for bash: its own bubblewrap sandbox on the host; inside a dataclaw sandbox
     already (the env worker runs non-built-in packages in one, where bubblewrap cannot nest) a plain child
@@ -50,8 +75,9 @@ def _policy() -> Any:
     return SandboxPolicy(unsafe=os.environ.get("DATACLAW_SANDBOX") == "1")
 
 
-def bash_over_state(session: dict[str, Any], config: dict[str, Any], command: str) -> dict[str, Any]:
-    """Run ``command`` with the claw bash tool over a fresh snapshot of ``session``."""
+def bash_over_state(session: dict[str, Any], config: dict[str, Any] | None, command: str) -> dict[str, Any]:
+    """Run ``command`` with the claw bash tool over a fresh snapshot of ``session`` (laid out by the
+    compiled ``config``, or by :func:`session_files` when there is none)."""
     from dataclaw.envcraft.rollout.claw_tools import ClawTools
 
     if not command.strip():
@@ -61,7 +87,8 @@ def bash_over_state(session: dict[str, Any], config: dict[str, Any], command: st
     root = Path(tempfile.mkdtemp(prefix="dataclaw-claw-env-"))
     try:
         ws = root / "workspace"
-        for rel, text in workspace_files(session, config).items():
+        files = workspace_files(session, config) if config is not None else session_files(session)
+        for rel, text in files.items():
             path = ws / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
