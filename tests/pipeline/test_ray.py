@@ -83,6 +83,8 @@ def test_a_claw_audit_on_ray_actors_gives_the_local_verdicts(local_ray, tmp_path
             rows = audit_by_code(load_task_source(root), store, floor=0.0, workers=2)
             rejects = sorted((r["record_id"], r["reason"]) for r in store.rejects("code_audit"))
         failed = [(r["id"], r["passed"], [c["reason"] for c in r["checks"] if not c["passed"]]) for r in rows]
+        errors = [c.get("message") for r in rows for c in r["checks"] if c["reason"] == "audit_error"]
+        assert not errors, errors  # the audit itself failing is a bug to see, not a verdict to compare
         return sorted(failed), rejects
 
     local = audit(tmp_path / "local")

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from dataclaw.core import pyast
 from dataclaw.core.errors import ConfigError
 
 RUNTIME = "dataclaw.envcraft.runtime"
@@ -255,7 +256,7 @@ def read_package(path: str | Path) -> PackageSource:
         source = file.read_text(encoding="utf-8", errors="replace")
         mod = Module(rel, file, source, None)
         try:
-            mod.tree = ast.parse(source, filename=rel)
+            mod.tree = pyast.parse(source, filename=rel)
         except SyntaxError as exc:
             mod.syntax_error = exc
         modules.append(mod)

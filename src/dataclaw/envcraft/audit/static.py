@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dataclaw.core import pyast
 from dataclaw.envcraft.audit.model import Finding
 from dataclaw.envcraft.audit.package import (
     RUNTIME,
@@ -280,7 +281,7 @@ def _hint_ok(node: ast.expr, mod: Module, aliases: set[str], here: str) -> bool:
     """Whether a parameter annotation is a type the runtime turns into a JSON schema."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
-            node = ast.parse(node.value, mode="eval").body
+            node = pyast.parse(node.value, mode="eval").body
         except SyntaxError:
             return False
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):

@@ -27,6 +27,7 @@ from typing import Any
 
 import networkx as nx
 
+from dataclaw.core import pyast
 from dataclaw.core.errors import ConfigError
 
 TIER_WEIGHTS: dict[str, float] = {"gold": 0.9, "dataflow": 0.8, "bridge": 0.5, "llm_weak": 0.25}
@@ -149,7 +150,7 @@ def session_reads(fn: Any) -> set[str]:
     """Top-level state fields a tool body reads: a static scan of ``session["x"]`` / ``session.get("x")``
     (the source is parsed, never run). Helpers called with the session are not followed."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = pyast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return set()
     out: set[str] = set()

@@ -28,6 +28,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from dataclaw.core import pyast
 from dataclaw.core.ids import root_id, stable_hash
 from dataclaw.envcraft.importers.base import (
     IMPORTERS,
@@ -122,7 +123,7 @@ class BFCLSource:
     def backend_config(self) -> dict[str, Any]:
         """``constants/executable_backend_config.py`` read with ``ast`` (never executed): class → module
         and func-doc file, and the stateless classes."""
-        tree = ast.parse(self.read("constants/executable_backend_config.py"))
+        tree = pyast.parse(self.read("constants/executable_backend_config.py"))
         out: dict[str, Any] = {}
         for node in tree.body:
             if (
@@ -176,7 +177,7 @@ def class_signatures(source: str, cls: str) -> dict[str, dict[str, Any]]:
     """Public methods of class ``cls`` in ``source`` (parsed, not run): parameter order, which are
     optional, and their literal defaults."""
     out: dict[str, dict[str, Any]] = {}
-    for node in ast.parse(source).body:
+    for node in pyast.parse(source).body:
         if not (isinstance(node, ast.ClassDef) and node.name == cls):
             continue
         for fn in node.body:
@@ -213,7 +214,7 @@ def parse_call(text: str, signatures: dict[str, dict[str, Any]]) -> dict[str, An
     """One ground-truth call string (``mv(source='a', destination='b')``) → method, positional and keyword
     arguments (literals only), and ``params`` (all by name, for a replay through the runtime)."""
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        node = pyast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         why = f"ground truth call {text!r} does not parse: {exc.msg}"
         raise GroundTruthError(ImportReason.MALFORMED, why) from None

@@ -20,6 +20,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from dataclaw.core import pyast
 from dataclaw.envcraft.runtime.tools import parse_docstring
 
 MUTATORS = frozenset(
@@ -71,7 +72,7 @@ def schema_of(annotation: ast.expr | None) -> tuple[dict[str, Any], bool]:
     text = ast.unparse(annotation).replace("typing.", "")
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
-            return schema_of(ast.parse(annotation.value, mode="eval").body)
+            return schema_of(pyast.parse(annotation.value, mode="eval").body)
         except SyntaxError:
             return {}, False
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
@@ -266,7 +267,7 @@ def _wall_clock(tree: ast.Module) -> bool:
 def read_api(source: str, filename: str = "<source>") -> ApiInfo:
     """Parse ``source`` (SyntaxError when it does not compile, :class:`ApiSourceError` when it holds no
     tool-API class) and describe its class."""
-    tree = ast.parse(source, filename=filename)
+    tree = pyast.parse(source, filename=filename)
     classes = _api_classes(tree)
     if not classes:
         raise ApiSourceError(

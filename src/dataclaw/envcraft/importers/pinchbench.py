@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from dataclaw.core import pyast
 from dataclaw.core.ids import stable_hash
 from dataclaw.envcraft.importers.base import (
     IMPORTERS,
@@ -289,7 +290,7 @@ class PinchBenchImporter(Importer):
                 "grades it, and no grade() function can be run as a verifier",
             )
         try:
-            tree = ast.parse(code, filename=f"{task_id}/grade.py")
+            tree = pyast.parse(code, filename=f"{task_id}/grade.py")
         except SyntaxError as exc:
             return ImportReject(
                 ImportReason.SYNTAX_ERROR,

@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from dataclaw.core import pyast
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox import Limits, Outcome, SandboxPolicy, Status, run
 
@@ -562,7 +563,7 @@ def uncalled_entry(source: str) -> str | None:
     """The builder function (``build_env`` …) the script defines at module level but never calls there:
     another harness would call it; run as a script, the builder would build nothing."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return None
     defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]

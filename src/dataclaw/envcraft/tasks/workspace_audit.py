@@ -46,6 +46,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from dataclaw.core import pyast
 from dataclaw.envcraft.tasks.workspace import (
     BUILDER_NAME,
     SCORE_FILE,
@@ -312,7 +313,7 @@ def _harmless_env_reads(tree: ast.AST) -> set[int]:
 def code_problems(source: str, what: str, *, verifier: bool) -> Problem | None:
     """Non-stdlib imports (both scripts); network/subprocess/env access (verifier)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError as exc:
         return ClawAuditReason.SYNTAX_ERROR, f"{what} does not parse: line {exc.lineno}: {exc.msg}"
     stdlib = sys.stdlib_module_names
@@ -359,7 +360,7 @@ def code_problems(source: str, what: str, *, verifier: bool) -> Problem | None:
 
 def _parse(source: str) -> ast.AST | None:
     try:
-        return ast.parse(source)
+        return pyast.parse(source)
     except SyntaxError:
         return None
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from dataclaw.core import pyast
+
 # pyautogui / computer function -> normalised action type
 _ACTION_TYPES = {
     "click": "click",
@@ -43,7 +45,7 @@ def parse_actions(code: str) -> list[dict[str, Any]]:
     arguments; coordinates stay as given (AgentNet uses 0-1 normalised coordinates).
     """
     try:
-        tree = ast.parse(code.strip())
+        tree = pyast.parse(code.strip())
     except SyntaxError as exc:
         raise ActionParseError(f"action code is not valid Python: {exc.msg}") from exc
     actions: list[dict[str, Any]] = []
