@@ -127,6 +127,17 @@ def _crash_reject(stage: Stage, item: Record, exc: BaseException) -> Reject:
     )
 
 
+def process_one(stage: Stage, item: Record) -> tuple[Result, bool]:
+    """``stage.process(item)`` in this process: a crash is that record's reject (``ok`` False), unless the
+    exception makes the whole stage impossible."""
+    try:
+        return stage.process(item), True
+    except Exception as exc:
+        if is_fatal(exc):
+            raise
+        return _crash_reject(stage, item, exc), False
+
+
 @contextlib.contextmanager
 def scratch_tempdir(scratch: Path | None) -> Iterator[None]:
     """Point :mod:`tempfile` at ``scratch`` while a stage runs in this process, so the temporary files
@@ -285,12 +296,7 @@ class LocalExecutor:
                 stage.setup()
                 item: Record | None = first
                 while item is not None:
-                    try:
-                        result, ok = stage.process(item), True
-                    except Exception as exc:
-                        if is_fatal(exc):
-                            raise
-                        result, ok = _crash_reject(stage, item, exc), False
+                    result, ok = process_one(stage, item)
                     yield item, result, ok
                     item = await anext(source, None)
         else:

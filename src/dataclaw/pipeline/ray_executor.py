@@ -51,6 +51,7 @@ from dataclaw.pipeline.executors import (
     _crash_reject,
     aiter_items,
     is_fatal,
+    process_one,
     scratch_tempdir,
     worker_crashed,
 )
@@ -195,13 +196,7 @@ def _process_batch(stage: Stage, batch: dict[str, Any]) -> dict[str, Any]:
     """``{"k", "blob"}`` records in, ``{"k", "blob", "ok"}`` results out (a crash is that record's reject)."""
     ks, blobs, oks = [], [], []
     for k, blob in zip(batch["k"], batch["blob"], strict=True):
-        item = pickle.loads(blob)
-        try:
-            result, ok = stage.process(item), True
-        except Exception as exc:
-            if is_fatal(exc):
-                raise
-            result, ok = _crash_reject(stage, item, exc), False
+        result, ok = process_one(stage, pickle.loads(blob))
         ks.append(int(k))
         blobs.append(pickle.dumps(result))
         oks.append(ok)
