@@ -11,7 +11,7 @@ OE_VENV := .venv-openenv
 TRAIN_VENV := .venv-train
 VERL_VENV := .venv-verl
 
-.PHONY: setup run test test-openenv train-setup verl-setup test-train bfcl-wheel lint bench clean
+.PHONY: setup run test test-fast test-openenv train-setup verl-setup test-train bfcl-wheel lint bench clean
 
 setup: $(VENV)/.deps-ok
 
@@ -80,6 +80,10 @@ run: setup
 test: setup $(OE_VENV)/.deps-ok $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok $(BFCL_WHEEL)
 	$(BIN)/python -m pytest -q
 	$(OE_VENV)/bin/python -m pytest -q tests/envcraft/serve
+
+# the loop while working: every test not marked slow, in the main venv only (a few minutes on 2 cores)
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
 
 test-openenv: $(OE_VENV)/.deps-ok
 	$(OE_VENV)/bin/python -m pytest -q tests/envcraft/serve
