@@ -43,6 +43,16 @@ def test_unknown_names_list_the_known_ones_and_builtins_load_lazily(tmp_path, mo
     assert reg.names() == ["a", "b", "c"] and "a" in reg and [n for n, _ in reg.items()] == ["a", "b", "c"]
 
 
+def test_a_registry_may_word_its_unknown_name_error_and_choose_its_class():
+    class UnknownWidget(ConfigError):
+        pass
+
+    reg: Registry[int] = Registry("widget", unknown="no {kind} '{name}' (known: {known})", error=UnknownWidget)
+    reg.named("knob")(1)
+    with pytest.raises(UnknownWidget, match=r"^no widget 'dial' \(known: knob\)$"):
+        reg.get("dial")
+
+
 def test_a_component_without_a_name_is_refused():
     with pytest.raises(ConfigError, match="has no name"):
         Registry("miner").add(type("Nameless", (), {}))

@@ -48,14 +48,29 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
 """Entry-point group of each registry kind (a registry may also name its own with ``group=``)."""
 
 
+UNKNOWN = "unknown {kind} '{name}': expected one of {known}"
+"""How a registry says a name is unknown, unless it words it its own way (``unknown=``)."""
+
+
 class Registry(Generic[T]):
     """Components of one ``kind`` by name. ``builtins``: a package whose public modules, or a list of
-    modules, to import before the first lookup."""
+    modules, to import before the first lookup. ``unknown`` (with ``{kind}``, ``{name}``, ``{known}``) and
+    ``error``: the message and the :class:`ConfigError` class of an unknown name."""
 
-    def __init__(self, kind: str, builtins: str | list[str] | None = None, group: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        builtins: str | list[str] | None = None,
+        group: str | None = None,
+        *,
+        unknown: str = UNKNOWN,
+        error: type[ConfigError] = ConfigError,
+    ) -> None:
         self.kind = kind
         self.group = group or ENTRY_POINT_GROUPS.get(kind)
         self._builtins = builtins
+        self._unknown = unknown
+        self._error = error
         self._loaded = False
         self._items: dict[str, T] = {}
 
@@ -83,8 +98,12 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         self._load()
         if name not in self._items:
-            raise ConfigError(f"unknown {self.kind} '{name}': expected one of {', '.join(self.names())}")
+            raise self.unknown(name)
         return self._items[name]
+
+    def unknown(self, name: str) -> ConfigError:
+        """The error of an unknown ``name``, listing the known ones."""
+        return self._error(self._unknown.format(kind=self.kind, name=name, known=", ".join(self.names())))
 
     def names(self) -> list[str]:
         self._load()
