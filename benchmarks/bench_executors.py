@@ -96,7 +96,7 @@ def peak_rss_mb(root: Path, n: int) -> int:
 
 
 def main() -> int:
-    from dataclaw.pipeline.ray_executor import RayExecutor
+    from dataclaw.pipeline.executors.ray import RayExecutor
 
     with tempfile.TemporaryDirectory(prefix="bench-executors-") as tmp:
         root = Path(tmp)

@@ -47,7 +47,9 @@ def test_a_registry_may_word_its_unknown_name_error_and_choose_its_class():
     class UnknownWidget(ConfigError):
         pass
 
-    reg: Registry[int] = Registry("widget", unknown="no {kind} '{name}' (known: {known})", error=UnknownWidget)
+    reg: Registry[int] = Registry(
+        "widget", unknown="no {kind} '{name}' (known: {known})", error=UnknownWidget
+    )
     reg.named("knob")(1)
     with pytest.raises(UnknownWidget, match=r"^no widget 'dial' \(known: knob\)$"):
         reg.get("dial")

@@ -27,7 +27,7 @@ RAY = ExecutorSettings(name="ray")
 
 @pytest.fixture(scope="session")
 def local_ray():
-    from dataclaw.pipeline.ray_executor import connect
+    from dataclaw.pipeline.executors.ray import connect
 
     connect(None, num_cpus=2)
     yield ray
@@ -48,7 +48,7 @@ def _records(run: Path) -> dict[str, list]:
 
 
 def test_a_tailor_ingest_on_ray_gives_the_local_records(local_ray, tmp_path, shared_data):
-    from dataclaw.tailor.ingest import IngestConfig, ingest
+    from dataclaw.tailor.pipeline import IngestConfig, ingest
 
     inputs = [shared_data / "lerobot_g1", shared_data / "opencua" / "cot_example", tmp_path / "missing.mp4"]
     (tmp_path / "empty.mp4").write_bytes(b"")
@@ -127,7 +127,7 @@ class Answer(Stage):
 
 
 def test_a_killed_actor_loses_no_record_and_a_resume_pays_no_call_twice(local_ray, tmp_path):
-    from dataclaw.pipeline.ray_executor import RayExecutor
+    from dataclaw.pipeline.executors.ray import RayExecutor
 
     run, paid = tmp_path / "run", tmp_path / "paid.log"
     stage = Answer(str(run / "model_cache.sqlite"), str(paid))
@@ -282,7 +282,7 @@ def test_a_killed_rollout_worker_loses_no_rollout_and_pays_no_call_twice(
     from dataclaw.envcraft.quality.runs import rollout_tasks
     from dataclaw.envcraft.rollout import RolloutConfig
     from dataclaw.models import get_model
-    from dataclaw.pipeline.ray_executor import RayExecutor
+    from dataclaw.pipeline.executors.ray import RayExecutor
     from envcraft.rollout.rollout_helpers import scripted_agent, tool_task
     from support.openai_server import OpenAIServer
 
@@ -348,7 +348,7 @@ class Square(Stage):
 
 
 def test_a_stateless_stage_runs_as_ray_tasks_with_the_local_records(local_ray, tmp_path):
-    from dataclaw.pipeline.ray_executor import stateless
+    from dataclaw.pipeline.executors.ray import stateless
 
     assert stateless(Square()) and not stateless(Answer("m", str(tmp_path / "c")))
     items = [{"id": f"r{i:03d}", "n": i} for i in range(200)]

@@ -122,7 +122,7 @@ def test_executor_names_and_options_are_checked():
 
 
 def test_no_ray_installed_is_one_line_with_the_install_hint(monkeypatch):
-    from dataclaw.pipeline.ray_executor import import_ray
+    from dataclaw.pipeline.executors.ray import import_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"pip install 'dataclaw\[ray\]'"):

@@ -44,6 +44,7 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
     "OCR backend": "dataclaw.ocr_backends",
     "video codec profile": "dataclaw.codecs",
     "trainer export": "dataclaw.trainer_exports",
+    "executor": "dataclaw.executors",
 }
 """Entry-point group of each registry kind (a registry may also name its own with ``group=``)."""
 

@@ -1,4 +1,4 @@
-"""The executor seam: executors by name (``local``, ``ray``), chosen once per command.
+"""The executor seam: executors by name (``local``, ``ray``, any registered one), chosen once per command.
 
 Every call site asks :func:`make_executor` for its executor (with the window it wants: ``workers``,
 ``concurrency``) instead of building one; which executor that is comes from the settings passed in, or
@@ -8,53 +8,11 @@ the ones a command set with :func:`using_executor` (the CLI's ``--executor`` / `
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 
-from pydantic import BaseModel, ConfigDict
-
-from dataclaw.core.errors import ConfigError
-from dataclaw.pipeline.executors import Executor, LocalExecutor
+from dataclaw.pipeline.executors.base import EXECUTORS, Executor, ExecutorSettings
 from dataclaw.pipeline.stage import Stage
-
-
-class ExecutorSettings(BaseModel):
-    """Which executor runs a command's stages, and where (``ray_address``: a Ray cluster; None starts
-    one on this machine, or joins ``RAY_ADDRESS``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = "local"
-    ray_address: str | None = None
-
-
-Factory = Callable[[ExecutorSettings, "int | None", int], Executor]
-EXECUTORS: dict[str, Factory] = {}
-
-
-def register_executor(name: str) -> Callable[[Factory], Factory]:
-    """Register ``factory(settings, workers, concurrency)`` under ``name``."""
-
-    def deco(factory: Factory) -> Factory:
-        EXECUTORS[name] = factory
-        return factory
-
-    return deco
-
-
-@register_executor("local")
-def _local(settings: ExecutorSettings, workers: int | None, concurrency: int) -> Executor:
-    if settings.ray_address:
-        raise ConfigError("--ray-address is for --executor ray (the local executor runs on this machine)")
-    return LocalExecutor(workers=workers, concurrency=concurrency)
-
-
-@register_executor("ray")
-def _ray(settings: ExecutorSettings, workers: int | None, concurrency: int) -> Executor:
-    from dataclaw.pipeline.ray_executor import RayExecutor  # imports ray only when it is asked for
-
-    return RayExecutor(address=settings.ray_address, workers=workers, concurrency=concurrency)
-
 
 _CURRENT: ContextVar[ExecutorSettings | None] = ContextVar("dataclaw_executor", default=None)
 
@@ -67,8 +25,7 @@ def current_settings() -> ExecutorSettings:
 @contextlib.contextmanager
 def using_executor(settings: ExecutorSettings) -> Iterator[ExecutorSettings]:
     """Make ``settings`` the executor of everything run inside (checked first: unknown names fail)."""
-    if settings.name not in EXECUTORS:
-        raise ConfigError(f"unknown executor {settings.name!r} (known: {', '.join(sorted(EXECUTORS))})")
+    EXECUTORS.get(settings.name)
     token = _CURRENT.set(settings)
     try:
         yield settings
@@ -86,9 +43,6 @@ def make_executor(
     """The executor of ``settings`` (default: the current ones) with this window; ``stages`` are
     checked against it now, so a stage that cannot run fails before the command writes anything."""
     settings = settings or current_settings()
-    factory = EXECUTORS.get(settings.name)
-    if factory is None:
-        raise ConfigError(f"unknown executor {settings.name!r} (known: {', '.join(sorted(EXECUTORS))})")
-    executor = factory(settings, workers, concurrency)
+    executor = EXECUTORS.get(settings.name).from_settings(settings, workers, concurrency)
     executor.check(list(stages))
     return executor

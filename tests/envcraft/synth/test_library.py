@@ -235,7 +235,7 @@ def test_on_ray_the_library_matches_the_local_one(lib, tmp_path) -> None:
     """``--executor ray``: specs on Ray, packages built and audited on Ray actors; the same rows (but for
     timings) as the local run, each with its own usage."""
     pytest.importorskip("ray")
-    from dataclaw.pipeline.ray_executor import connect
+    from dataclaw.pipeline.executors.ray import connect
     from dataclaw.pipeline.registry import ExecutorSettings, using_executor
 
     connect(None, num_cpus=2)  # a session-wide local Ray (left running for the other Ray tests)

@@ -42,19 +42,21 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from dataclaw.core.errors import ConfigError, DataclawError, Reject
-from dataclaw.pipeline.executors import (
+from dataclaw.pipeline.executors.base import (
+    ExecutorSettings,
     Host,
     HostLost,
     Items,
-    LocalExecutor,
     Stopping,
-    _crash_reject,
     aiter_items,
+    crash_reject,
     is_fatal,
     process_one,
+    register_executor,
     scratch_tempdir,
     worker_crashed,
 )
+from dataclaw.pipeline.executors.local import LocalExecutor
 from dataclaw.pipeline.stage import Demand, Record, Resources, Result, Stage
 
 log = logging.getLogger(__name__)
@@ -245,7 +247,7 @@ class _AsyncWorker:
         except Exception as exc:
             if is_fatal(exc):
                 raise
-            return pickle.dumps(_crash_reject(self.stage, item, exc)), False
+            return pickle.dumps(crash_reject(self.stage, item, exc)), False
 
 
 class _CallWorker:
@@ -350,6 +352,7 @@ class _Hosted:
 
 
 # run side ------------------------------------------------------------------------------------------
+@register_executor
 class RayExecutor:
     """Stages on Ray. ``address``: the cluster (None: ``RAY_ADDRESS``, else a Ray on this machine with
     ``workers`` CPUs); ``workers``: actors per stage (default: the cluster's CPUs / the stage's CPUs);
@@ -376,6 +379,11 @@ class RayExecutor:
         self.window = max(1, window)
         self.async_on_actors = async_on_actors
         self.ray = connect(address, workers)
+
+    @classmethod
+    def from_settings(cls, settings: ExecutorSettings, workers: int | None, concurrency: int) -> RayExecutor:
+        """Ray is imported (and started or joined) only when this executor is asked for."""
+        return cls(address=settings.ray_address, workers=workers, concurrency=concurrency)
 
     def check(self, stages: Iterable[Stage]) -> None:
         nodes = self.ray.nodes()
@@ -515,7 +523,7 @@ class RayExecutor:
                         cause = exc.as_instanceof_cause()
                         if is_fatal(cause):
                             raise cause from None
-                        yield item, _crash_reject(stage, item, cause), False
+                        yield item, crash_reject(stage, item, cause), False
                         continue
                     except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError):
                         yield item, worker_crashed(stage, item, RESTARTS + 1), False

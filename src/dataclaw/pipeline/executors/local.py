@@ -1,9 +1,4 @@
-"""Executors map a stage over records. Local: asyncio for ASYNC stages, a process pool for CPU stages.
-
-An executor yields ``(item, result, ok)`` as records finish. A stage that raises is a bug in that
-record's processing, not in the run: it becomes a reject with reason ``internal_error`` and is retried
-on the next run (it is not marked done). An exception whose class says ``fatal = True`` (a model that
-cannot be reached, a wrong key) is not a record's fault: it stops the stage.
+"""The local executor: one machine, asyncio for ASYNC stages, a process pool for CPU stages.
 
 Pool workers are isolated from each other's crashes: when a worker dies (segfault, ``os._exit``, the
 OOM killer) the records in flight with it are retried, each alone, and only a record that kills its
@@ -31,129 +26,42 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from dataclaw.core.errors import DataclawError, Reject
+from dataclaw.core.errors import ConfigError, DataclawError
 from dataclaw.core.procs import die_with_parent
+from dataclaw.pipeline.executors.base import (
+    ExecutorSettings,
+    Host,
+    Items,
+    Stopping,
+    aiter_items,
+    crash_reject,
+    is_fatal,
+    process_one,
+    register_executor,
+    scratch_tempdir,
+    worker_crashed,
+)
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 
 log = logging.getLogger(__name__)
 
-INTERNAL_ERROR = "internal_error"
-WORKER_CRASHED = "worker_crashed"
 CRASHES_TO_REJECT = 2
 """A record is rejected once it was in flight in this many worker crashes (the last one alone)."""
 BREAKS_BEFORE_ANY_RESULT = 3
 """A pool that breaks this many times before any record finished is not a bad record: the stage stops."""
 
+T = TypeVar("T")
+R = TypeVar("R")
+
 
 class WorkersDying(DataclawError):
     """A stage's worker processes die before finishing anything (a setup that kills them, no memory)."""
-
-
-class HostLost(DataclawError):
-    """The worker holding a hosted object (a rollout's harness: its env session, its workspace) died, and
-    the object's state with it: the work that used it starts again on another worker."""
-
-
-T = TypeVar("T")
-R = TypeVar("R")
-Items = Iterable[Record] | AsyncIterable[Record]
-Stopping = Callable[[], contextlib.AbstractContextManager[Any]]
-Host = Callable[..., Any]
-"""``host(factory, *args, **kwargs)``: ``factory(*args, **kwargs)`` built where the executor runs sandbox
-work, returned as the object itself (local) or a proxy whose method calls run where it lives (Ray)."""
-
-
-class Executor(Protocol):
-    name: str
-
-    def map(
-        self, stage: Stage, items: Items, scratch: Path | None = None
-    ) -> AsyncIterator[tuple[Record, Result, bool]]:
-        """Yield ``(item, result, ok)``; ``ok`` is False when the stage raised (retry next run).
-        ``items`` are consumed lazily; ``scratch``: a folder for the stage's temporary files, created
-        when needed (removed by the caller)."""
-        ...
-
-    def calls(
-        self, fn: Callable[[T], R], items: Iterable[T], workers: int, *, stopping: Stopping | None = None
-    ) -> Iterator[tuple[T, R]]:
-        """``(item, fn(item))`` as each call finishes, ``workers`` at a time: work that is not a stage
-        (an audit, a rollout) and waits on sandboxes. An exception of ``fn`` (or Ctrl-C) ends the
-        iteration: the calls in flight are ended inside ``stopping()`` (e.g. one that interrupts their
-        sandboxes) and their results dropped."""
-        ...
-
-    def hosting(self, concurrency: int) -> contextlib.AbstractContextManager[Host]:
-        """A place for stateful objects that do sandbox work while the driver talks to them (a rollout's
-        harness: the env session or workspace and its tools, with the model calls on the driver).
-        ``concurrency``: objects in use at once. A call on an object whose worker died raises
-        :class:`HostLost` (then every later call on it too); the objects go when the context ends."""
-        ...
-
-    def check(self, stages: Iterable[Stage]) -> None:
-        """Raise a ConfigError now (before anything is written) if a stage cannot run here."""
-        ...
-
-
-async def aiter_items(items: Items) -> AsyncIterator[Record]:
-    """``items`` (sync or async) as an async iterator, pulled one at a time."""
-    if isinstance(items, AsyncIterable):
-        async for item in items:
-            yield item
-    else:
-        for item in items:
-            yield item
-
-
-def is_fatal(exc: BaseException) -> bool:
-    """Whether ``exc`` makes the whole stage impossible (its class sets ``fatal = True``)."""
-    return bool(getattr(exc, "fatal", False))
-
-
-def _crash_reject(stage: Stage, item: Record, exc: BaseException) -> Reject:
-    log.debug("stage %s failed on %s", stage.name, item.get("id"), exc_info=exc)
-    log.warning("stage %s failed on %s: %s: %s", stage.name, item.get("id"), type(exc).__name__, exc)
-    return Reject(
-        id=item["id"],
-        stage=stage.name,
-        reason=INTERNAL_ERROR,
-        message=f"{type(exc).__name__}: {exc}",
-    )
-
-
-def process_one(stage: Stage, item: Record) -> tuple[Result, bool]:
-    """``stage.process(item)`` in this process: a crash is that record's reject (``ok`` False), unless the
-    exception makes the whole stage impossible."""
-    try:
-        return stage.process(item), True
-    except Exception as exc:
-        if is_fatal(exc):
-            raise
-        return _crash_reject(stage, item, exc), False
-
-
-@contextlib.contextmanager
-def scratch_tempdir(scratch: Path | None) -> Iterator[None]:
-    """Point :mod:`tempfile` at ``scratch`` while a stage runs in this process, so the temporary files
-    of extractors and tools live in the run directory (and go with it)."""
-    if scratch is None:
-        yield
-        return
-    scratch.mkdir(parents=True, exist_ok=True)
-    old = tempfile.tempdir
-    own = Path(tempfile.mkdtemp(prefix=f"main-{os.getpid()}-", dir=scratch))
-    tempfile.tempdir = str(own)
-    try:
-        yield
-    finally:
-        tempfile.tempdir = old
-        shutil.rmtree(own, ignore_errors=True)
 
 
 # worker side ---------------------------------------------------------------------------------------
@@ -227,6 +135,7 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
                 p.join(1.0)
 
 
+@register_executor
 class LocalExecutor:
     """One machine. ``workers``: processes for CPU stages (1 = in this process); ``concurrency``: the
     number of ASYNC stage calls in flight. Both are the stage's in-flight window."""
@@ -236,6 +145,14 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None, concurrency: int = 16) -> None:
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self.concurrency = max(1, concurrency)
+
+    @classmethod
+    def from_settings(
+        cls, settings: ExecutorSettings, workers: int | None, concurrency: int
+    ) -> LocalExecutor:
+        if settings.ray_address:
+            raise ConfigError("--ray-address is for --executor ray (the local executor runs on this machine)")
+        return cls(workers=workers, concurrency=concurrency)
 
     def check(self, stages: Iterable[Stage]) -> None:
         """Every stage runs on this machine (its declared resources are a cluster's concern)."""
@@ -318,7 +235,7 @@ class LocalExecutor:
             except Exception as exc:
                 if is_fatal(exc):
                     raise
-                return item, _crash_reject(stage, item, exc), False
+                return item, crash_reject(stage, item, exc), False
 
         running: set[asyncio.Task[tuple[Record, Result, bool]]] = {asyncio.ensure_future(one(first))}
         exhausted = False
@@ -402,7 +319,7 @@ class LocalExecutor:
                         raise exc
                     else:
                         finished_any = True
-                        yield item, _crash_reject(stage, item, exc), False
+                        yield item, crash_reject(stage, item, exc), False
                 if not broken:
                     continue
                 breaks += 1
@@ -428,12 +345,3 @@ class LocalExecutor:
             for fut in running:
                 fut.cancel()
             _stop_pool(pool)
-
-
-def worker_crashed(stage: Stage, item: Record, crashes: int) -> Reject:
-    """The reject of a record whose worker died ``crashes`` times with it (retried on the next run)."""
-    return Reject(
-        id=item["id"], stage=stage.name, reason=WORKER_CRASHED,
-        message=f"the worker processing it died {crashes} times (a crash in native code, or out of memory)",
-        detail={"crashes": crashes},
-    )  # fmt: skip

@@ -1,0 +1,46 @@
+"""Executors run stages: ``local`` (asyncio + a process pool) and ``ray`` (Ray Data), each one module
+here registered with ``@register_executor``; more come from entry points (``dataclaw.executors``).
+
+    from dataclaw.pipeline.executors import LocalExecutor, register_executor
+"""
+
+from dataclaw.pipeline.executors.base import (
+    EXECUTORS,
+    INTERNAL_ERROR,
+    WORKER_CRASHED,
+    Executor,
+    ExecutorSettings,
+    Host,
+    HostLost,
+    Items,
+    Stopping,
+    aiter_items,
+    crash_reject,
+    is_fatal,
+    process_one,
+    register_executor,
+    scratch_tempdir,
+    worker_crashed,
+)
+from dataclaw.pipeline.executors.local import LocalExecutor, WorkersDying
+
+__all__ = [
+    "EXECUTORS",
+    "INTERNAL_ERROR",
+    "WORKER_CRASHED",
+    "Executor",
+    "ExecutorSettings",
+    "Host",
+    "HostLost",
+    "Items",
+    "LocalExecutor",
+    "Stopping",
+    "WorkersDying",
+    "aiter_items",
+    "crash_reject",
+    "is_fatal",
+    "process_one",
+    "register_executor",
+    "scratch_tempdir",
+    "worker_crashed",
+]
