@@ -6,8 +6,9 @@ raw screen recording, two AgentNet trajectories and a CoT trajectory, six short 
 
 Measured in one run:
 
-- ``end_to_end``: ``dataclaw.tailor.ingest`` with 2 worker processes (streams → anchors → candidates), wall
-  time, streams/min and the video real-time factor (seconds of video ingested per wall second).
+- ``end_to_end``: ``dataclaw.tailor.pipeline.ingest`` with 2 worker processes (streams → anchors →
+  candidates), wall time, streams/min and the video real-time factor (seconds of video ingested per wall
+  second).
 - ``per_anchor_type``: each extractor alone over the streams it applies to (a 2-process pool over
   stream × extractor jobs): seconds, streams/min, anchors produced.
 - ``baseline_decode``: plain PyAV decoding of every frame of the videos that shots/motion read; the
@@ -98,7 +99,7 @@ def per_anchor_type(streams: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def main() -> int:
     from dataclaw.core.store import RunStore
     from dataclaw.tailor.anchors._video import main_video
-    from dataclaw.tailor.ingest import IngestConfig, discover_inputs, ingest
+    from dataclaw.tailor.pipeline import IngestConfig, discover_inputs, ingest
     from dataclaw.tailor.streams import Stream
 
     if not (SHARED / "SOURCES.md").is_file():

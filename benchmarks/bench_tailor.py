@@ -75,7 +75,7 @@ def answer(req: Any) -> Reply:
 
 def mine(run: Path) -> tuple[list[dict], dict[str, dict], dict[str, dict]]:
     from dataclaw.core.store import RunStore
-    from dataclaw.tailor.ingest import IngestConfig, ingest
+    from dataclaw.tailor.pipeline import IngestConfig, ingest
 
     examples = ROOT / "examples"
     inputs = [examples / "lerobot_g1", examples / "videos" / "dj_video1.mp4"]

@@ -11,15 +11,9 @@ import pytest
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.store import RunStore
-from dataclaw.tailor.ingest import (
-    AnchorIssue,
-    AnchorStage,
-    IngestConfig,
-    MineIssue,
-    MineStage,
-    discover_inputs,
-    ingest,
-)
+from dataclaw.tailor.anchors.stage import AnchorIssue, AnchorStage
+from dataclaw.tailor.mining.stage import MineIssue, MineStage
+from dataclaw.tailor.pipeline import IngestConfig, discover_inputs, ingest
 
 av = pytest.importorskip("av")
 
@@ -203,7 +197,7 @@ def test_corrupt_screenshot_is_a_per_stream_anchor_reject(tmp_path: Path, shared
 
 
 def test_robot_candidates_point_into_the_head_camera() -> None:
-    from dataclaw.tailor.ingest import stream_view
+    from dataclaw.tailor.mining.stage import stream_view
     from dataclaw.tailor.streams import Camera, Stream
 
     cams = {

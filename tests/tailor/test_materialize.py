@@ -17,7 +17,6 @@ from dataclaw.media import VideoReader, frame_hash, load_image
 from dataclaw.media.video import decode_all
 from dataclaw.media.writers import sha256_file
 from dataclaw.pipeline import run_stage
-from dataclaw.tailor.ingest import stream_view
 from dataclaw.tailor.materialize import (
     ARTIFACTS,
     SAMPLES,
@@ -33,8 +32,9 @@ from dataclaw.tailor.materialize import (
     register_materializer,
     source_frames,
 )
-from dataclaw.tailor.mine import Candidate, get_miner
-from dataclaw.tailor.records import Artifact, Route, Sample, Turn
+from dataclaw.tailor.mining.base import get_miner
+from dataclaw.tailor.mining.stage import stream_view
+from dataclaw.tailor.records import Artifact, Candidate, Route, Sample, Turn
 from dataclaw.tailor.streams import Stream, open_source
 
 CAM = "observation.images.cam_high"

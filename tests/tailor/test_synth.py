@@ -23,7 +23,7 @@ from dataclaw.core.store import RunStore
 from dataclaw.models import get_model
 from dataclaw.pipeline import run_stage
 from dataclaw.pipeline.executors import LocalExecutor
-from dataclaw.tailor.ingest import IngestConfig, ingest
+from dataclaw.tailor.pipeline import IngestConfig, ingest
 from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.route import RouteConfig
 from dataclaw.tailor.synthesize import SynthesizeStage, load_distractors, run_distractors, synth_item

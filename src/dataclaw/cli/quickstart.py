@@ -104,7 +104,7 @@ PARTS.append(("model", _model_part))
 # --- part "ingest": Tailor reads the bundled examples into streams, anchors and candidates --------------
 def _ingest_part(out: Path, model: str) -> dict[str, Any]:
     """``dataclaw tailor ingest`` on every example a stream reader recognises (no model involved)."""
-    from dataclaw.tailor.ingest import IngestConfig, discover_inputs, ingest
+    from dataclaw.tailor.pipeline import IngestConfig, discover_inputs, ingest
 
     inputs = discover_inputs(EXAMPLES)
     if not inputs:
@@ -128,9 +128,9 @@ def _tailor_part(out: Path, model: str) -> dict[str, Any]:
     """``dataclaw tailor run``: a robot episode and a video → fault-recovery, subtask and video-gen samples
     (ingest → synthesis → validation → materialisation → JSONL export). The embedded model is weak, so
     many answers are rejected by validation; the reasons are listed."""
-    from dataclaw.tailor.ingest import IngestConfig
+    from dataclaw.tailor.pipeline import IngestConfig
     from dataclaw.tailor.route import RouteConfig
-    from dataclaw.tailor.run import TailorRunConfig, tailor_run
+    from dataclaw.tailor.pipeline import TailorRunConfig, tailor_run
 
     inputs = [EXAMPLES / "lerobot_g1", EXAMPLES / "videos" / "dj_video1.mp4"]
     missing = [str(p) for p in inputs if not p.exists()]

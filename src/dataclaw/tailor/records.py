@@ -1,12 +1,74 @@
-"""Records of Tailor's back half: ``Sample`` (a validated training example) and ``Artifact`` (a media file
-materialised for it). Samples stay lightweight and reference artifacts by id (DESIGN.md, paper A.3.4).
+"""Tailor's records and their ids: ``Candidate`` (a construction unit mined from a stream), ``Sample`` (a
+validated training example) and ``Artifact`` (a media file materialised for it). Samples stay lightweight
+and reference artifacts by id (DESIGN.md, paper A.3.4).
+
+Ids belong to the framework: each derives from its parent's id and its own inputs (stream → candidate →
+response → sample → artifact), so reruns agree and any output traces back to its stream. Every stage
+makes its records' ids here, and none imports another stage to do so.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from dataclaw.core.ids import child_id, stable_hash
+
+
+class CandidateKind(StrEnum):
+    """What a candidate is for (one per construction branch of paper A.3)."""
+
+    FAULT_WINDOW = "fault_window"
+    KEYFRAMES = "keyframes"
+    GUI_TASK = "gui_task"
+    DYNAMIC_SEGMENT = "dynamic_segment"
+    LECTURE_SEGMENT = "lecture_segment"
+
+
+class FrameRange(BaseModel):
+    """Frames ``start..end`` (both inclusive) of the stream's video, with their times in seconds."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    t_start: float = Field(ge=0.0)
+    t_end: float = Field(ge=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FrameRange:
+        if self.end < self.start or self.t_end < self.t_start:
+            raise ValueError(f"range end before start: {self.start}..{self.end}")
+        return self
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start + 1
+
+    def contains(self, frame: int) -> bool:
+        return self.start <= frame <= self.end
+
+
+class Candidate(BaseModel):
+    """One construction unit mined from a stream, with the evidence it was chosen on."""
+
+    id: str
+    stream_id: str
+    kind: CandidateKind
+    camera: str | None = Field(default=None, description="video the frame indices refer to")
+    fps: float | None = None
+    frame_count: int | None = Field(default=None, description="frames in the stream's video")
+    span: FrameRange | None = Field(default=None, description="the whole stretch the candidate covers")
+    observation: FrameRange | None = Field(default=None, description="fault windows: input range")
+    future: FrameRange | None = Field(default=None, description="fault windows: continuation range")
+    frames: list[int] = Field(default_factory=list, description="sampled frame indices (keyframes, segments)")
+    observation_frames: list[int] = Field(default_factory=list)
+    future_frames: list[int] = Field(default_factory=list)
+    t_start: float | None = None
+    t_end: float | None = None
+    anchor_ids: list[str] = Field(default_factory=list, description="anchors this candidate was chosen on")
+    why: str = Field(description="human-readable reason this candidate was chosen")
+    payload: dict[str, Any] = Field(default_factory=dict, description="kind-specific data")
 
 
 class Turn(BaseModel):
@@ -67,3 +129,26 @@ class Artifact(BaseModel):
     width: int
     height: int
     source: dict[str, Any] = Field(description="stream_id, camera and the source frame indices it holds")
+
+
+# ------------------------------------------------------------------------------------------------
+# ids
+
+
+def candidate_id(stream_id: str, miner: str, key: Any, settings: dict[str, Any], label: str) -> str:
+    """A candidate's id: its stream, the miner, the miner's key for it (its frames, times …) and the
+    miner's settings, so a rerun with other settings makes other candidates."""
+    return child_id(stream_id, "cand", [miner, key, stable_hash(settings, 8)], label=label)
+
+
+def response_id(candidate_id: str, intent_id: str, producer: Any = None) -> str:
+    """A response's id: the candidate and the intent, and with ``producer`` the hash of what produces the
+    answer (the model, the intent's definition, the seed …), so a changed producer is a new response."""
+    key = intent_id if producer is None else [intent_id, stable_hash(producer, 8)]
+    return child_id(candidate_id, "resp", key, label=intent_id)
+
+
+def first_error(exc: ValidationError) -> str:
+    """Where and why a record does not validate (its first error), for a ``bad_record`` reject."""
+    err = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}"

@@ -8,7 +8,7 @@ always go as text, so text-only models (the embedded default included) work from
 
 GUI reconstruction requests shuffle the genuine fragments and mix in distractors (other trajectories of
 the run first, the bundled pool last), deterministically from the run seed and the candidate id; all
-fragments are rendered alike (:func:`dataclaw.tailor.mine_gui.render_fragment`), so a distractor cannot
+fragments are rendered alike (:func:`dataclaw.tailor.mining.gui.render_fragment`), so a distractor cannot
 be told by its form.
 
 :class:`SynthesizeStage` writes one response record per (candidate, intent) to ``responses.jsonl``: the
@@ -38,7 +38,7 @@ from dataclaw.models import ModelOutputError, ModelRequestError
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 from dataclaw.tailor.intents.base import Intent, TemplateError, lookup, render
 from dataclaw.tailor.intents.registry import IntentCatalog
-from dataclaw.tailor.mine_gui import (
+from dataclaw.tailor.mining.gui import (
     BUNDLED,
     fragment_steps,
     pick_distractors,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import child_id
 from dataclaw.core.registry import Registry
 
@@ -105,8 +106,13 @@ def extractor_names() -> list[str]:
 
 
 def get_extractor(name: str, **config: Any) -> AnchorExtractor:
-    """A new extractor ``name`` built with ``config``; unknown names list the known ones."""
-    return EXTRACTORS.get(name)(**config)
+    """A new extractor ``name`` built with ``config``; unknown names list the known ones, a setting the
+    extractor does not take is a ConfigError."""
+    cls = EXTRACTORS.get(name)
+    try:
+        return cls(**config)
+    except TypeError as exc:
+        raise ConfigError(f"anchor extractor '{name}': bad settings {config} ({exc})") from None
 
 
 def extract_anchors(stream: Stream, source: StreamSource, names: list[str] | None = None) -> list[Anchor]:

@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 from dataclaw.tailor.anchors.base import Anchor, make_anchor
-from dataclaw.tailor.mine import CandidateKind, StreamView
-from dataclaw.tailor.mine_lecture import (
+from dataclaw.tailor.mining.base import StreamView
+from dataclaw.tailor.mining.lecture import (
     LectureSegments,
     chunk_transcript,
     monotone_align,
     slide_texts,
     tfidf_similarity,
 )
+from dataclaw.tailor.records import CandidateKind
 
 SID = "stream:lecture-00000000"
 

@@ -10,11 +10,7 @@ from hypothesis import strategies as st
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.tailor.anchors.base import make_anchor
-from dataclaw.tailor.mine import (
-    CandidateKind,
-    DynamicSegments,
-    FaultWindows,
-    Keyframes,
+from dataclaw.tailor.mining.base import (
     Miner,
     StreamView,
     get_miner,
@@ -23,6 +19,9 @@ from dataclaw.tailor.mine import (
     register_miner,
     spread,
 )
+from dataclaw.tailor.mining.robot import FaultWindows, Keyframes
+from dataclaw.tailor.mining.video import DynamicSegments
+from dataclaw.tailor.records import CandidateKind
 
 SID = "stream:ep-00000000"
 
@@ -189,10 +188,10 @@ def test_fault_windows_land_on_the_approach_before_each_grasp(root: str, shared_
     """Real G1 episodes with their proprioception anchors: every window's observation range ends
     before the hand starts to close, and its future range holds the grasp."""
     from dataclaw.tailor.anchors import get_extractor
-    from dataclaw.tailor.ingest import stream_view
+    from dataclaw.tailor.mining.stage import stream_view
     from dataclaw.tailor.streams import Stream, StreamSource, open_source
 
-    folder = Path(__file__).resolve().parents[2] / "examples" if root == "examples" else shared_data
+    folder = Path(__file__).resolve().parents[3] / "examples" if root == "examples" else shared_data
     streams = [s for s in open_source(folder / "lerobot_g1") if isinstance(s, Stream)]
     assert streams
     miner = get_miner("fault_window")

@@ -23,7 +23,8 @@ import numpy as np
 from dataclaw.core.errors import require
 from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.tailor.anchors.base import Anchor
-from dataclaw.tailor.mine import Candidate, CandidateKind, Miner, StreamView, register_miner
+from dataclaw.tailor.mining.base import Miner, StreamView, register_miner
+from dataclaw.tailor.records import Candidate, CandidateKind
 
 LECTURE = "lecture"
 STOPWORDS = frozenset(

@@ -1,10 +1,24 @@
-"""``dataclaw tailor run``: the whole Tailor pipeline over raw inputs, resumable (paper A.3 steps 1–5).
+"""The Tailor run composition (paper A.3 steps 1–5): ``dataclaw tailor ingest`` and ``dataclaw tailor run``.
 
-ingest (streams → anchors → candidates) → intent selection (explicit ids/files, or a fuzzy request
-resolved per candidate kind) → synthesis (``responses.jsonl``) → validation (``validated.jsonl``) →
-materialisation (``artifacts.jsonl`` + ``samples.jsonl``) → export. Every step resumes per record, model
-answers come from the response cache when seen before, and model usage (requests per model, tokens, $)
-is saved into ``manifest.json`` as the run goes.
+Ingestion: raw inputs → ``streams.jsonl`` → ``anchors.jsonl`` → ``candidates.jsonl``, each step resumable
+per record through :class:`~dataclaw.core.store.RunStore`:
+
+1. read every input path with the registered stream readers (a path is marked done once all its units
+   are written; a unit that cannot be used is a reject of stage ``ingest``);
+2. :class:`~dataclaw.tailor.anchors.stage.AnchorStage` runs the anchor extractors that apply to each stream;
+3. :class:`~dataclaw.tailor.mining.stage.MineStage` runs the candidate miners over each stream and its
+   anchors.
+
+Bad input never stops the run: it becomes a reject with a reason code, and a rerun resumes. The
+anchors' producer is the effective extractor config (names and every setting, defaults included), the
+candidates' the anchors' plus the miner config: change a setting and the affected stage runs again, its
+earlier records superseded (they stay in the file; readers no longer see them).
+
+The whole run: ingest → intent selection (explicit ids/files, or a fuzzy request resolved per candidate
+kind) → synthesis (``responses.jsonl``) → validation (``validated.jsonl``) → materialisation
+(``artifacts.jsonl`` + ``samples.jsonl``) → export. Every step resumes per record, model answers come from
+the response cache when seen before, and model usage (requests per model, tokens, $) is saved into
+``manifest.json`` as the run goes.
 
 The run holds its directory's lock throughout; its model strings are checked (and their endpoints
 probed) before ingest starts. What produced each stage's records (routing, intent definitions, seed,
@@ -16,33 +30,33 @@ which no request succeeded fails (:class:`RunFailed`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import ConfigError, DataclawError, Reject
-from dataclaw.core.ids import child_id, stable_hash
+from dataclaw.core.ids import root_id, stable_hash
 from dataclaw.core.lock import run_lock
 from dataclaw.core.store import RunStore
 from dataclaw.models import UsageLedger
 from dataclaw.pipeline import run_stage
 from dataclaw.pipeline.registry import make_executor
 from dataclaw.pipeline.runner import StageAborted, StageStats
+from dataclaw.pipeline.stage import Record
 from dataclaw.pipeline.usage import LiveUsage
-from dataclaw.tailor.ingest import (
-    ANCHORS,
-    CANDIDATES,
-    STREAMS,
-    IngestConfig,
-    ingest,
-    progress_for,
-    stats_dict,
-)
+from dataclaw.tailor import records
+from dataclaw.tailor.anchors.base import EXTRACTORS
+from dataclaw.tailor.anchors.stage import ANCHORS, AnchorStage
 from dataclaw.tailor.intents.base import Intent
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.mining.base import MINERS
+from dataclaw.tailor.mining.stage import CANDIDATES, MineStage
 from dataclaw.tailor.route import RouteConfig, RouteMode, Router
+from dataclaw.tailor.streams.base import detect_reader, read_streams
 from dataclaw.tailor.synthesize import (
     RESPONSES,
     SynthesizeStage,
@@ -51,6 +65,198 @@ from dataclaw.tailor.synthesize import (
     synth_item,
 )
 from dataclaw.tailor.validate import VALIDATED, ValidateStage
+
+STREAMS = "streams"
+INPUTS = "inputs"
+
+
+@dataclass
+class IngestConfig:
+    """What ``dataclaw tailor ingest`` runs. Extractor/miner config maps a name to its keyword arguments."""
+
+    extractors: list[str] | None = field(default=None, metadata={"help": "anchor extractors (None = all)"})
+    miners: list[str] | None = field(default=None, metadata={"help": "candidate miners (None = all)"})
+    extractor_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    miner_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workers: int = field(default=2, metadata={"help": "Processes for anchors and mining."})
+
+    def __post_init__(self) -> None:
+        for name in [*(self.extractors or []), *self.extractor_config]:
+            EXTRACTORS.get(name)  # an unknown name is a ConfigError listing the known ones
+        for name in [*(self.miners or []), *self.miner_config]:
+            MINERS.get(name)
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+
+
+# ------------------------------------------------------------------------------------------------
+# ingest
+
+
+@dataclass
+class IngestSummary:
+    """What an ingest run produced (cumulative over resumed runs)."""
+
+    run: str
+    streams: int
+    anchors: dict[str, int]
+    candidates: dict[str, int]
+    rejects: dict[str, int]
+    stages: dict[str, dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_inputs(
+    paths: Iterable[str | Path], store: RunStore, progress: Callable[[int, int], None] | None = None
+) -> int:
+    """Read every input path not yet done into ``streams.jsonl``; return the streams written now."""
+    paths = [Path(p) for p in paths]
+    done = store.done(INPUTS)
+    out = store.stage(STREAMS)
+    written = 0
+    for n, path in enumerate(paths, 1):
+        key = root_id("input", path.name or "input", str(path.resolve()))
+        if key in done:
+            continue
+        for unit in read_streams([path]):  # a path no reader knows is a NOT_A_DATASET reject
+            if isinstance(unit, Reject):
+                store.reject(unit)
+            else:
+                written += out.append(unit.model_dump(mode="json"))
+        done.append({"id": key, "path": str(path)})
+        if progress:
+            progress(n, len(paths))
+    return written
+
+
+def discover_inputs(root: str | Path) -> list[Path]:
+    """The paths under ``root`` (itself, else its entries, recursively) that a stream reader reads.
+
+    A folder a reader claims is not searched further (a LeRobot dataset is one input, not its files).
+    """
+    root = Path(root)
+    try:
+        detect_reader(root)
+        return [root]
+    except ConfigError:
+        pass
+    if not root.is_dir():
+        return []
+    found: list[Path] = []
+    for child in sorted(root.iterdir()):
+        if not child.name.startswith("."):
+            found.extend(discover_inputs(child))
+    return found
+
+
+def mine_items(store: RunStore) -> list[Record]:
+    """One item per stream whose anchors are done (and not rejected): the stream and its anchors."""
+    anchored = store.done(ANCHORS).ids()
+    rejected = {r["record_id"] for r in store.rejects(ANCHORS)}
+    by_stream: dict[str, list[dict[str, Any]]] = {}
+    for a in store.records(ANCHORS):
+        by_stream.setdefault(a["stream_id"], []).append(a)
+    return [
+        {"id": s["id"], "stream": s, "anchors": by_stream.get(s["id"], [])}
+        for s in store.records(STREAMS)
+        if s["id"] in anchored and s["id"] not in rejected
+    ]
+
+
+def effective_config(
+    registry: Any, names: Sequence[str] | None, config: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each component that runs (``names``, default all registered) with every setting it gets: its
+    constructor's defaults overlaid with ``config``, plus its ``version`` attribute when it has one.
+    Equal behaviour gives an equal config whether a setting was spelt out or left to its default."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in names if names is not None else registry.names():
+        cls = registry.get(name)
+        try:
+            params = inspect.signature(cls).parameters.values()
+        except (TypeError, ValueError):
+            params = []
+        settings = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+        settings.update(config.get(name, {}))
+        if getattr(cls, "version", None) is not None:
+            settings["version"] = cls.version
+        out[name] = settings
+    return out
+
+
+def ingest_producers(config: IngestConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(anchors producer, candidates producer) of ``config``."""
+    anchors = {"extractors": effective_config(EXTRACTORS, config.extractors, config.extractor_config)}
+    candidates = {"anchors": anchors, "miners": effective_config(MINERS, config.miners, config.miner_config)}
+    return anchors, candidates
+
+
+def stats_dict(stats: StageStats) -> dict[str, Any]:
+    """What a stage run did, for the manifest's ``last_run`` (the stage name is its key there)."""
+    return {k: v for k, v in asdict(stats).items() if k != "stage"}
+
+
+def ingest(
+    inputs: Sequence[str | Path],
+    run_dir: str | Path,
+    config: IngestConfig | None = None,
+    progress: Callable[[str], Any] | None = None,
+) -> IngestSummary:
+    """Run streams → anchors → candidates into ``run_dir``; resumable. ``progress(label)`` may return a
+    context manager yielding ``update(done, total)`` (e.g. :func:`dataclaw.core.progress.progress_bar`)."""
+    config = config or IngestConfig()
+    if not inputs:
+        raise ConfigError("no inputs given: pass dataset folders, recordings, videos or slide decks")
+    anchor_stage = AnchorStage(config.extractors, config.extractor_config)
+    mine_stage = MineStage(config.miners, config.miner_config)
+    # build every extractor and miner once here, so bad settings or a missing backend fail the run up
+    # front with one clear error (the stages sent to workers stay unbuilt: they build in each worker)
+    AnchorStage(config.extractors, config.extractor_config).setup()
+    MineStage(config.miners, config.miner_config).setup()
+    executor = make_executor(workers=config.workers, stages=(anchor_stage, mine_stage))
+    anchors_by, candidates_by = ingest_producers(config)
+    stages: dict[str, dict[str, Any]] = {}
+    with run_lock(run_dir, "tailor ingest"), RunStore(run_dir) as store:
+        store.update_manifest(command="tailor ingest", inputs=[str(p) for p in inputs], config=asdict(config))
+        with progress_for(progress, "streams") as update:
+            read_inputs(inputs, store, update)
+        with progress_for(progress, "anchors") as update:
+            stats = run_stage(
+                anchor_stage, list(store.records(STREAMS)), store, executor, update, producer=anchors_by
+            )
+        stages[ANCHORS] = stats_dict(stats)
+        store.set_producer(CANDIDATES, candidates_by)
+        with progress_for(progress, "candidates") as update:
+            stats = run_stage(mine_stage, mine_items(store), store, executor, update)
+        stages[CANDIDATES] = stats_dict(stats)
+        store.update_manifest(last_run=stages)
+        return summarize(store, stages)
+
+
+def summarize(store: RunStore, stages: dict[str, dict[str, Any]] | None = None) -> IngestSummary:
+    """Counts of a run directory: streams, anchors and candidates by kind, rejects by stage:reason."""
+    anchors = Counter(a["kind"] for a in store.records(ANCHORS))
+    candidates = Counter(c["kind"] for c in store.records(CANDIDATES))
+    rejects = Counter(f"{r['stage']}:{r['reason']}" for r in store.rejects())
+    return IngestSummary(
+        run=str(store.root),
+        streams=len(store.stage(STREAMS)),
+        anchors=dict(sorted(anchors.items())),
+        candidates=dict(sorted(candidates.items())),
+        rejects=dict(sorted(rejects.items())),
+        stages=stages or store.manifest().get("last_run", {}),
+    )
+
+
+def progress_for(progress: Callable[[str], Any] | None, label: str) -> Any:
+    """``progress(label)``, or a context that yields no ``update`` when there is no progress display."""
+    return progress(label) if progress is not None else nullcontext(None)
+
+
+# ------------------------------------------------------------------------------------------------
+# the whole run
 
 MATERIALIZED = ("materialize", "samples", "artifacts")
 CHOICES = "intent_choices"
@@ -68,25 +274,43 @@ class TailorRunConfig:
     """What one ``tailor run`` does."""
 
     route: RouteConfig
-    intents: list[str] = field(default_factory=list, metadata={"help": "intent ids or intent files"})
-    request: str | None = field(default=None, metadata={"help": "a vague request resolved to intents"})
-    seed: int = field(default=0, metadata={"help": "shuffling and distractors of GUI reconstruction"})
-    concurrency: int = field(default=16, metadata={"help": "model calls in flight"})
-    workers: int = field(default=2, metadata={"help": "processes for ingest and materialisation"})
+    # the metadata is each field's `dataclaw tailor run` option (cli/_options.py): its help and flags
+    intents: list[str] = field(
+        default_factory=list,
+        metadata={"flags": ("--intent", "-i"), "help": "Intent id or intent file (repeatable)."},
+    )
+    request: str | None = field(
+        default=None,
+        metadata={"flags": ("--request", "-r"), "help": "Free-text request resolved to intents."},
+    )
+    seed: int = field(default=0, metadata={"help": "Seed of GUI fragment shuffling and distractors."})
+    concurrency: int = field(default=16, metadata={"help": "Model calls in flight."})
+    workers: int = field(default=2, metadata={"help": "Processes for ingest and materialisation."})
     ingest: IngestConfig | None = None
-    export: str | None = field(default="jsonl", metadata={"help": "export format, or None"})
+    export: str | None = field(
+        default="jsonl", metadata={"flags": ("--export",), "help": "jsonl | llamafactory | hf | none"}
+    )
     send_images: bool = True
     drop_images: bool = field(
         default=False, metadata={"help": "a model that refuses images gets the request again without them"}
     )
-    max_candidates: int | None = field(default=None, metadata={"help": "use at most this many candidates"})
-    max_per_kind: int | None = field(default=None, metadata={"help": "at most this many of each kind"})
-    codec: str = field(
-        default="h264", metadata={"help": "clip codec: h264 (CRF 18, yuv420p), lossless, ffv1"}
+    max_candidates: int | None = field(default=None, metadata={"help": "Use at most this many candidates."})
+    max_per_kind: int | None = field(
+        default=None, metadata={"help": "At most this many candidates per kind."}
     )
-    crf: int | None = field(default=None, metadata={"help": "h264 constant rate factor (default 18)"})
+    codec: str = field(
+        default="h264",
+        metadata={
+            "help": "Clips: h264 (visually lossless yuv420p, CRF 18, plays in browsers), lossless "
+            "(RGB H.264, frame-exact) or ffv1 (frame-exact, .mkv)."
+        },
+    )
+    crf: int | None = field(
+        default=None, metadata={"help": "h264 constant rate factor (default 18; lower = bigger)."}
+    )
     max_media_gb: float | None = field(
-        default=None, metadata={"help": "refuse, before writing, clips estimated above this size"}
+        default=None,
+        metadata={"help": "Refuse before writing when the clips are estimated above this size."},
     )
 
     def __post_init__(self) -> None:
@@ -189,7 +413,7 @@ def response_id(
     reuse of the old one."""
     model = config.route.spec_for(intent.domain)
     producer = [model, version or intent_hash(intent), config.seed, config.send_images, candidates]
-    return child_id(candidate_id, "resp", [intent.id, stable_hash(producer, 8)], label=intent.id)
+    return records.response_id(candidate_id, intent.id, producer)
 
 
 def synthesis_producer(

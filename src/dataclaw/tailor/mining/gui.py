@@ -38,7 +38,8 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from dataclaw.tailor.anchors.base import Anchor
-from dataclaw.tailor.mine import Candidate, CandidateKind, Miner, StreamView, register_miner
+from dataclaw.tailor.mining.base import Miner, StreamView, register_miner
+from dataclaw.tailor.records import Candidate, CandidateKind
 
 GUI_MODALITIES = frozenset({"gui", "trajectory"})
 

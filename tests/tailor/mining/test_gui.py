@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 
 from dataclaw.tailor.anchors import extract_anchors
 from dataclaw.tailor.anchors.base import Anchor, make_anchor
-from dataclaw.tailor.ingest import stream_view
 from dataclaw.tailor.intents.registry import IntentCatalog
-from dataclaw.tailor.mine import CandidateKind, StreamView
-from dataclaw.tailor.mine_gui import (
+from dataclaw.tailor.mining.base import StreamView
+from dataclaw.tailor.mining.gui import (
     POINTER_KINDS,
     GuiTasks,
     MultiEvent,
@@ -32,6 +31,8 @@ from dataclaw.tailor.mine_gui import (
     repeated_pattern,
     shown_features,
 )
+from dataclaw.tailor.mining.stage import stream_view
+from dataclaw.tailor.records import CandidateKind
 from dataclaw.tailor.streams import Stream, StreamSource, open_source
 from dataclaw.tailor.synthesize import DISTRACTORS, build_context, load_distractors, run_distractors
 
