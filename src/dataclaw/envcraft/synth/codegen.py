@@ -24,7 +24,7 @@ from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.audit import DynamicOptions
 from dataclaw.envcraft.audit.static import RULES
 from dataclaw.envcraft.scenarios import blueprint
-from dataclaw.envcraft.synth.compile import _is_claw, _package_name
+from dataclaw.envcraft.synth.compile.package import is_claw_scenario, package_name
 from dataclaw.envcraft.synth.heal import (
     DEFAULT_OPTIONS,
     REPAIR_ROUNDS,
@@ -126,7 +126,7 @@ def generation_messages(spec: dict[str, Any], env_name: str) -> list[dict[str, s
     rules = "\n".join(f"- {r.id} {r.name}: {r.summary}" for r in RULES.values())
     refs = "\n\n".join(reference_code(r) for r in retrieved)
     task = OUTPUT_TASK.format(env=env_name)
-    if _is_claw(scenario, None):
+    if is_claw_scenario(scenario, None):
         task += "\n" + CLAW_TASK
     body = (
         f"# Environment `{env_name}`\n"
@@ -148,7 +148,7 @@ def generation_messages(spec: dict[str, Any], env_name: str) -> list[dict[str, s
 def env_name_of(spec: dict[str, Any]) -> str:
     """The package (and import) name: the spec's environment name made a safe identifier."""
     e = spec.get("e_spec") or {}
-    return _package_name(str(e.get("environment_name") or spec.get("scenario_id") or "env"))
+    return package_name(str(e.get("environment_name") or spec.get("scenario_id") or "env"))
 
 
 def _step(round_: int, failure: dict[str, Any] | None) -> dict[str, Any]:
@@ -192,7 +192,7 @@ async def generate_package(
         outcome.history.append(_step(outcome.rounds, failure))
     assert answer is not None
     applied = apply_answer(
-        folder, answer, env_name, fresh=True, claw=_is_claw(spec.get("scenario") or {}, None)
+        folder, answer, env_name, fresh=True, claw=is_claw_scenario(spec.get("scenario") or {}, None)
     )
     outcome.package = folder
     outcome.stripped += applied.stripped

@@ -500,7 +500,7 @@ def _retry_note(messages: list[dict[str, str]], failure: dict[str, Any]) -> list
 
 
 def _path_of(package: Path) -> str:
-    from dataclaw.envcraft.synth.compile import MARKER as COMPILE_MARKER
+    from dataclaw.envcraft.synth.compile.plan import MARKER as COMPILE_MARKER
 
     return "compile" if (package / COMPILE_MARKER).is_file() else "codegen"
 
