@@ -36,8 +36,8 @@ from dataclaw.envcraft.rollout import ToolResult, ToolTaskHarness, run_rollouts
 from dataclaw.envcraft.rollout.harness import Harness, Score
 from dataclaw.envcraft.tasks.verifier import derive_verifier
 from dataclaw.models import get_model
+from dataclaw.models.backends.replay import RecordingBackend
 from dataclaw.models.client import Model
-from dataclaw.models.replay import RecordingBackend
 from dataclaw.models.types import Backend, ChatRequest, Generation
 
 TARGET_MS = 5.0

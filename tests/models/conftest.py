@@ -60,7 +60,7 @@ def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Llama
 
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama_cpp.server needs `pip install 'dataclaw[local]'`")
-    from dataclaw.models.local import find_gguf
+    from dataclaw.models.backends.local import find_gguf
 
     port = _free_port()
     log = tmp_path_factory.mktemp("llama_cpp_server") / "server.log"

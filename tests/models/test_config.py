@@ -19,8 +19,9 @@ from dataclaw.models import (
     UsageLedger,
     register_backend,
 )
-from dataclaw.models.registry import parse_spec
-from dataclaw.models.schema import parse_json_answer, register_schema_form
+from dataclaw.models.backends.base import parse_spec
+from dataclaw.models.schema import parse_json_answer
+from dataclaw.models.servers import register_server_kind
 
 
 def test_price_lookup_matches_names_and_dated_snapshots_only():
@@ -96,12 +97,12 @@ def test_ledger_counts_hits_and_failures_separately():
 
 
 def test_registries_refuse_duplicate_names():
-    import dataclaw.models.openai_compat  # noqa: F401 - registers http/https/openai
+    import dataclaw.models.backends.openai_compat  # noqa: F401 - registers http/https/openai
 
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(ConfigError, match="model backend name 'http' is already registered"):
         register_backend("http")(lambda scheme, rest, options: None)
-    with pytest.raises(ValueError, match="already registered"):
-        register_schema_form("vllm")(lambda schema, name: {})
+    with pytest.raises(ConfigError, match="server kind name 'vllm' is already registered"):
+        register_server_kind("vllm")(lambda schema, name: {})
 
 
 def test_parse_spec_splits_options():
@@ -161,3 +162,55 @@ def test_cache_keys_ignore_dict_order_and_separate_models(content, params):
 @given(value=json_values)
 def test_any_json_answer_round_trips_under_the_empty_schema(value):
     assert parse_json_answer(json.dumps(value), {}, "m") == value
+
+
+
+OUT_OF_TREE = """
+from dataclaw.models.backends.base import refuse_unknown_options
+from dataclaw.models.servers import ServerKind
+from dataclaw.models.types import Backend, Generation
+
+
+class Echo(Backend):
+    free = True
+
+    async def generate(self, request):
+        return Generation(text=request.messages[-1]["content"])
+
+
+def echo(scheme, rest, options):
+    refuse_unknown_options(options, f"{scheme}:{rest}", [])
+    return Echo(f"{scheme}:{rest}", rest)
+
+
+TGI = ServerKind("tgi", lambda schema, name: {"grammar": {"type": "json", "value": schema}})
+"""
+
+
+def test_a_backend_and_a_server_kind_from_entry_points(tmp_path, monkeypatch, request):
+    import sys
+
+    from dataclaw.models import get_model
+    from dataclaw.models.backends.base import BACKENDS
+    from dataclaw.models.servers import SERVER_KINDS, schema_fields
+
+    site = tmp_path / "site-packages"
+    info = site / "dc_echo-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dc_echo\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[dataclaw.model_backends]\necho = dc_echo:echo\n\n[dataclaw.server_kinds]\ntgi = dc_echo:TGI\n"
+    )
+    (info / "RECORD").write_text("")
+    (site / "dc_echo.py").write_text(OUT_OF_TREE)
+    monkeypatch.syspath_prepend(str(site))
+    request.addfinalizer(lambda: sys.modules.pop("dc_echo", None))
+    for registry in (BACKENDS, SERVER_KINDS):
+        monkeypatch.setattr(registry, "_items", dict(registry._items))
+        monkeypatch.setattr(registry, "_loaded", False)
+
+    assert get_model("echo:parrot", cache=False).complete_sync("hello").text == "hello"
+    schema = {"type": "object"}
+    assert schema_fields("tgi", schema) == {"grammar": {"type": "json", "value": schema}}
+    model = get_model("http://127.0.0.1:9/v1::m?server=tgi", cache=False)
+    assert model.backend.server == "tgi"

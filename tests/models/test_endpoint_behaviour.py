@@ -386,7 +386,7 @@ def test_overload_shrinks_the_effective_concurrency_the_ledger_shows(server):
     ],
 )
 def test_real_servers_refusals_are_read_as_capabilities(status, message, used, capability):
-    from dataclaw.models.openai_compat import classify_status
+    from dataclaw.models.backends.openai_compat import classify_status
 
     verdict = classify_status("m", status, message, message, used, "openai", "after 1 attempt(s)")
     got = getattr(verdict.error, "capability", None)
@@ -396,7 +396,7 @@ def test_real_servers_refusals_are_read_as_capabilities(status, message, used, c
 
 
 def test_the_environments_proxy_is_honoured_except_where_no_proxy_says(monkeypatch):
-    from dataclaw.models.openai_compat import proxy_for
+    from dataclaw.models.backends.openai_compat import proxy_for
 
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from dataclaw.models import ImagesNotSupportedError, get_model
-from dataclaw.models.local import find_gguf, load_llama
+from dataclaw.models.backends.local import find_gguf, load_llama
 
 pytest.importorskip("llama_cpp", reason="the embedded model needs dataclaw[local]")
 

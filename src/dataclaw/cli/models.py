@@ -75,13 +75,12 @@ def check(
 @app.command("list")
 def list_backends() -> None:
     """The model-string schemes, server kinds (how a schema is sent), and bundled local models."""
-    from dataclaw.models.local import BUNDLED
-    from dataclaw.models.registry import BACKENDS, load_builtin_backends
-    from dataclaw.models.schema import SCHEMA_FORMS
+    from dataclaw.models.backends.base import BACKENDS
+    from dataclaw.models.backends.local import BUNDLED
+    from dataclaw.models.servers import SERVER_KINDS
 
-    load_builtin_backends()
-    typer.echo("schemes:         " + ", ".join(sorted(BACKENDS)))
-    kinds = ", ".join(["auto", *SCHEMA_FORMS])
+    typer.echo("schemes:         " + ", ".join(BACKENDS.names()))
+    kinds = ", ".join(SERVER_KINDS.names())
     typer.echo("server kinds:    " + kinds + "   (http://…/v1::<model>?server=<kind>)")
     typer.echo("local models:    " + ", ".join(f"local:{name}" for name in BUNDLED))
 

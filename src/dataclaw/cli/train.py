@@ -67,7 +67,7 @@ def train_python(flag: Path | None) -> Path:
 
 def _policy(model: str) -> Path:
     if model == "smollm2-135m":
-        from dataclaw.models.local import find_gguf
+        from dataclaw.models.backends.local import find_gguf
 
         return find_gguf(model)
     path = Path(model)

@@ -45,6 +45,8 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
     "video codec profile": "dataclaw.codecs",
     "trainer export": "dataclaw.trainer_exports",
     "executor": "dataclaw.executors",
+    "model backend": "dataclaw.model_backends",
+    "server kind": "dataclaw.server_kinds",
 }
 """Entry-point group of each registry kind (a registry may also name its own with ``group=``)."""
 

@@ -7,9 +7,12 @@
     done.parsed, done.usage, done.cost_usd, done.cached
     ledger.save(run_store)                                          # into manifest.json
 
-Backends (openai_compat, local, replay) are imported when the first model is built.
+Backends (``models/backends/``: openai_compat, local, replay, and any registered through the
+``dataclaw.model_backends`` entry points) are imported when the first model is built.
 """
 
+from dataclaw.core.moved import keep_old_paths
+from dataclaw.models.backends.base import BACKENDS, register_backend
 from dataclaw.models.cache import ResponseCache
 from dataclaw.models.client import Model
 from dataclaw.models.errors import (
@@ -36,8 +39,16 @@ from dataclaw.models.errors import (
 from dataclaw.models.ledger import UsageLedger
 from dataclaw.models.prices import Price, PriceTable
 from dataclaw.models.probe import Capabilities, aprobe_endpoint, probe_endpoint
-from dataclaw.models.registry import BACKENDS, build_backend, get_model, register_backend
+from dataclaw.models.registry import build_backend, get_model
 from dataclaw.models.types import Backend, ChatModel, ChatRequest, Completion, Generation, Message, Usage
+
+keep_old_paths(
+    {
+        "dataclaw.models.openai_compat": "dataclaw.models.backends.openai_compat",
+        "dataclaw.models.local": "dataclaw.models.backends.local",
+        "dataclaw.models.replay": "dataclaw.models.backends.replay",
+    }
+)
 
 __all__ = [
     "BACKENDS",

@@ -25,10 +25,11 @@ from pydantic import BaseModel, Field
 
 from dataclaw.models.cache import default_cache_path
 from dataclaw.models.errors import CapabilityError, ModelError
-from dataclaw.models.schema import PROBE_ORDER, SCHEMA_FORMS, parse_json_answer, schema_fields
+from dataclaw.models.schema import parse_json_answer
+from dataclaw.models.servers import PROBE_ORDER, SERVER_KINDS, schema_fields
 
 if TYPE_CHECKING:
-    from dataclaw.models.openai_compat import OpenAICompatBackend
+    from dataclaw.models.backends.openai_compat import OpenAICompatBackend
 
 CAPABILITIES = ("chat", "json_schema", "tools", "images")
 _HTTP = re.compile(r"HTTP \d+: .*?(?=\) after \d+ attempt|\)$|$)")
@@ -105,7 +106,7 @@ class Capabilities(BaseModel):
             works = self.supports(cap)
             detail = self.detail.get(cap, "")
             if cap == "json_schema" and self.json_schema:
-                form = f"server={self.json_schema}" if self.json_schema in SCHEMA_FORMS else self.json_schema
+                form = f"server={self.json_schema}" if self.json_schema in SERVER_KINDS else self.json_schema
                 detail = form + (f" ({detail})" if detail else "")
             out.append((cap, works, detail))
         return out

@@ -1,12 +1,12 @@
-"""Structured output: check a schema before sending it, put it in each server's own request form, and
-validate what came back (every server has open bugs where the schema is not enforced, so we always check).
+"""Structured output: check a schema before sending it and validate what came back (every server has open
+bugs where the schema is not enforced, so we always check). Each server kind's own request form for a
+schema is in :mod:`dataclaw.models.servers`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -14,88 +14,6 @@ from jsonschema.validators import validator_for
 
 from dataclaw.core.ids import canonical_json
 from dataclaw.models.errors import InvalidSchemaError, ModelOutputError
-
-SchemaForm = Callable[[dict[str, Any], str], dict[str, Any]]
-"""(schema, name) → top-level fields to merge into the chat-completions request body."""
-
-SCHEMA_FORMS: dict[str, SchemaForm] = {}
-
-
-def register_schema_form(flavour: str) -> Callable[[SchemaForm], SchemaForm]:
-    """Register how a server flavour wants a JSON schema sent; refuses duplicate names."""
-
-    def deco(fn: SchemaForm) -> SchemaForm:
-        if flavour in SCHEMA_FORMS:
-            raise ValueError(f"schema form {flavour!r} is already registered")
-        SCHEMA_FORMS[flavour] = fn
-        return fn
-
-    return deco
-
-
-@register_schema_form("openai")
-def _openai_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """OpenAI ``response_format`` json_schema; also understood by SGLang, recent vLLM and llama.cpp."""
-    return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
-
-
-@register_schema_form("sglang")
-def _sglang_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """SGLang takes the OpenAI form."""
-    return _openai_form(schema, name)
-
-
-@register_schema_form("vllm")
-def _vllm_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """vLLM ≥ 0.10: ``structured_outputs: {"json": schema}`` (the only form since v0.12)."""
-    return {"structured_outputs": {"json": schema}}
-
-
-@register_schema_form("vllm-guided")
-def _vllm_guided_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """Older vLLM (< 0.12): ``guided_json``."""
-    return {"guided_json": schema}
-
-
-@register_schema_form("ollama")
-def _ollama_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """Ollama: ``format`` holds the schema."""
-    return {"format": schema}
-
-
-@register_schema_form("llamacpp")
-def _llamacpp_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """llama.cpp's own ``llama-server``: top-level ``json_schema`` (converted to a grammar by the server)."""
-    return {"json_schema": schema}
-
-
-@register_schema_form("llama-cpp-python")
-def _llama_cpp_python_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """llama-cpp-python's ``llama_cpp.server``: ``response_format: {type: json_object, schema}``. It ignores
-    a top-level ``json_schema`` and answers HTTP 500 to ``response_format: {type: json_schema}``."""
-    return {"response_format": {"type": "json_object", "schema": schema}}
-
-
-@register_schema_form("none")
-def _no_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """No server-side constraint: the prompt asks for JSON and the answer is validated afterwards (for
-    servers that accept no schema form at all)."""
-    return {}
-
-
-PROBE_ORDER: tuple[str, ...] = ("openai", "llama-cpp-python", "vllm", "ollama", "llamacpp", "vllm-guided")
-"""The forms ``server=auto`` tries, most common first: the first one whose answer obeys a schema the prompt
-does not describe is the one the server enforces (``none`` when none is)."""
-
-
-def schema_fields(flavour: str, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
-    """Request-body fields that carry ``schema`` for a server of ``flavour``."""
-    try:
-        form = SCHEMA_FORMS[flavour]
-    except KeyError:
-        known = ", ".join(sorted(SCHEMA_FORMS))
-        raise InvalidSchemaError(f"unknown server flavour {flavour!r} (known: {known})") from None
-    return form(schema, name)
 
 
 @functools.lru_cache(maxsize=256)

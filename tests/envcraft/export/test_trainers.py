@@ -41,7 +41,7 @@ def probe(python: Path, script: str, *args: str, timeout: int = 1500) -> dict[st
 
 
 def gguf() -> Path:
-    from dataclaw.models.local import find_gguf
+    from dataclaw.models.backends.local import find_gguf
 
     return find_gguf("smollm2-135m")
 

@@ -27,6 +27,7 @@ import aiohttp
 import orjson
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.models.backends.base import refuse_unknown_options, register_backend, take_option
 from dataclaw.models.errors import (
     CapabilityError,
     ContextLengthError,
@@ -45,8 +46,7 @@ from dataclaw.models.errors import (
 )
 from dataclaw.models.images import has_images
 from dataclaw.models.limiter import AdaptiveLimiter, CircuitBreaker, Signal, breaker_for
-from dataclaw.models.registry import refuse_unknown_options, register_backend, take_option
-from dataclaw.models.schema import SCHEMA_FORMS, schema_fields
+from dataclaw.models.servers import SERVER_KINDS, schema_fields, server_messages
 from dataclaw.models.types import Backend, ChatRequest, Generation, Usage
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -312,22 +312,6 @@ def classify_connection(model_id: str, base_url: str, exc: BaseException, tries:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# messages in each server kind's form
-
-
-def _string_contents(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """llama_cpp.server validates ``content`` as a string: an assistant turn that only calls tools must
-    say ``""`` rather than ``null`` (HTTP 500 otherwise, which breaks every second rollout turn)."""
-    return [{**m, "content": ""} if m.get("content") is None else m for m in messages]
-
-
-MESSAGE_FORMS: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
-    "llama-cpp-python": _string_contents,
-}
-"""Server kind → how its messages must look, where that differs from OpenAI's form."""
-
-
-# ---------------------------------------------------------------------------------------------------------
 # the backend
 
 
@@ -401,10 +385,8 @@ class OpenAICompatBackend(Backend):
         breaker: int = 5,
     ) -> None:
         super().__init__(model_id, model_name)
-        if server != "auto" and server not in SCHEMA_FORMS:
-            raise ConfigError(
-                f"model {model_id}: unknown server kind {server!r} (known: auto, {', '.join(SCHEMA_FORMS)})"
-            )
+        if server not in SERVER_KINDS:
+            raise ConfigError(f"model {model_id}: {SERVER_KINDS.unknown(server)}")
         if concurrency < 1 or max_retries < 0 or timeout <= 0 or deadline <= 0 or breaker < 1:
             raise ConfigError(
                 f"model {model_id}: concurrency ≥ 1, max_retries ≥ 0, breaker ≥ 1, timeout > 0 and "
@@ -515,7 +497,7 @@ class OpenAICompatBackend(Backend):
             why = caps.detail.get("images") or "the images probe failed"
             raise capability_error(self.model_id, "images", self.form, why, None)
         form = self.form
-        messages = MESSAGE_FORMS[form](request.messages) if form in MESSAGE_FORMS else request.messages
+        messages = server_messages(form, request.messages)
         body = {"model": self.model_name, "messages": messages, **self.body(request, form)}
         return self._generation(await self._post(body, request, form))
 

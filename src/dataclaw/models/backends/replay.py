@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.models.backends.base import refuse_unknown_options, register_backend
 from dataclaw.models.errors import ReplayMissError
-from dataclaw.models.registry import refuse_unknown_options, register_backend
 from dataclaw.models.types import Backend, ChatRequest, Generation
 
 

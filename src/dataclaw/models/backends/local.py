@@ -23,9 +23,9 @@ from typing import Any
 
 from dataclaw.core.errors import ConfigError, require
 from dataclaw.core.ids import stable_hash
+from dataclaw.models.backends.base import refuse_unknown_options, register_backend, take_option
 from dataclaw.models.errors import ModelOutputError, ModelRequestError, UnknownModelError
 from dataclaw.models.images import drop_images
-from dataclaw.models.registry import refuse_unknown_options, register_backend, take_option
 from dataclaw.models.types import Backend, ChatRequest, Generation, Usage
 
 
