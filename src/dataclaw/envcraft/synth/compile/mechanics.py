@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from dataclaw.core.registry import Registry
 from dataclaw.envcraft.synth.compile.plan import (
     Param,
     Plan,
@@ -21,19 +22,14 @@ from dataclaw.envcraft.synth.compile.tools import attr_params, id_param, status_
 
 Mechanic = Callable[[Plan], None]
 """An archetype mechanic: adds state, config and tools to a plan."""
-MECHANICS: dict[str, Mechanic] = {}
+MECHANICS: Registry[Mechanic] = Registry("compiler mechanic")
+"""Archetype name → its mechanic; out of tree, a ``dataclaw.mechanics`` entry point adds one
+(``name = pkg.mod:function``)."""
 
 
 def mechanic(name: str) -> Callable[[Mechanic], Mechanic]:
-    """Register an archetype's mechanic under the archetype's name (refuses duplicates)."""
-
-    def wrap(fn: Mechanic) -> Mechanic:
-        if name in MECHANICS:
-            raise ValueError(f"duplicate mechanic {name!r}")
-        MECHANICS[name] = fn
-        return fn
-
-    return wrap
+    """Register an archetype's mechanic under the archetype's name (a second one of that name is refused)."""
+    return MECHANICS.named(name)
 
 
 @mechanic("transactional_workspace")

@@ -108,7 +108,7 @@ def compile_package(
         defaults.append("no archetype retrieved: core mechanics only")
     for name in names:
         if name in MECHANICS:
-            MECHANICS[name](plan)
+            MECHANICS.get(name)(plan)
             plan.mechanics.append(name)
     for decl, why in unmapped:  # a declared tool may name an archetype mechanic: it takes that tool over
         op = mechanic_op(plan, decl)
