@@ -18,16 +18,13 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dataclaw.sandbox.runner import WORKERS
 from dataclaw.sandbox.types import Limits, Outcome, SandboxPolicy
+from dataclaw.sandbox.worker import WarmWorker
 
-if TYPE_CHECKING:
-    from dataclaw.sandbox.worker import WarmWorker
-
-_ACTIVE: ContextVar[WorkerPool | None] = ContextVar("dataclaw_sandbox_workers", default=None)
 # The worker's own ceilings: each program lowers them to its Limits (rlimits can be lowered, not raised).
 _CEILING = Limits()
 # Imported once per worker, so the programs it serves start with them (the worker itself has json, re …).
@@ -57,8 +54,6 @@ class WorkerPool:
         args: Sequence[str],
         cwd: str | None,
     ) -> Outcome:
-        from dataclaw.sandbox.worker import WarmWorker
-
         key = (workspace, policy, limits.stdlib_only, limits.processes, limits.tmp_mb)
         worker = self._workers.get(key)
         if worker is None:
@@ -84,16 +79,16 @@ class WorkerPool:
 
 def active() -> WorkerPool | None:
     """The pool of the enclosing :func:`reuse_workers` block, if any."""
-    return _ACTIVE.get()
+    return WORKERS.get()
 
 
 @contextmanager
 def reuse_workers(size: int = 4) -> Iterator[WorkerPool]:
     """Serve the block's sandboxed Python runs from warm workers (one per workspace); stop them at the end."""
     pool = WorkerPool(size)
-    token = _ACTIVE.set(pool)
+    token = WORKERS.set(pool)
     try:
         yield pool
     finally:
-        _ACTIVE.reset(token)
+        WORKERS.reset(token)
         pool.close()

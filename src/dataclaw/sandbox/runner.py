@@ -26,12 +26,13 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.sandbox import _inner, bwrap, pool
+from dataclaw.sandbox import _inner, bwrap
 from dataclaw.sandbox.quota import DiskWatch
 from dataclaw.sandbox.types import (
     Limits,
@@ -42,6 +43,9 @@ from dataclaw.sandbox.types import (
     SandboxUnavailable,
     Status,
 )
+
+if TYPE_CHECKING:
+    from dataclaw.sandbox.pool import WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,10 @@ _GAI_MESSAGES = ("Temporary failure in name resolution", "Name or service not kn
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 _REFUSING = threading.Event()
+
+WORKERS: ContextVar[WorkerPool | None] = ContextVar("dataclaw_sandbox_workers", default=None)
+"""The warm workers that serve the Python runs of the enclosing ``reuse_workers()`` block, if any. The pool
+sits on top of this runner (its workers start through it), so it sets this and :func:`run` reads it."""
 
 
 def track(proc: subprocess.Popen[bytes]) -> None:
@@ -158,7 +166,7 @@ def run(
     avail = bwrap.sandbox_available()
     if not avail:
         raise SandboxUnavailable(avail.refusal)
-    workers = pool.active()
+    workers = WORKERS.get()
     if workers is not None and workers.accepts(program, policy, stdin):
         inner_cwd(policy.workspace_mount, ws, cwd)  # the same checks of cwd as below
         return workers.run(str(program), ws, limits, policy, env, args, cwd)
