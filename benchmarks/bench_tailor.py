@@ -91,7 +91,7 @@ def build_items(n: int, cands: list[dict], streams: dict, anchors: dict) -> list
     """``n`` synthesis items cycling over the mined candidates (copies get their own ids)."""
     from dataclaw.core.ids import child_id
     from dataclaw.tailor.intents.registry import IntentCatalog
-    from dataclaw.tailor.synthesize import synth_item
+    from dataclaw.tailor.synthesis.stage import synth_item
 
     catalog = IntentCatalog.builtin()
     items = []
@@ -136,9 +136,10 @@ def main() -> int:
     from dataclaw.pipeline.executors import LocalExecutor
     from dataclaw.tailor.intents.registry import IntentCatalog
     from dataclaw.tailor.materialize import make_item, materialize
-    from dataclaw.tailor.route import RouteConfig, Router
-    from dataclaw.tailor.synthesize import SynthesizeStage, load_distractors
-    from dataclaw.tailor.validate import VALIDATED, ValidateStage
+    from dataclaw.tailor.synthesis.fragments import load_distractors
+    from dataclaw.tailor.synthesis.route import RouteConfig, Router
+    from dataclaw.tailor.synthesis.stage import SynthesizeStage
+    from dataclaw.tailor.validation.stage import VALIDATED, ValidateStage
 
     with tempfile.TemporaryDirectory() as tmp, OpenAIServer(responder=answer, delay=args.delay) as server:
         os.environ["DATACLAW_CACHE_DIR"] = str(Path(tmp) / "cache")

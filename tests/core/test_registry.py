@@ -64,7 +64,7 @@ def test_a_component_without_a_name_is_refused():
 # plugins: entry points of installed distributions and --plugin modules
 
 PLUGIN_MODULE = """
-from dataclaw.tailor.validate import Failure, ValidationIssue
+from dataclaw.tailor.validation.base import Failure, ValidationIssue
 
 
 def no_lorem(output, ctx, fields):

@@ -342,8 +342,7 @@ def test_token_placement_per_builtin_intent() -> None:
     from dataclaw.tailor.export import Checked, place_tokens
     from dataclaw.tailor.intents.registry import IntentCatalog
     from dataclaw.tailor.materialize import bind_media, get_materializer
-    from dataclaw.tailor.records import MediaRef
-    from dataclaw.tailor.synthesize import build_sample
+    from dataclaw.tailor.records import MediaRef, build_sample
 
     catalog = IntentCatalog.builtin()
     data = Path(__file__).parent / "data" / "smollm_responses.jsonl"

@@ -13,7 +13,7 @@ from dataclaw.models.schema import check_schema
 from dataclaw.tailor.intents.base import CATALOG, Domain, TemplateError, load_intent, render, specialise
 from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.materialize import materializer_names
-from dataclaw.tailor.validate import validator_names
+from dataclaw.tailor.validation.base import validator_names
 
 BUILTIN = {
     "gui_task_reconstruction", "gui_action_extraction", "gui_task_decomposition", "robot_fault_recovery",
@@ -131,9 +131,9 @@ def test_a_user_intent_file_runs_through_synthesis_and_validation(tmp_path: Path
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from dataclaw.tailor.route import RouteConfig
-    from dataclaw.tailor.synthesize import SynthesizeStage, synth_item
-    from dataclaw.tailor.validate import ValidateStage
+    from dataclaw.tailor.synthesis.route import RouteConfig
+    from dataclaw.tailor.synthesis.stage import SynthesizeStage, synth_item
+    from dataclaw.tailor.validation.stage import ValidateStage
     from support.openai_server import OpenAIServer, Reply
 
     monkeypatch.setenv("DATACLAW_CACHE_DIR", str(tmp_path / "cache"))

@@ -330,7 +330,7 @@ def test_the_plan_synthesis_renders_from_the_intent_catalogue(
     """robot_fault_recovery as shipped: build_sample leaves a resolved plan (freeze with a start, clip,
     still) in provenance; the stage follows it without being told the materialisers."""
     from dataclaw.tailor.intents import IntentCatalog
-    from dataclaw.tailor.synthesize import build_sample
+    from dataclaw.tailor.records import build_sample
 
     output = _stall_output(candidate, answer="Continue the reach. <video_gen> <image_recall>")
     response = {

@@ -304,7 +304,7 @@ def test_a_run_whose_every_request_fails_exits_non_zero(tmp_path: Path, monkeypa
 def test_a_response_id_changes_with_the_model_the_intent_definition_and_the_seed() -> None:
     from dataclaw.tailor.intents.registry import IntentCatalog
     from dataclaw.tailor.pipeline import TailorRunConfig, response_id
-    from dataclaw.tailor.route import RouteConfig
+    from dataclaw.tailor.synthesis.route import RouteConfig
 
     intent = IntentCatalog.builtin().get("describe_current_subtask")
     edited = intent.model_copy(update={"description": intent.description + " Be brief."})

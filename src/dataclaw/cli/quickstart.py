@@ -129,7 +129,7 @@ def _tailor_part(out: Path, model: str) -> dict[str, Any]:
     (ingest → synthesis → validation → materialisation → JSONL export). The embedded model is weak, so
     many answers are rejected by validation; the reasons are listed."""
     from dataclaw.tailor.pipeline import IngestConfig
-    from dataclaw.tailor.route import RouteConfig
+    from dataclaw.tailor.synthesis.route import RouteConfig
     from dataclaw.tailor.pipeline import TailorRunConfig, tailor_run
 
     inputs = [EXAMPLES / "lerobot_g1", EXAMPLES / "videos" / "dj_video1.mp4"]

@@ -50,8 +50,7 @@ from dataclaw.media.errors import MediaError, MediaIssue
 from dataclaw.media.video import VideoReader
 from dataclaw.media.writers import VideoCodec, Written, get_codec, write_clip, write_still
 from dataclaw.pipeline import Resources, Result, Stage, StageStats, run_stage
-from dataclaw.tailor.records import Candidate
-from dataclaw.tailor.records import Artifact, MediaRef, Sample, Turn
+from dataclaw.tailor.records import Artifact, Candidate, MediaRef, Sample, Turn
 from dataclaw.tailor.streams import Stream, StreamSource
 
 STAGE = "materialize"

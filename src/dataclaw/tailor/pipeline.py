@@ -55,16 +55,11 @@ from dataclaw.tailor.intents.base import Intent
 from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.mining.base import MINERS
 from dataclaw.tailor.mining.stage import CANDIDATES, MineStage
-from dataclaw.tailor.route import RouteConfig, RouteMode, Router
 from dataclaw.tailor.streams.base import detect_reader, read_streams
-from dataclaw.tailor.synthesize import (
-    RESPONSES,
-    SynthesizeStage,
-    load_distractors,
-    run_distractors,
-    synth_item,
-)
-from dataclaw.tailor.validate import VALIDATED, ValidateStage
+from dataclaw.tailor.synthesis.fragments import load_distractors, run_distractors
+from dataclaw.tailor.synthesis.route import RouteConfig, RouteMode, Router
+from dataclaw.tailor.synthesis.stage import RESPONSES, SynthesizeStage, synth_item
+from dataclaw.tailor.validation.stage import VALIDATED, ValidateStage
 
 STREAMS = "streams"
 INPUTS = "inputs"

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from dataclaw.core.ids import child_id, stable_hash
+from dataclaw.tailor.intents.base import Intent, TemplateError, lookup, render
 
 
 class CandidateKind(StrEnum):
@@ -132,7 +133,7 @@ class Artifact(BaseModel):
 
 
 # ------------------------------------------------------------------------------------------------
-# ids
+# ids and sample construction
 
 
 def candidate_id(stream_id: str, miner: str, key: Any, settings: dict[str, Any], label: str) -> str:
@@ -146,6 +147,74 @@ def response_id(candidate_id: str, intent_id: str, producer: Any = None) -> str:
     answer (the model, the intent's definition, the seed …), so a changed producer is a new response."""
     key = intent_id if producer is None else [intent_id, stable_hash(producer, 8)]
     return child_id(candidate_id, "resp", key, label=intent_id)
+
+
+def sample_id(candidate_id: str, intent_id: str) -> str:
+    """Id of the sample built for ``candidate_id`` under ``intent_id``."""
+    return child_id(candidate_id, "sample", intent_id, label=intent_id)
+
+
+def _param(value: Any, ctx: dict[str, Any], where: str) -> Any:
+    """A materialiser parameter: ``"{{ a.b }}"`` alone keeps the value's type; other strings render."""
+    if isinstance(value, str):
+        s = value.strip()
+        if s.startswith("{{") and s.endswith("}}") and s.count("{{") == 1:
+            try:
+                return lookup(ctx, s[2:-2].strip())
+            except KeyError:
+                raise TemplateError(f"{where}: '{s}' is not in the output or context") from None
+        return render(value, ctx, where)
+    if isinstance(value, dict):
+        return {k: _param(v, ctx, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_param(v, ctx, where) for v in value]
+    return value
+
+
+def build_sample(response: dict[str, Any], intent: Intent, checks: list[str]) -> Sample:
+    """The :class:`Sample` of a validated response: conversation turns from the intent's template and a
+    materialisation plan (which clips, freeze videos and stills to write) in ``provenance``."""
+    ctx = {**response["context"], "output": response["output"]}
+    turns = [
+        Turn(role=t.role, content=render(t.content, ctx, f"intent {intent.id} conversation"))
+        for t in intent.conversation
+    ]
+    plan = []
+    for step in intent.materialisers:
+        params = _param(step.params, ctx, f"intent {intent.id} materialiser {step.name}")
+        plan.append(
+            {
+                "materialiser": step.name,
+                "stream_id": response["stream_id"],
+                "camera": ctx["stream"].get("camera"),
+                **params,
+            }
+        )
+    return Sample(
+        id=sample_id(response["candidate_id"], intent.id),
+        intent=intent.id,
+        domain=str(intent.domain),
+        stream_id=response["stream_id"],
+        candidate_id=response["candidate_id"],
+        output=response["output"],
+        conversation=turns,
+        route=Route(
+            model=response["model"],
+            router=response["router"],
+            intent_choice=response.get("intent_choice") or {},
+        ),
+        provenance={
+            "response_id": response["id"],
+            "request_hash": response["request_hash"],
+            "seed": response.get("seed", 0),
+            "anchor_ids": ctx.get("anchor_ids", []),
+            "frames": response.get("frames", []),
+            "materialize": plan,
+            "usage": response.get("usage", {}),
+            "cost_usd": response.get("cost_usd", 0.0),
+        },
+        checks=dict.fromkeys(checks, True),
+    )
 
 
 def first_error(exc: ValidationError) -> str:

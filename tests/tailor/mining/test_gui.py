@@ -19,22 +19,27 @@ from dataclaw.tailor.anchors.base import Anchor, make_anchor
 from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.mining.base import StreamView
 from dataclaw.tailor.mining.gui import (
-    POINTER_KINDS,
     GuiTasks,
     MultiEvent,
     action_events,
-    fragment_features,
     gather_signals,
     instruction_goals,
-    pick_distractors,
     propose_subtasks,
     repeated_pattern,
-    shown_features,
 )
 from dataclaw.tailor.mining.stage import stream_view
 from dataclaw.tailor.records import CandidateKind
 from dataclaw.tailor.streams import Stream, StreamSource, open_source
-from dataclaw.tailor.synthesize import DISTRACTORS, build_context, load_distractors, run_distractors
+from dataclaw.tailor.synthesis.context import build_context
+from dataclaw.tailor.synthesis.fragments import (
+    DISTRACTORS,
+    POINTER_KINDS,
+    fragment_features,
+    load_distractors,
+    pick_distractors,
+    run_distractors,
+    shown_features,
+)
 
 SID = "stream:gui-00000000"
 

@@ -11,6 +11,7 @@ normalised to 0-1 (nx, ny).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dataclaw.tailor.anchors.base import Anchor, AnchorExtractor, make_anchor, register_extractor
@@ -22,6 +23,21 @@ _MODIFIERS |= {"cmd", "cmd_l", "cmd_r", "win"}
 _MOUSE_ACTIONS = {"click", "drag", "scroll", "double_click", "right_click", "move"}
 _TYPING_GAP_S = 1.5
 _MODIFIER_TIMEOUT_S = 2.0
+TARGET_KEYS = ("target", "target_title", "title", "element", "name")
+""":func:`target_of` reads the first of these payload keys an action has."""
+INSTRUCTION_KEY = "instruction"
+"""Anchor payload key of a trajectory step's low-level instruction (AgentNet ``inner_monologue``)."""
+
+
+def target_of(payload: Mapping[str, Any]) -> str:
+    """The control an action acted on (a recording's accessibility target title, else a name)."""
+    for key in TARGET_KEYS:
+        value = payload.get(key)
+        if isinstance(value, dict):
+            value = value.get("title") or value.get("name")
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
 
 
 def _modifier(name: str) -> str:

@@ -308,7 +308,7 @@ def load_intent(path: str | Path) -> Intent:
 
 def _check_names(intent: Intent) -> None:
     """Validators must be registered names (materialisers are checked by the materialise stage)."""
-    from dataclaw.tailor.validate import validator_names
+    from dataclaw.tailor.validation.base import validator_names
 
     known = set(validator_names())
     for step in intent.validators:

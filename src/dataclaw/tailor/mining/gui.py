@@ -17,27 +17,19 @@ fragments: sequential tasks split at stage boundaries (context switches, phase c
 parallel ones at the repetitions of the repeated pattern, hybrid ones first into stages and then into
 the repetitions inside each stage. Fragments are contiguous, non-overlapping and cover all actions, as
 A.3.4 requires of the final decomposition. This is scaffolding for the model, not final supervision.
-
-Stage 3 (the reconstruction request) shows fragments as lines, and its distractors must not be told
-apart by their form: every fragment, genuine, from another trajectory of the run or from the bundled
-pool, is one structure (``app``, ``description``, ``steps`` of action texts with the step's low-level
-instruction) rendered by :func:`render_fragment`, without times, event numbers or coordinates (they
-would give the order away and mark the fragments that came from elsewhere). Distractors come from the
-other trajectories of the input set first and from the bundled list last, preferring fragments that
-carry what the genuine ones carry (an application, low-level instructions); what not every shown
-fragment has is left out of all of them.
+(Stage 3, the reconstruction request, is :mod:`dataclaw.tailor.synthesis.fragments`.)
 """
 
 from __future__ import annotations
 
-import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
 from dataclaw.tailor.anchors.base import Anchor
+from dataclaw.tailor.anchors.gui import INSTRUCTION_KEY, target_of
 from dataclaw.tailor.mining.base import Miner, StreamView, register_miner
 from dataclaw.tailor.records import Candidate, CandidateKind
 
@@ -78,13 +70,10 @@ CLAUSE_SPLIT = re.compile(
 """Clause boundaries: a full stop only before a space or the end, a comma not inside a number, so file
 names, e-mail addresses, URLs and numbers (``report.final.pdf``, ``a.b@c.com``, ``1,000``) stay whole."""
 CONTEXT_KEYS = ("app", "application", "window", "window_title", "url", "page", "domain")
-TARGET_KEYS = ("target", "target_title", "title", "element", "name")
 GUI_SOURCE = "gui"  # the GUI event parser (dataclaw.tailor.anchors.gui)
 CONTEXT_KINDS = frozenset({"window_change", "app_switch", "url_change"})
 META_CONTEXT_KEYS = ("applications", "websites")
 """AgentNet ``meta_info`` lists of the applications and websites a trajectory uses."""
-INSTRUCTION_KEY = "instruction"
-"""Anchor payload key of a trajectory step's low-level instruction (AgentNet ``inner_monologue``)."""
 
 
 def instruction_goals(instruction: str) -> list[str]:
@@ -104,17 +93,6 @@ def _context(a: Anchor) -> str | None:
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None
-
-
-def target_of(payload: Mapping[str, Any]) -> str:
-    """The control an action acted on (a recording's accessibility target title, else a name)."""
-    for key in TARGET_KEYS:
-        value = payload.get(key)
-        if isinstance(value, dict):
-            value = value.get("title") or value.get("name")
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return ""
 
 
 def _target(a: Anchor) -> str:
@@ -408,159 +386,6 @@ def propose_subtasks(events: Sequence[Anchor], sig: Signals, cls: MultiEvent) ->
                     continue
             frags.append(_fragment(len(frags), stage, label, "sequential", pos, sig))
     return frags
-
-
-# ------------------------------------------------------------------------------------------------
-# Stage 3: fragments as a reconstruction request shows them
-
-BUNDLED = "bundled"
-"""``source`` of the distractors shipped with the package (the rest name the stream they came from)."""
-POINTER_KINDS = frozenset({"click", "double_click", "right_click", "middle_click", "triple_click", "drag"})
-"""Actions that act on a control (their ``target`` is shown only when every shown one has it)."""
-
-
-def _keys_of(payload: Mapping[str, Any]) -> str:
-    keys = payload.get("keys")
-    joined = "+".join(str(k) for k in keys) if isinstance(keys, list) else keys
-    return str(payload.get("combo") or joined or payload.get("key") or "")
-
-
-def fragment_action(kind: str, payload: Mapping[str, Any]) -> dict[str, str]:
-    """An action (an anchor's kind and payload, or a pool entry) as fragments hold it."""
-    text = payload.get("text")
-    return {"kind": kind, "target": target_of(payload), "keys": _keys_of(payload), "text": str(text or "")}
-
-
-ACTION_PARTS: tuple[tuple[str, Callable[[Mapping[str, str]], str]], ...] = (
-    ("targets", lambda a: f"'{a['target']}'" if a.get("target") else ""),
-    ("", lambda a: a.get("keys") or ""),
-    ("", lambda a: f"text={a['text']!r}" if a.get("text") else ""),
-)
-"""What an action line shows after the kind, in order, each with the feature that must be shown for it
-(``""``: always). Never times, event numbers or coordinates."""
-FEATURES: tuple[tuple[str, Callable[[Mapping[str, Any]], bool], bool], ...] = (
-    ("app", lambda f: bool(f.get("app")), True),
-    ("notes", lambda f: bool(f["steps"]) and all(s.get("instruction") for s in f["steps"]), True),
-    (
-        "targets",
-        lambda f: any(
-            a.get("target") for s in f["steps"] for a in s["actions"] if a["kind"] in POINTER_KINDS
-        ),
-        False,
-    ),
-)
-"""Optional parts of a fragment: (name, whether a fragment has it, whether every shown fragment must
-have it for a request to show it). Targets are shown when a genuine fragment has one: a recording names
-most clicked controls but not all, an AgentNet trajectory none (and then no distractor may show one)."""
-
-
-def action_text(action: Mapping[str, str], shown: set[str]) -> str:
-    """``click 'Send'``, ``shortcut ctrl+c``, ``typing text='hi'``: one action as fragment lines show it."""
-    parts = (render(action) for feature, render in ACTION_PARTS if not feature or feature in shown)
-    return " ".join([action["kind"], *(p for p in parts if p)])
-
-
-def fragment_steps(actions: Iterable[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """``(kind, payload)`` actions in order -> steps ``{"actions": [...], "instruction": …}``: the
-    actions of one trajectory step (same payload ``step``) together, with the step's low-level
-    instruction; every other action is a step of its own."""
-    steps: list[dict[str, Any]] = []
-    last: Any = None
-    for kind, payload in actions:
-        step = payload.get("step")
-        if step is not None and step == last and steps:
-            steps[-1]["actions"].append(fragment_action(kind, payload))
-            continue
-        note = payload.get(INSTRUCTION_KEY)
-        steps.append(
-            {
-                "actions": [fragment_action(kind, payload)],
-                "instruction": note.strip() if isinstance(note, str) and note.strip() else None,
-            }
-        )
-        last = step
-    return steps
-
-
-def pool_fragment(entry: Mapping[str, Any], source: str = BUNDLED) -> dict[str, Any]:
-    """A distractor-pool entry as a fragment. ``steps`` items are ``{kind, target?, keys?, text?,
-    instruction?}`` (one action) or ``{actions: [...], instruction?}``; an action given as a string (the
-    older ``actions: [str]`` entries) becomes its kind, shown as it is."""
-
-    def action(a: Any) -> dict[str, str]:
-        return fragment_action(a, {}) if isinstance(a, str) else fragment_action(str(a["kind"]), a)
-
-    raw = entry.get("steps")
-    if raw is None:
-        raw = [{"actions": [a]} for a in entry.get("actions") or []]
-    steps = []
-    for step in raw:
-        step = {"actions": [step]} if isinstance(step, str) else step
-        acts = step["actions"] if "actions" in step else [step]
-        steps.append({"actions": [action(a) for a in acts], "instruction": step.get("instruction") or None})
-    return {
-        "source": entry.get("source") or source,
-        "app": entry.get("app") or None,
-        "description": str(entry.get("description") or ""),
-        "steps": steps,
-    }
-
-
-def fragment_features(fragment: Mapping[str, Any]) -> set[str]:
-    """The optional parts (:data:`FEATURES`) a fragment has."""
-    return {name for name, has, _ in FEATURES if has(fragment)}
-
-
-def wanted_features(genuine: Sequence[Mapping[str, Any]]) -> set[str]:
-    """What the genuine fragments show: a part all of them have, or (targets) that one of them has."""
-    if not genuine:
-        return set()
-    return {name for name, has, every in FEATURES if (all if every else any)(has(f) for f in genuine)}
-
-
-def pick_distractors(
-    pool: Sequence[Mapping[str, Any]],
-    genuine: Sequence[Mapping[str, Any]],
-    k: int,
-    rng: random.Random,
-    stream_id: str | None,
-) -> list[dict[str, Any]]:
-    """``k`` distractors for the ``genuine`` fragments of stream ``stream_id`` (never its own). Other
-    trajectories of the input set come first and the bundled list last, and fragments that have what
-    all genuine ones have (an application, low-level instructions, targets) before those that lack it, so the
-    request can show it for every fragment: the tiers are (run, fits), (bundled, fits), (run, lacks),
-    (bundled, lacks), each sampled with ``rng``."""
-    want = wanted_features(genuine)
-    frags = [pool_fragment(d) for d in pool if d.get("source") != stream_id]
-    picked: list[dict[str, Any]] = []
-    for fits in (True, False):
-        for run in (True, False):
-            tier = [
-                f for f in frags if (f["source"] != BUNDLED) is run and (want <= fragment_features(f)) is fits
-            ]
-            picked += rng.sample(tier, min(k - len(picked), len(tier)))
-    return picked
-
-
-def render_fragment(label: str, fragment: Mapping[str, Any], shown: set[str]) -> list[str]:
-    """A fragment's lines: ``Fragment A (App):`` then one ``  - action; action — instruction`` line
-    per step; the optional parts (:data:`FEATURES`) appear only when named in ``shown``."""
-    app = f" ({fragment['app']})" if "app" in shown and fragment.get("app") else ""
-    lines = [f"Fragment {label}{app}:"]
-    for step in fragment["steps"]:
-        note = f" — {step['instruction']}" if "notes" in shown and step.get("instruction") else ""
-        lines.append(f"  - {'; '.join(action_text(a, shown) for a in step['actions'])}{note}")
-    return lines
-
-
-def shown_features(
-    genuine: Sequence[Mapping[str, Any]], distractors: Sequence[Mapping[str, Any]] = ()
-) -> set[str]:
-    """The optional parts a request shows: of what the genuine fragments show, what every distractor
-    has too where :data:`FEATURES` asks it of every fragment."""
-    want = wanted_features(genuine)
-    every = {name for name, _, all_of in FEATURES if all_of}
-    return {n for n in want if n not in every or all(n in fragment_features(d) for d in distractors)}
 
 
 @register_miner

@@ -35,7 +35,7 @@ from collections import Counter
 from typing import Any
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.tailor.validate import Failure, ValidationIssue, register_validator, values_at
+from dataclaw.tailor.validation.base import Failure, ValidationIssue, register_validator, values_at
 
 # ------------------------------------------------------------------------------------------------
 # helpers

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: makes `support` importable
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/: makes `support` importable
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.tailor.intents.base import Domain
 from dataclaw.tailor.intents.registry import IntentCatalog
-from dataclaw.tailor.route import RouteConfig, RouteMode, Router
-from dataclaw.tailor.synthesize import SynthesizeStage, synth_item
-from dataclaw.tailor.validate import ValidateStage
+from dataclaw.tailor.synthesis.route import RouteConfig, RouteMode, Router
+from dataclaw.tailor.synthesis.stage import SynthesizeStage, synth_item
+from dataclaw.tailor.validation.stage import ValidateStage
 from support.openai_server import OpenAIServer, Reply
 
 

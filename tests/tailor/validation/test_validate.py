@@ -9,14 +9,10 @@ import pytest
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.tailor.intents.registry import IntentCatalog
-from dataclaw.tailor.route import RouteConfig
-from dataclaw.tailor.synthesize import SynthesizeStage, synth_item
-from dataclaw.tailor.validate import (
-    ValidateStage,
-    ValidationIssue,
-    register_validator,
-    validator_names,
-)
+from dataclaw.tailor.synthesis.route import RouteConfig
+from dataclaw.tailor.synthesis.stage import SynthesizeStage, synth_item
+from dataclaw.tailor.validation.base import ValidationIssue, register_validator, validator_names
+from dataclaw.tailor.validation.stage import ValidateStage
 
 SID = "stream:ep-1"
 ROBOT = {

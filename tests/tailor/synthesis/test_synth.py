@@ -17,17 +17,18 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: makes `support` importable
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/: makes `support` importable
 
 from dataclaw.core.store import RunStore
 from dataclaw.models import get_model
 from dataclaw.pipeline import run_stage
 from dataclaw.pipeline.executors import LocalExecutor
-from dataclaw.tailor.pipeline import IngestConfig, ingest
 from dataclaw.tailor.intents.registry import IntentCatalog
-from dataclaw.tailor.route import RouteConfig
-from dataclaw.tailor.synthesize import SynthesizeStage, load_distractors, run_distractors, synth_item
-from dataclaw.tailor.validate import ValidateStage
+from dataclaw.tailor.pipeline import IngestConfig, ingest
+from dataclaw.tailor.synthesis.fragments import load_distractors, run_distractors
+from dataclaw.tailor.synthesis.route import RouteConfig
+from dataclaw.tailor.synthesis.stage import SynthesizeStage, synth_item
+from dataclaw.tailor.validation.stage import ValidateStage
 from support.openai_server import KindResponder, OpenAIServer, Reply
 
 pytestmark = pytest.mark.slow
@@ -229,8 +230,8 @@ RESUME_SCRIPT = textwrap.dedent(
     from dataclaw.core.store import RunStore
     from dataclaw.pipeline import run_stage
     from dataclaw.pipeline.executors import LocalExecutor
-    from dataclaw.tailor.route import RouteConfig
-    from dataclaw.tailor.synthesize import SynthesizeStage
+    from dataclaw.tailor.synthesis.route import RouteConfig
+    from dataclaw.tailor.synthesis.stage import SynthesizeStage
     items = json.load(open(sys.argv[2]))
     stage = SynthesizeStage(RouteConfig.omni(sys.argv[3]), send_images=False)
     run_stage(stage, items, RunStore(sys.argv[1]), LocalExecutor(workers=1, concurrency=1))
@@ -286,7 +287,7 @@ def test_resume_after_kill_repeats_no_model_call(ingested: dict[str, Any], tmp_p
 def test_frames_shared_by_intents_are_decoded_once(ingested: dict[str, Any], monkeypatch) -> None:
     import pickle
 
-    from dataclaw.tailor import synthesize
+    from dataclaw.tailor.synthesis import stage as synthesize
 
     catalog = IntentCatalog.builtin()
     cand = next(c for c in ingested["candidates"] if c["kind"] == "keyframes")

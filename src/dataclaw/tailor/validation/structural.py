@@ -1,9 +1,4 @@
-"""Deterministic validation after synthesis (paper A.3.4, B.2.1 "structural verification & grounding").
-
-A validator is a function ``(output, ctx, **params) -> list[Failure]`` registered by name; intents list
-the validators they need with parameters. ``ctx`` is the request context the response was built from
-(frame ranges, sampled frames, fragments and their true order, GUI events, evidence text), stored in the
-response record so validation needs nothing else and can be audited later.
+"""Structural validators (paper A.3.4, B.2.1 "structural verification & grounding").
 
 Checks: schema; temporal (indices inside the stream, positive durations, a freeze frame inside the
 observation range, a recovery inside the future range, input before output); task structure (a valid
@@ -11,157 +6,21 @@ permutation of the given fragment labels, no distractor in the ordered solution,
 and non-overlapping); grounding against anchors (a claimed click on an element that never appears in
 the events is flagged; text must share words with the evidence). The quality checks that stop
 plausible garbage (repetition, prompt echo, question form, temporal consistency of the text, anchor
-windows) live in :mod:`dataclaw.tailor.quality` and register here. Every failure is a reject of the
-sample with the validator's reason code and, where there is one, the offending span of text.
-
-:class:`ValidateStage` turns a response record into a :class:`~dataclaw.tailor.records.Sample` in
-``validated.jsonl`` or a reject.
+windows) live in :mod:`.quality`.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any
 
 import jsonschema
 from jsonschema.validators import validator_for
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.core.ids import child_id, stable_hash
-from dataclaw.core.registry import Registry
-from dataclaw.pipeline.stage import Record, Resources, Result, Stage
-
-VALIDATED = "validated"
-"""Validated samples, before materialisation (which publishes the final ``samples.jsonl``)."""
-
-
-class ValidationIssue(StrEnum):
-    """Why a synthesised response did not become a sample."""
-
-    UNPARSABLE = "unparsable"
-    SCHEMA_INVALID = "schema_invalid"
-    INDEX_OUT_OF_RANGE = "index_out_of_range"
-    NON_POSITIVE_DURATION = "non_positive_duration"
-    FREEZE_OUTSIDE_OBSERVATION = "freeze_outside_observation"
-    RECOVERY_OUTSIDE_FUTURE = "recovery_outside_future"
-    OUTSIDE_RANGE = "outside_range"
-    FRAMES_OUT_OF_ORDER = "frames_out_of_order"
-    INVALID_LABEL = "invalid_label"
-    INVALID_PERMUTATION = "invalid_permutation"
-    DISTRACTOR_IN_SOLUTION = "distractor_in_solution"
-    MISSING_FRAGMENT = "missing_fragment"
-    WRONG_ORDER = "wrong_order"
-    FRAGMENTS_OVERLAP = "fragments_overlap"
-    FRAGMENTS_GAP = "fragments_gap"
-    FRAGMENTS_INCOMPLETE = "fragments_incomplete"
-    UNGROUNDED_ACTION = "ungrounded_action"
-    UNGROUNDED_TEXT = "ungrounded_text"
-    TOO_LITTLE_TEXT = "too_little_text"
-    MISSING_PLACEHOLDER = "missing_placeholder"
-    UNKNOWN_PLACEHOLDER = "unknown_placeholder"
-    REPETITIVE_TEXT = "repetitive_text"
-    """Character or word n-gram repetition ratio above the limit (data-juicer's definitions)."""
-    DUPLICATE_SENTENCE = "duplicate_sentence"
-    """The same sentence twice in one text."""
-    DUPLICATE_STEPS = "duplicate_steps"
-    """Two items of a list (steps, motion phases) say the same thing."""
-    PROMPT_ECHO = "prompt_echo"
-    """The text repeats the prompt's template or its anchor / frame lines instead of answering."""
-    NOT_A_QUESTION = "not_a_question"
-    FRAME_NOT_SELECTED = "frame_not_selected"
-    """The text names a frame or time outside the frames the sample selected."""
-    ORDER_CONTRADICTS_FRAMES = "order_contradicts_frames"
-    """before / after / then in the text disagree with the order of the frames it names."""
-    OUTSIDE_ANCHOR = "outside_anchor"
-    """A grasp / release / stall frame lies outside the matching proprioception anchor."""
-    BAD_RECORD = "bad_record"
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One failed check: the reason code, a message naming the field, the validator, and the offending
-    span of the answer's text where there is one (at most 200 characters)."""
-
-    reason: ValidationIssue
-    message: str
-    validator: str = ""
-    span: str | None = None
-
-    def to_dict(self) -> dict[str, str]:
-        out = {"reason": str(self.reason), "message": self.message, "validator": self.validator}
-        if self.span is not None:
-            out["span"] = self.span[:200]
-        return out
-
-
-Validator = Callable[..., list[Failure]]
-VALIDATORS: Registry[Validator] = Registry("validator", builtins=["dataclaw.tailor.quality"])
-"""Validators by name: the checks below, :mod:`dataclaw.tailor.quality`, and plugins (entry-point group
-``dataclaw.validators`` or ``--plugin MODULE``)."""
-
-
-def register_validator(name: str) -> Callable[[Validator], Validator]:
-    """Register ``fn(output, ctx, **params) -> list[Failure]`` under ``name``; duplicates are refused."""
-    return VALIDATORS.named(name)
-
-
-def validator_names() -> list[str]:
-    return VALIDATORS.names()
-
-
-def get_validator(name: str) -> Validator:
-    return VALIDATORS.get(name)
-
-
-def run_validator(name: str, output: Any, ctx: dict[str, Any], params: dict[str, Any]) -> list[Failure]:
-    """Run one validator; its failures carry its name."""
-    try:
-        fails = get_validator(name)(output, ctx, **params)
-    except TypeError as exc:  # an intent file passing a parameter the validator does not take
-        raise ConfigError(
-            f"validator '{name}' does not take the parameters {sorted(params)}: {exc}"
-        ) from None
-    return [Failure(_issue(name, f.reason), f.message, name, f.span) for f in fails]
-
-
-def _issue(validator: str, reason: Any) -> ValidationIssue:
-    """A failure's reason as the enum (a plugin may return the code as a string)."""
-    try:
-        return ValidationIssue(reason)
-    except ValueError:
-        raise ConfigError(
-            f"validator '{validator}' returned the reason '{reason}', which is not a ValidationIssue "
-            f"({', '.join(ValidationIssue)})"
-        ) from None
-
-
-# ------------------------------------------------------------------------------------------------
-# field access: "a.b", "list[]" (every item), "list[].start"
-
-
-def values_at(obj: Any, path: str) -> list[tuple[str, Any]]:
-    """Every ``(concrete path, value)`` at ``path`` in ``obj``; missing parts yield nothing."""
-    found: list[tuple[str, Any]] = [("", obj)]
-    for part in path.split("."):
-        items = part.endswith("[]")
-        name = part[:-2] if items else part
-        nxt: list[tuple[str, Any]] = []
-        for where, value in found:
-            if name:
-                if not isinstance(value, dict) or name not in value:
-                    continue
-                where, value = f"{where}.{name}" if where else name, value[name]
-            if items:
-                if isinstance(value, list):
-                    nxt.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
-            else:
-                nxt.append((where, value))
-        found = nxt
-    return found
+from dataclaw.core.ids import stable_hash
+from dataclaw.tailor.validation.base import Failure, ValidationIssue, register_validator, values_at
 
 
 def _ints(value: Any) -> list[int]:
@@ -510,122 +369,3 @@ def check_placeholders(
     if extra:
         out.append(Failure(ValidationIssue.UNKNOWN_PLACEHOLDER, f"{', '.join(fields)}: unknown {extra}"))
     return out
-
-
-# ------------------------------------------------------------------------------------------------
-# the stage
-
-
-def validate_output(
-    output: Any, ctx: dict[str, Any], steps: list[tuple[str, dict[str, Any]]], schema: dict[str, Any],
-    sent_schema: dict[str, Any] | None = None,
-) -> list[Failure]:  # fmt: skip
-    """All failures of ``output``: the intent's schema first (later checks assume the shape), then every
-    listed validator, then the per-request bounds of the schema that was sent (``sent_schema``), so a
-    freeze frame outside the observation range is reported as that, not as a schema bound. (An output
-    valid under the stricter sent schema is valid under the intent's, so that check is skipped then.)"""
-    sent = without_range_enums(sent_schema) if sent_schema is not None and sent_schema != schema else None
-    sent_fails = run_validator("schema", output, {**ctx, "schema": sent}, {}) if sent is not None else None
-    if sent_fails is None or sent_fails:
-        fails = run_validator("schema", output, {**ctx, "schema": schema}, {})
-        if fails:
-            return fails
-    out: list[Failure] = []
-    for name, params in steps:
-        if name != "schema":
-            out.extend(run_validator(name, output, ctx, params))
-    return out or list(sent_fails or [])
-
-
-def without_range_enums(schema: Any) -> Any:
-    """``schema`` without enums that only spell out an integer ``minimum..maximum`` range (added for
-    grammar decoders; the bounds say the same and check in O(1) instead of O(range))."""
-    if isinstance(schema, list):
-        return [without_range_enums(v) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: without_range_enums(v) for k, v in schema.items() if k != "enum"}
-    enum, lo, hi = schema.get("enum"), schema.get("minimum"), schema.get("maximum")
-    if enum is not None and not (
-        isinstance(lo, int) and isinstance(hi, int) and enum == list(range(lo, hi + 1))
-    ):
-        out["enum"] = enum
-    return out
-
-
-class ValidateStage(Stage):
-    """Response record → :class:`Sample` record (``samples.jsonl``) or a reject with a ValidationIssue."""
-
-    name: ClassVar[str] = VALIDATED
-    resources: ClassVar[Resources] = Resources.CPU
-
-    def __init__(self, intents: Any = None, extra_intent_files: list[str] | None = None) -> None:
-        self.extra_intent_files = list(extra_intent_files or [])
-        self._catalog = intents
-
-    def setup(self) -> None:
-        if self._catalog is None:
-            from dataclaw.tailor.intents.registry import IntentCatalog
-
-            catalog = IntentCatalog.builtin()
-            for path in self.extra_intent_files:
-                catalog.resolve(path)
-            self._catalog = catalog
-
-    def process(self, item: Record) -> Result:
-        from dataclaw.tailor.intents.base import TemplateError
-        from dataclaw.tailor.synthesize import build_sample
-
-        if self._catalog is None:
-            self.setup()
-        try:
-            intent = self._catalog.get(item["intent"])
-            ctx = item["context"]
-        except (KeyError, ConfigError) as exc:
-            return self.reject(item, ValidationIssue.BAD_RECORD, f"response record unusable: {exc}")
-        if item.get("output") is None:
-            return self.reject(
-                item,
-                ValidationIssue.UNPARSABLE,
-                f"the model's answer is not JSON: {item.get('error') or 'no output'}",
-                raw_text=(item.get("raw_text") or "")[:500],
-            )
-        steps = [(s.name, s.params) for s in intent.validators]
-        ctx = {**ctx, "prompt_template": prompt_template(intent)}
-        fails = validate_output(item["output"], ctx, steps, intent.output_schema, item.get("schema"))
-        if fails:
-            return self.reject(
-                item,
-                fails[0].reason,
-                f"{fails[0].validator}: {fails[0].message}",
-                failures=[f.to_dict() for f in fails],
-            )
-        try:
-            sample = build_sample(item, intent, [name for name, _ in [("schema", {}), *steps]])
-        except TemplateError as exc:
-            return self.reject(item, ValidationIssue.BAD_RECORD, str(exc))
-        return [sample.model_dump(mode="json")]
-
-
-_TEMPLATE_FIELD = re.compile(r"\{\{.*?\}\}", re.DOTALL)
-_TEMPLATES: dict[tuple[str, str, str], list[str]] = {}
-
-
-def prompt_template(intent: Any) -> list[str]:
-    """The literal text of ``intent``'s prompt (system, user, the fixed footer) without its ``{{ … }}``
-    fields, one piece per line between fields: what an answer must not echo (``prompt_echo``)."""
-    from dataclaw.tailor.synthesize import FOOTER
-
-    key = (intent.id, intent.prompt.system, intent.prompt.user)
-    if key not in _TEMPLATES:
-        pieces = []
-        for text in (intent.prompt.system, intent.prompt.user, FOOTER):
-            for part in _TEMPLATE_FIELD.split(text):
-                pieces.extend(line.strip() for line in part.splitlines() if line.strip())
-        _TEMPLATES[key] = pieces
-    return _TEMPLATES[key]
-
-
-def sample_id(candidate_id: str, intent_id: str) -> str:
-    """Id of the sample built for ``candidate_id`` under ``intent_id``."""
-    return child_id(candidate_id, "sample", intent_id, label=intent_id)

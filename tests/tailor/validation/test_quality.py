@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from dataclaw.tailor.intents.registry import IntentCatalog
-from dataclaw.tailor.quality import char_rep_ratio, mentions, word_rep_ratio
-from dataclaw.tailor.validate import ValidateStage, ValidationIssue, run_validator
+from dataclaw.tailor.validation.base import ValidationIssue, run_validator
+from dataclaw.tailor.validation.quality import char_rep_ratio, mentions, word_rep_ratio
+from dataclaw.tailor.validation.stage import ValidateStage
 
-DATA = Path(__file__).parent / "data" / "smollm_responses.jsonl"
+DATA = Path(__file__).parents[1] / "data" / "smollm_responses.jsonl"
 
 
 @pytest.fixture(scope="module")
