@@ -11,14 +11,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
+from dataclaw.cli._executor import ExecutorOptions, executor_scope
+from dataclaw.cli._importers import ImportOptions, list_importers, run_import_cli
+from dataclaw.cli._options import with_options
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
-    help="EnvCraft environments: list, show, tools, call, contract, audit, graph, scenarios, synth, serve.",
+    help="EnvCraft environments: look at, poke and audit them; synthesise, import and serve them.",
 )
 _DEFAULT_ROOT = Path(".envcraft_state")
 
@@ -224,6 +226,7 @@ def contract(name: str = typer.Argument(..., help="Archetype name, import name o
 
 
 @app.command()
+@with_options(executor=ExecutorOptions)
 def audit(
     paths: Annotated[
         list[str] | None, typer.Argument(help="Environment package folders or archetype names.")
@@ -237,8 +240,7 @@ def audit(
     timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock seconds per sandboxed run."),
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
     workers: Annotated[int, typer.Option(help="Packages audited at once.")] = 1,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
+    executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
     """Audit environment packages: static AST rules + contract checks and own tests in the sandbox."""
     from dataclaw.envcraft.audit import DynamicOptions
@@ -255,7 +257,7 @@ def audit(
     opts = DynamicOptions(timeout_s=timeout, tests_timeout_s=timeout, run_tests=not no_tests, unsafe=unsafe)
     if workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
-    with executor_scope(executor, ray_address):  # each package in its own fresh sandbox workspace
+    with executor_scope(executor):  # each package in its own fresh sandbox workspace
         from functools import partial
 
         from dataclaw.envcraft.audit import audit_package
@@ -387,30 +389,28 @@ def serve(
 
 
 @app.command("import")
+@with_options(importing=ImportOptions)
 def import_(
     fmt: str = typer.Argument("auto", metavar="FORMAT", help="Importer name, or auto (the first matching)."),
     src: Path | None = typer.Argument(None, help="The published environments (a folder or file)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Library (packages + index.jsonl)."),
-    workers: int = typer.Option(1, help="Items converted at once (processes)."),
-    limit: int | None = typer.Option(None, help="Only the first N items."),
-    list_formats: bool = typer.Option(False, "--list", help="List the importers and exit."),
+    importing: ImportOptions = ImportOptions(),
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Import published environments (ClawForge, BFCL backends, τ²-bench domains) into a library folder.
 
     Each becomes a package folder ``LIB/<name>/`` on the runtime contract (run in its sandboxed env
     worker) and a row in the library index ``LIB/index.jsonl``; bad items are rejects, a rerun resumes."""
-    from dataclaw.cli.tasks import _list_importers, run_import_cli
-
-    if list_formats:
-        _list_importers("environments")
+    if importing.list_formats:
+        list_importers("environments")
         return
     if src is None or out is None:
         raise ConfigError("usage: dataclaw env import FORMAT SRC -o LIB (FORMAT may be auto)")
-    run_import_cli(fmt, src, out, "environments", unsafe=unsafe, workers=workers, limit=limit)
+    run_import_cli(fmt, src, out, "environments", importing, unsafe=unsafe)
 
 
 @app.command()
+@with_options(executor=ExecutorOptions)
 def synth(
     out: Annotated[Path, typer.Option("--out", "-o", help="Library folder (created; a rerun resumes it).")],
     scenario: Annotated[
@@ -439,8 +439,7 @@ def synth(
     workers: Annotated[int, typer.Option(help="Packages built and audited at once.")] = 1,
     timeout: float = typer.Option(300.0, "--timeout", help="Wall-clock seconds per sandboxed audit run."),
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
+    executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
     """Synthesise environments: scenario → spec → package → audit (+ self-healing) → LIB/index.jsonl.
 
@@ -471,7 +470,7 @@ def synth(
         unsafe=unsafe,
         timeout_s=timeout,
     )
-    with executor_scope(executor, ray_address), _phases() as progress:
+    with executor_scope(executor), _phases() as progress:
         rows = synthesize(out, requests, config, progress=progress)
     _synth_summary(out, rows)
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from inspect import signature
 from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,8 +17,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
+from dataclaw.cli._executor import ExecutorOptions, executor_scope
+from dataclaw.cli._options import fields_of, with_options
 from dataclaw.core.errors import ConfigError
+from dataclaw.tailor.anchors.ocr import OcrText
+from dataclaw.tailor.anchors.shots import ShotBoundaries
+from dataclaw.tailor.mining.base import MINERS, Miner
+from dataclaw.tailor.mining.lecture import LectureSegments
+from dataclaw.tailor.mining.robot import FaultWindows, Keyframes
+from dataclaw.tailor.mining.video import DynamicSegments
+from dataclaw.tailor.pipeline import IngestConfig, TailorRunConfig
 
 app = typer.Typer(no_args_is_help=True, help="Tailor: raw streams → anchors → candidates → samples.")
 
@@ -55,38 +66,90 @@ def _require_inputs(inputs: list[Path]) -> None:
         raise ConfigError(f"input not found: {', '.join(missing)}")
 
 
-# extractor and miner settings, the same on `tailor ingest` and `tailor run` (part of each anchor's and
-# candidate's producer and id: a rerun with other settings makes new ones)
-Extractors = Annotated[str | None, typer.Option(help="Comma-separated anchor extractors (default all).")]
-Miners = Annotated[str | None, typer.Option(help="Comma-separated candidate miners (default all).")]
-OcrBackend = Annotated[str, typer.Option(help="OCR backend: tesseract or rapidocr.")]
-OcrMax = Annotated[int, typer.Option(help="At most this many screens OCR'd per stream.")]
-ShotDetector = Annotated[
-    str, typer.Option(help="Shot detector (PySceneDetect): content (cuts), adaptive (cuts, robust to camera "
-                      "motion) or threshold (fades to black).")
-]  # fmt: skip
-ShotThreshold = Annotated[float, typer.Option(help="content: ContentDetector threshold.")]
-MinSceneLen = Annotated[int, typer.Option(help="Minimum shot length in frames (every detector).")]
-AdaptiveThreshold = Annotated[float, typer.Option(help="adaptive: ratio to the neighbours' mean score.")]
-MinContentVal = Annotated[float, typer.Option(help="adaptive: minimum content score of a cut.")]
-WindowWidth = Annotated[int, typer.Option(help="adaptive: frames on either side averaged.")]
-FadeThreshold = Annotated[float, typer.Option(help="threshold: mean brightness (0-255) of a fade.")]
-FaultFractions = Annotated[
-    str, typer.Option(help="Fault windows without grasp anchors: fractions of an episode.")
-]
-ObservationS = Annotated[float, typer.Option(help="Fault-window observation range, seconds.")]
-FutureS = Annotated[float, typer.Option(help="Fault-window future range, seconds.")]
-Keyframes = Annotated[int, typer.Option(help="Keyframes per robot episode.")]
-MinEnergy = Annotated[float, typer.Option(help="Dynamic segments: minimum mean motion energy.")]
-MinSlideS = Annotated[float, typer.Option(help="Lecture segments: minimum slide dwell, seconds.")]
-Settings = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        help="COMPONENT.SETTING=VALUE for any extractor or miner setting (repeatable; VALUE is YAML), "
-        "e.g. --set gui_task.keep_single=true --set proprio.min_delta=0.2.",
-    ),
-]
+def _setting(
+    component: type, name: str, help: str, *, text: Callable[[Any], Any] | None = None,
+    parse: Callable[[Any], Any] | None = None,
+) -> Any:  # fmt: skip
+    """An option for setting ``name`` of an anchor extractor or miner. Its default is the component's own
+    (its constructor's), so the option shows what the component does unasked; ``text``/``parse`` turn
+    that default into the option's value and the option's value back into the setting."""
+    default = signature(component).parameters[name].default
+    return field(
+        default=text(default) if text else default,
+        metadata={"help": help, "component": component, "setting": name, "parse": parse},
+    )
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """The extractor and miner options `tailor ingest` and `tailor run` share. Each is part of its anchors'
+    and candidates' producer and id: a rerun with other settings makes new ones."""
+
+    extractors: str | None = field(
+        default=None, metadata={"help": "Comma-separated anchor extractors (default all)."}
+    )
+    miners: str | None = field(
+        default=None, metadata={"help": "Comma-separated candidate miners (default all)."}
+    )
+    ocr_backend: str = _setting(OcrText, "backend", "OCR backend: tesseract or rapidocr.")
+    ocr_max_images: int = _setting(OcrText, "max_images", "At most this many screens OCR'd per stream.")
+    shot_detector: str = _setting(
+        ShotBoundaries, "detector", "Shot detector (PySceneDetect): content (cuts), adaptive (cuts, robust "
+        "to camera motion) or threshold (fades to black).",
+    )  # fmt: skip
+    shot_threshold: float = _setting(ShotBoundaries, "threshold", "content: ContentDetector threshold.")
+    min_scene_len: int = _setting(
+        ShotBoundaries, "min_scene_len", "Minimum shot length in frames (every detector)."
+    )
+    adaptive_threshold: float = _setting(
+        ShotBoundaries, "adaptive_threshold", "adaptive: ratio to the neighbours' mean score."
+    )
+    min_content_val: float = _setting(
+        ShotBoundaries, "min_content_val", "adaptive: minimum content score of a cut."
+    )
+    window_width: int = _setting(ShotBoundaries, "window_width", "adaptive: frames on either side averaged.")
+    fade_threshold: float = _setting(
+        ShotBoundaries, "fade_threshold", "threshold: mean brightness (0-255) of a fade."
+    )
+    fault_fractions: str = _setting(
+        FaultWindows, "fractions", "Fault windows without grasp anchors: fractions of an episode.",
+        text=lambda fractions: ",".join(str(f) for f in fractions), parse=_fractions,
+    )  # fmt: skip
+    observation_s: float = _setting(FaultWindows, "observation_s", "Fault-window observation range, seconds.")
+    future_s: float = _setting(FaultWindows, "future_s", "Fault-window future range, seconds.")
+    keyframes: int = _setting(Keyframes, "k", "Keyframes per robot episode.")
+    min_energy: float = _setting(
+        DynamicSegments, "min_energy", "Dynamic segments: minimum mean motion energy."
+    )
+    min_slide_s: float = _setting(LectureSegments, "min_s", "Lecture segments: minimum slide dwell, seconds.")
+    setting: list[str] | None = field(
+        default=None,
+        metadata={
+            "flags": ("--set",),
+            "help": "COMPONENT.SETTING=VALUE for any extractor or miner setting (repeatable; VALUE is YAML), "
+            "e.g. --set gui_task.keep_single=true --set proprio.min_delta=0.2.",
+        },
+    )
+
+    def config(self, workers: int) -> IngestConfig:
+        """The IngestConfig these options say (``--set`` wins over the named options)."""
+        extractor_config: dict[str, dict[str, Any]] = {}
+        miner_config: dict[str, dict[str, Any]] = {}
+        for f in fields(self):
+            component = f.metadata.get("component")
+            if component is not None:
+                target = miner_config if issubclass(component, Miner) else extractor_config
+                value, parse = getattr(self, f.name), f.metadata["parse"]
+                target.setdefault(component.name, {})[f.metadata["setting"]] = (
+                    parse(value) if parse else value
+                )
+        for name, values in _settings(self.setting).items():
+            target = miner_config if name in MINERS.names() else extractor_config
+            target.setdefault(name, {}).update(values)
+        return IngestConfig(
+            extractors=_names(self.extractors), miners=_names(self.miners), extractor_config=extractor_config,
+            miner_config=miner_config, workers=workers,
+        )  # fmt: skip
 
 
 def _settings(pairs: list[str] | None) -> dict[str, dict[str, Any]]:
@@ -106,65 +169,14 @@ def _settings(pairs: list[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _ingest_config(
-    workers: int, extractors: str | None, miners: str | None, settings: list[str] | None, **o: Any
-) -> Any:
-    """The IngestConfig of the shared extractor/miner options (``--set`` wins over the named ones)."""
-    from dataclaw.tailor.ingest import IngestConfig
-    from dataclaw.tailor.mine import MINERS
-
-    extractor_config: dict[str, dict[str, Any]] = {
-        "shots": {
-            "detector": o["shot_detector"], "threshold": o["shot_threshold"],
-            "min_scene_len": o["min_scene_len"],
-            "adaptive_threshold": o["adaptive_threshold"], "min_content_val": o["min_content_val"],
-            "window_width": o["window_width"], "fade_threshold": o["fade_threshold"],
-        },
-        "ocr": {"backend": o["ocr_backend"], "max_images": o["ocr_max_images"]},
-    }  # fmt: skip
-    miner_config: dict[str, dict[str, Any]] = {
-        "fault_window": {
-            "fractions": _fractions(o["fault_fractions"]), "observation_s": o["observation_s"],
-            "future_s": o["future_s"],
-        },
-        "keyframes": {"k": o["keyframes"]},
-        "dynamic_segment": {"min_energy": o["min_energy"]},
-        "lecture_segment": {"min_s": o["min_slide_s"]},
-    }  # fmt: skip
-    for name, values in _settings(settings).items():
-        target = miner_config if name in MINERS.names() else extractor_config
-        target.setdefault(name, {}).update(values)
-    return IngestConfig(
-        extractors=_names(extractors), miners=_names(miners), extractor_config=extractor_config,
-        miner_config=miner_config, workers=workers,
-    )  # fmt: skip
-
-
 @app.command("ingest")
+@with_options(config=fields_of(IngestConfig, "workers"), ingest=IngestOptions, executor=ExecutorOptions)
 def ingest(
     inputs: Annotated[list[Path], typer.Argument(help="Dataset folders, recordings, videos, slide decks.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; reruns resume).")],
-    workers: Annotated[int, typer.Option(help="Processes for anchors and mining.")] = 2,
-    extractors: Extractors = None,
-    miners: Miners = None,
-    ocr_backend: OcrBackend = "tesseract",
-    ocr_max_images: OcrMax = 16,
-    shot_detector: ShotDetector = "content",
-    shot_threshold: ShotThreshold = 27.0,
-    min_scene_len: MinSceneLen = 15,
-    adaptive_threshold: AdaptiveThreshold = 3.0,
-    min_content_val: MinContentVal = 15.0,
-    window_width: WindowWidth = 2,
-    fade_threshold: FadeThreshold = 12.0,
-    fault_fractions: FaultFractions = "0.35,0.5,0.65",
-    observation_s: ObservationS = 3.0,
-    future_s: FutureS = 3.0,
-    keyframes: Keyframes = 20,
-    min_energy: MinEnergy = 0.015,
-    min_slide_s: MinSlideS = 5.0,
-    setting: Settings = None,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
+    config: dict[str, Any],
+    ingest: IngestOptions,
+    executor: ExecutorOptions,
     plugin: Plugins = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
@@ -172,17 +184,11 @@ def ingest(
     _require_inputs(inputs)
     _plugins(plugin)
     from dataclaw.core.progress import progress_bar
-    from dataclaw.tailor.ingest import ingest as run_ingest
+    from dataclaw.tailor.pipeline import ingest as run_ingest
 
-    config = _ingest_config(
-        workers, extractors, miners, setting, ocr_backend=ocr_backend, ocr_max_images=ocr_max_images,
-        shot_detector=shot_detector, shot_threshold=shot_threshold, min_scene_len=min_scene_len,
-        adaptive_threshold=adaptive_threshold, min_content_val=min_content_val, window_width=window_width,
-        fade_threshold=fade_threshold, fault_fractions=fault_fractions, observation_s=observation_s,
-        future_s=future_s, keyframes=keyframes, min_energy=min_energy, min_slide_s=min_slide_s,
-    )  # fmt: skip
-    with executor_scope(executor, ray_address):
-        summary = run_ingest(inputs, out, config, progress=progress_bar)
+    ingest_config = ingest.config(config["workers"])
+    with executor_scope(executor):
+        summary = run_ingest(inputs, out, ingest_config, progress=progress_bar)
     if as_json:
         typer.echo(json.dumps(summary.to_dict()))
         return
@@ -214,7 +220,7 @@ def inspect(
 ) -> None:
     """Counts, a per-stream summary, sample candidates (with why) and the rejects of a Tailor run."""
     from dataclaw.core.store import RunStore
-    from dataclaw.tailor.ingest import CANDIDATES, summarize
+    from dataclaw.tailor.pipeline import CANDIDATES, summarize
 
     if not (run / "streams.jsonl").is_file() and not (run / "rejects.jsonl").is_file():
         raise ConfigError(f"{run} is not a Tailor run directory (no streams.jsonl or rejects.jsonl)")
@@ -253,7 +259,7 @@ def inspect(
 
 def _stream_rows(store: Any, rejects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One summary row per stream: anchors and candidates by kind, and its reject if any."""
-    from dataclaw.tailor.ingest import ANCHORS, CANDIDATES, STREAMS
+    from dataclaw.tailor.pipeline import ANCHORS, CANDIDATES, STREAMS
 
     anchors: dict[str, Counter[str]] = defaultdict(Counter)
     for a in store.records(ANCHORS):
@@ -314,16 +320,22 @@ def export(
         typer.echo(f"  left out: {count} {reason} (see rejects.jsonl)")
 
 
+_RUN_OPTIONS = fields_of(
+    TailorRunConfig, "seed", "concurrency", "workers", "codec", "crf", "max_media_gb", "max_candidates",
+    "max_per_kind", "export",
+)  # fmt: skip
+
+
 @app.command("run")
+@with_options(
+    wanted=fields_of(TailorRunConfig, "intents", "request"), config=_RUN_OPTIONS, ingest=IngestOptions,
+    executor=ExecutorOptions,
+)  # fmt: skip
 def run(
     inputs: Annotated[list[Path], typer.Argument(help="Dataset folders, recordings, videos, slide decks.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; reruns resume).")],
-    intent: Annotated[
-        list[str] | None, typer.Option("--intent", "-i", help="Intent id or intent file (repeatable).")
-    ] = None,
-    request: Annotated[
-        str | None, typer.Option("--request", "-r", help="Free-text request resolved to intents.")
-    ] = None,
+    *,
+    wanted: dict[str, Any],
     model: Annotated[str | None, typer.Option(help="Model string (omni, or the expert default).")] = (
         "local:smollm2-135m"
     ),
@@ -331,42 +343,8 @@ def run(
         list[str] | None, typer.Option(help="DOMAIN=MODEL: expert routing, one per domain (repeatable).")
     ] = None,
     route: Annotated[Path | None, typer.Option(help="Routing config file (YAML): omni or expert.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of GUI fragment shuffling and distractors.")] = 0,
-    concurrency: Annotated[int, typer.Option(help="Model calls in flight.")] = 16,
-    workers: Annotated[int, typer.Option(help="Processes for ingest and materialisation.")] = 2,
-    extractors: Extractors = None,
-    miners: Miners = None,
-    ocr_backend: OcrBackend = "tesseract",
-    ocr_max_images: OcrMax = 16,
-    shot_detector: ShotDetector = "content",
-    shot_threshold: ShotThreshold = 27.0,
-    min_scene_len: MinSceneLen = 15,
-    adaptive_threshold: AdaptiveThreshold = 3.0,
-    min_content_val: MinContentVal = 15.0,
-    window_width: WindowWidth = 2,
-    fade_threshold: FadeThreshold = 12.0,
-    fault_fractions: FaultFractions = "0.35,0.5,0.65",
-    observation_s: ObservationS = 3.0,
-    future_s: FutureS = 3.0,
-    keyframes: Keyframes = 20,
-    min_energy: MinEnergy = 0.015,
-    min_slide_s: MinSlideS = 5.0,
-    setting: Settings = None,
-    codec: Annotated[
-        str,
-        typer.Option(
-            help="Clips: h264 (visually lossless yuv420p, CRF 18, plays in browsers), lossless "
-            "(RGB H.264, frame-exact) or ffv1 (frame-exact, .mkv)."
-        ),
-    ] = "h264",
-    crf: Annotated[
-        int | None, typer.Option(help="h264 constant rate factor (default 18; lower = bigger).")
-    ] = None,
-    max_media_gb: Annotated[
-        float | None, typer.Option(help="Refuse before writing when the clips are estimated above this size.")
-    ] = None,
-    max_candidates: Annotated[int | None, typer.Option(help="Use at most this many candidates.")] = None,
-    max_per_kind: Annotated[int | None, typer.Option(help="At most this many candidates per kind.")] = None,
+    config: dict[str, Any],
+    ingest: IngestOptions,
     images: Annotated[bool, typer.Option(help="Send sampled frames to vision models.")] = True,
     send_images: Annotated[
         str,
@@ -377,11 +355,7 @@ def run(
             "never: text only (same as --no-images).",
         ),
     ] = "always",
-    export_format: Annotated[
-        str | None, typer.Option("--export", help="jsonl | llamafactory | hf | none")
-    ] = "jsonl",
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
+    executor: ExecutorOptions,
     plugin: Plugins = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
@@ -394,29 +368,20 @@ def run(
     from dataclaw.tailor.intents.registry import IntentCatalog
 
     catalog = IntentCatalog.builtin()
-    for name in intent or []:  # a typo fails now, not after the whole ingest
+    for name in wanted["intents"]:  # a typo fails now, not after the whole ingest
         catalog.resolve(name)
     from dataclaw.models.ledger import render_summary
-    from dataclaw.tailor.route import RouteConfig
-    from dataclaw.tailor.run import TailorRunConfig, tailor_run
+    from dataclaw.tailor.pipeline import tailor_run
+    from dataclaw.tailor.synthesis.route import RouteConfig
 
     routing = RouteConfig.from_file(route) if route else RouteConfig.from_cli(model, expert)
-    ingest_config = _ingest_config(
-        workers, extractors, miners, setting, ocr_backend=ocr_backend, ocr_max_images=ocr_max_images,
-        shot_detector=shot_detector, shot_threshold=shot_threshold, min_scene_len=min_scene_len,
-        adaptive_threshold=adaptive_threshold, min_content_val=min_content_val, window_width=window_width,
-        fade_threshold=fade_threshold, fault_fractions=fault_fractions, observation_s=observation_s,
-        future_s=future_s, keyframes=keyframes, min_energy=min_energy, min_slide_s=min_slide_s,
-    )  # fmt: skip
-    config = TailorRunConfig(
-        route=routing, intents=list(intent or []), request=request, seed=seed, concurrency=concurrency,
-        workers=workers, ingest=ingest_config, codec=codec, crf=crf, max_media_gb=max_media_gb,
-        export=None if export_format in (None, "none") else export_format,
+    run_config = TailorRunConfig(
+        **wanted, **{**config, "export": None if config["export"] in (None, "none") else config["export"]},
+        route=routing, ingest=ingest.config(config["workers"]),
         send_images=images and send_images != "never", drop_images=send_images == "auto",
-        max_candidates=max_candidates, max_per_kind=max_per_kind,
     )  # fmt: skip
-    with executor_scope(executor, ray_address):
-        summary = tailor_run(inputs, out, config, progress=progress_bar)
+    with executor_scope(executor):
+        summary = tailor_run(inputs, out, run_config, progress=progress_bar)
     if as_json:
         typer.echo(json.dumps(summary, default=str))
         return

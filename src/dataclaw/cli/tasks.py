@@ -12,17 +12,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from dataclaw.cli._executor import ExecutorName, RayAddress, executor_scope
+from dataclaw.cli._executor import ExecutorOptions, executor_scope
+from dataclaw.cli._importers import ImportOptions, list_importers, run_import_cli
+from dataclaw.cli._options import with_options
+from dataclaw.cli._summary import console, stage_summary
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.export.cli import export_command
 from dataclaw.sandbox import SandboxPolicy
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
 app = typer.Typer(no_args_is_help=True, help="EnvCraft tasks: tool chains → verifiable RL tasks.")
-console = Console()
 
 
 def _graphs(envs: list[str], graph_files: list[Path], modules: dict[str, str] | None = None) -> list:  # type: ignore[type-arg]
@@ -39,30 +40,6 @@ def _graphs(envs: list[str], graph_files: list[Path], modules: dict[str, str] | 
         if modules is not None and not getattr(pkg, "builtin", True):
             modules[out[-1].env] = str(pkg.folder)
     return out
-
-
-# EnvCraft Table 2: data entries kept after quality auditing, out of the raw candidates
-PAPER_RAW, PAPER_KEPT = 35_464, 19_777
-
-
-def _summary(rows: list[tuple[str, int, int, dict[str, int]]], *, paper: bool = False) -> None:
-    """Per stage raw → kept, pass rate and reject reasons. ``paper``: a task synthesis summary, so the
-    end-to-end rate is shown next to the paper's (Table 2 counts synthesised candidates kept after
-    auditing; it says nothing about audits, calibrations or samples of other task sets)."""
-    raw, kept = (rows[0][1], rows[-1][2]) if rows else (0, 0)
-    overall = f"{kept}/{raw} = {kept / raw:.1%}" if raw else "-"
-    caption = f"end to end {overall}"
-    if paper:
-        caption += f" · paper (Table 2, after auditing) {PAPER_RAW:,} → {PAPER_KEPT:,} = "
-        caption += f"{PAPER_KEPT / PAPER_RAW:.1%}"
-    table = Table(title="tasks pipeline", caption=caption)
-    for col in ("stage", "raw", "kept", "pass rate", "reject reasons"):
-        table.add_column(col)
-    for stage, raw, kept, reasons in rows:
-        rate = f"{kept / raw:.1%}" if raw else "-"
-        why = ", ".join(f"{k}={v}" for k, v in sorted(reasons.items(), key=lambda x: -x[1]))
-        table.add_row(stage, str(raw), str(kept), rate, why)
-    console.print(table)
 
 
 @app.command("sample")
@@ -117,7 +94,7 @@ def sample(
     console.print(f"chains: {len(chains)} sampled, {added} new in {out / 'chains.jsonl'}")
     console.print_json(data=stats)
     short = {"duplicate_or_no_write_end": n - len(chains)} if n > len(chains) else {}
-    _summary([("chains", n, len(chains), short)])
+    stage_summary([("chains", n, len(chains), short)])
 
 
 @contextlib.contextmanager
@@ -202,7 +179,7 @@ def synth(
             ("tasks", len(grounded), len(tasks), _reasons(store, "tasks", grounded_ids)),
         ]
         store.update_manifest(tasks={"model": model, "chains": len(chains), "tasks": len(tasks)})
-    _summary(rows, paper=True)
+    stage_summary(rows, paper=True)
 
 
 def _reasons(store: object, stage: str, ids: set[str]) -> dict[str, int]:
@@ -273,6 +250,7 @@ def _num(x: float | None) -> str:
 
 
 @app.command("audit")
+@with_options(executor=ExecutorOptions)
 def audit(
     tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
     out: Annotated[
@@ -288,8 +266,7 @@ def audit(
     ] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any task fails.")] = False,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
+    executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
     """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), any task by the LLM rubric.
 
@@ -310,7 +287,7 @@ def audit(
     if not loaded.tasks and not loaded.broken:
         raise ConfigError(f"no tasks found in {tasks}")
     run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
-    with executor_scope(executor, ray_address), RunStore(run) as store:
+    with executor_scope(executor), RunStore(run) as store:
         before = store.stage("code_audit").ids()
         t0 = time.perf_counter()
         with progress_bar("audit") as bar:
@@ -334,7 +311,7 @@ def audit(
                 with progress_bar("rubric") as bar:
                     verdicts = asyncio.run(rubric_tasks(chat, loaded.tasks, store, progress=bar))
             kept = sum(v["qualified"] for v in verdicts)
-            _summary(
+            stage_summary(
                 [("rubric", len(loaded.tasks), kept, _reasons(store, "rubric", {v["id"] for v in verdicts}))]
             )
             failed += len(loaded.tasks) - kept
@@ -455,6 +432,7 @@ def _audit_summary(
 
 
 @app.command("rollout")
+@with_options(executor=ExecutorOptions)
 def rollout(
     tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (reruns resume).")],
@@ -478,8 +456,7 @@ def rollout(
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     strict_calls: Annotated[bool, typer.Option(help="An invalid tool call ends the rollout.")] = False,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
+    executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
     """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``.
 
@@ -498,7 +475,7 @@ def rollout(
         max_turns, timeout, max_tokens, strict_calls, **sampling, logprobs=logprobs, token_ids=token_ids
     )
     loaded = load_task_source(tasks, limit)
-    with executor_scope(executor, ray_address), RunStore(out) as store, _usage(store) as ledger:
+    with executor_scope(executor), RunStore(out) as store, _usage(store) as ledger:
         broken = _unloadable(loaded, store, "rollouts", tasks)
         chat = _run_model(model, out, ledger)
         with progress_bar("rollouts") as bar:
@@ -527,6 +504,7 @@ def rollout(
 
 
 @app.command("calibrate")
+@with_options(executor=ExecutorOptions)
 def calibrate(
     tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (reruns resume).")],
@@ -541,8 +519,7 @@ def calibrate(
     concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
-    executor: ExecutorName = "local",
-    ray_address: RayAddress = None,
+    executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
     """Difficulty calibration: k rollouts per task, keep 0 < p < 1; verifier failures go to repair."""
     import asyncio
@@ -558,7 +535,7 @@ def calibrate(
         raise ConfigError(str(exc)) from None
     config = _rollout_config(max_turns, timeout, 4096, False)
     loaded = load_task_source(tasks, limit)
-    with executor_scope(executor, ray_address), RunStore(out) as store, _usage(store) as ledger:
+    with executor_scope(executor), RunStore(out) as store, _usage(store) as ledger:
         broken = _unloadable(loaded, store, "calibration", tasks)
         chat = _run_model(model, out, ledger)
         fixer = _run_model(repair_model, out, ledger) if repair_model else None
@@ -584,7 +561,7 @@ def calibrate(
     repaired = sum(1 for r in rows if (r.get("repair") or {}).get("ok"))
     if repaired:
         reasons["repaired (see repaired_tasks.jsonl)"] = repaired
-    _summary([("calibration", len(rows) + len(broken), kept, reasons)])
+    stage_summary([("calibration", len(rows) + len(broken), kept, reasons)])
 
 
 @app.command("claw-synth")
@@ -633,7 +610,7 @@ def claw_synth(
         gen_reasons = Counter(r["reason"] for r in store.rejects("claw_generate"))
     passed = sum(r["passed"] for r in rows)
     audit_reasons = Counter(str(c["reason"]) for r in rows for c in r["checks"] if not c["passed"])
-    _summary(
+    stage_summary(
         [
             ("claw_generate", len(recs), len(ids), gen_reasons),
             ("code_audit", len(ids), passed, audit_reasons),
@@ -648,63 +625,25 @@ def claw_synth(
 _FORMAT_HELP = "Importer name (see `dataclaw tasks import --list`), or auto: the first whose format matches."
 
 
-def run_import_cli(fmt: str, src: Path, out: Path, produce: str, *, unsafe: bool, workers: int,
-                   limit: int | None, options: dict[str, Any] | None = None) -> None:  # fmt: skip
-    """``tasks import`` and ``env import``: run the importer with a progress bar, print the summary (items,
-    imported, resumed, reject reasons with the first messages). Exit 1 when nothing could be imported."""
-    from dataclaw.core.progress import progress_bar
-    from dataclaw.envcraft.importers import Produces, run_import
-
-    if workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {workers}")
-    with progress_bar(f"import {fmt}") as bar:
-        s = run_import(
-            fmt, src, out, Produces(produce), policy=SandboxPolicy(unsafe=unsafe), workers=workers,
-            limit=limit, progress=bar, options=options,
-        )  # fmt: skip
-    _summary([(f"import {s.format} → {s.produce}", s.items, s.imported, s.rejects)])
-    for line in s.reject_messages[:10]:
-        console.print(f"reject: {line}", markup=False, highlight=False)
-    if len(s.reject_messages) > 10:
-        console.print(f"… {len(s.reject_messages) - 10} more in {out / 'rejects.jsonl'}")
-    resumed = f" ({s.resumed} done by an earlier run)" if s.resumed else ""
-    console.print(f"{s.produce}: {s.records} records in {out / s.file}{resumed}")
-    if s.items and not s.imported:
-        raise typer.Exit(1)
-
-
-def _list_importers(produce: str) -> None:
-    from dataclaw.envcraft.importers import IMPORTERS
-
-    table = Table(title="importers")
-    for col in ("format", "makes", "description"):
-        table.add_column(col)
-    for name, cls in IMPORTERS.items():
-        if produce in cls.produces:
-            table.add_row(name, ", ".join(sorted(p.value for p in cls.produces)), cls.description)
-    console.print(table)
-
-
 @app.command("import")
+@with_options(importing=ImportOptions)
 def import_(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=_FORMAT_HELP)] = "auto",
     src: Annotated[Path | None, typer.Argument(help="The published task set (a folder or file).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (reruns resume).")] = None,
-    workers: Annotated[int, typer.Option(help="Items converted at once (processes).")] = 1,
-    limit: Annotated[int | None, typer.Option(help="Only the first N items.")] = None,
-    list_formats: Annotated[bool, typer.Option("--list", help="List the importers and exit.")] = False,
+    importing: ImportOptions = ImportOptions(),
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Import a published task set (PinchBench, BFCL-v3, τ²-bench …) as task records: ``RUN/tasks.jsonl``.
 
     Every later command reads the run: tasks audit, calibrate, rollout, export, the viewer. One reject
     per bad item (``rejects.jsonl``); a rerun resumes."""
-    if list_formats:
-        _list_importers("tasks")
+    if importing.list_formats:
+        list_importers("tasks")
         return
     if src is None or out is None:
         raise ConfigError("usage: dataclaw tasks import FORMAT SRC -o RUN (FORMAT may be auto)")
-    run_import_cli(fmt, src, out, "tasks", unsafe=unsafe, workers=workers, limit=limit)
+    run_import_cli(fmt, src, out, "tasks", importing, unsafe=unsafe)
 
 
 # the export command lives with the exporters (dataclaw/envcraft/export)

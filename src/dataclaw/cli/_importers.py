@@ -1,0 +1,64 @@
+"""What ``dataclaw env import`` and ``dataclaw tasks import`` share: their options, the run with a
+progress bar and its summary, and the list of importers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from dataclaw.cli._summary import console, stage_summary
+from dataclaw.core.errors import ConfigError
+from dataclaw.sandbox import SandboxPolicy
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """How an import runs."""
+
+    workers: int = field(default=1, metadata={"help": "Items converted at once (processes)."})
+    limit: int | None = field(default=None, metadata={"help": "Only the first N items."})
+    list_formats: bool = field(
+        default=False, metadata={"flags": ("--list",), "help": "List the importers and exit."}
+    )
+
+
+def run_import_cli(
+    fmt: str, src: Path, out: Path, produce: str, options: ImportOptions, *, unsafe: bool
+) -> None:
+    """Run the importer with a progress bar, print the summary (items, imported, resumed, reject reasons
+    with the first messages). Exit 1 when nothing could be imported."""
+    from dataclaw.core.progress import progress_bar
+    from dataclaw.envcraft.importers import Produces, run_import
+
+    if options.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {options.workers}")
+    with progress_bar(f"import {fmt}") as bar:
+        s = run_import(
+            fmt, src, out, Produces(produce), policy=SandboxPolicy(unsafe=unsafe), workers=options.workers,
+            limit=options.limit, progress=bar,
+        )  # fmt: skip
+    stage_summary([(f"import {s.format} → {s.produce}", s.items, s.imported, s.rejects)])
+    for line in s.reject_messages[:10]:
+        console.print(f"reject: {line}", markup=False, highlight=False)
+    if len(s.reject_messages) > 10:
+        console.print(f"… {len(s.reject_messages) - 10} more in {out / 'rejects.jsonl'}")
+    resumed = f" ({s.resumed} done by an earlier run)" if s.resumed else ""
+    console.print(f"{s.produce}: {s.records} records in {out / s.file}{resumed}")
+    if s.items and not s.imported:
+        raise typer.Exit(1)
+
+
+def list_importers(produce: str) -> None:
+    """The importers that make ``produce`` (tasks or environments)."""
+    from dataclaw.envcraft.importers import IMPORTERS
+
+    table = Table(title="importers")
+    for col in ("format", "makes", "description"):
+        table.add_column(col)
+    for name, cls in IMPORTERS.items():
+        if produce in cls.produces:
+            table.add_row(name, ", ".join(sorted(p.value for p in cls.produces)), cls.description)
+    console.print(table)
