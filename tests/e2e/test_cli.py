@@ -33,6 +33,38 @@ def test_help_lists_command_groups():
     assert listed == {*GROUPS, *COMMANDS}
 
 
+def _rows(panel: str) -> dict[str, str]:
+    """The rows of a help panel, ``name → description`` with the wrapped lines joined."""
+    rows: dict[str, str] = {}
+    name = None
+    for line in panel.splitlines():
+        m = re.match(r"^│ ([a-z][\w-]*)?\s+(.*?)\s*│$", line)
+        if not m:
+            continue
+        name = m.group(1) or name
+        if name:
+            rows[name] = f"{rows.get(name, '')} {m.group(2)}".strip()
+    return rows
+
+
+def test_help_names_every_command_of_every_group():
+    """`dataclaw --help` names each command of the app, and each group's row lists all its commands."""
+    import typer.main
+
+    from dataclaw.cli.app import _register, app
+
+    _register()
+    root = typer.main.get_command(app)
+    rows = _rows(dataclaw("--help").stdout)
+    assert set(rows) == set(root.commands)  # type: ignore[attr-defined]
+    for name, command in root.commands.items():  # type: ignore[attr-defined]
+        sub = getattr(command, "commands", None)
+        if sub is None:
+            continue
+        listed = rows[name].rsplit("Commands:", 1)[-1].rstrip(".").replace(" ", "").split(",")
+        assert listed == list(sub), f"dataclaw --help lists {listed} for {name}, which has {list(sub)}"
+
+
 def test_envcraft_is_an_alias_of_dataclaw_env():
     alias, env = dataclaw("--help", script="envcraft"), dataclaw("env", "--help")
     assert env.returncode == 0 and "Usage: dataclaw env" in env.stdout  # not two equal empty outputs

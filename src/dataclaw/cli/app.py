@@ -1,4 +1,7 @@
-"""``dataclaw`` entry point. Command groups are registered in :data:`GROUPS` (name → module with ``app``)."""
+"""``dataclaw`` entry point. Command groups are registered in :data:`GROUPS` (name → module with ``app``).
+
+Each group declares its help once, on its own ``typer.Typer(help=...)``; ``dataclaw --help`` shows it with
+the group's commands listed after it, so the top-level help names every command."""
 
 from __future__ import annotations
 
@@ -9,24 +12,19 @@ import signal
 import sys
 
 import typer
+from typer.main import get_command_name
 
 from dataclaw import __version__
 from dataclaw.core.errors import DataclawError
 
-# name -> (module, help). Each module exposes a typer ``app``.
-GROUPS: dict[str, tuple[str, str]] = {
-    "models": ("dataclaw.cli.models", "Check models, list backends, show a run's model usage."),
-    "tailor": (
-        "dataclaw.cli.tailor",
-        "Tailor: ingest, inspect, intents, run, export (raw streams → training samples).",
-    ),
-    "sandbox": ("dataclaw.sandbox.cli", "Run untrusted code in the bubblewrap sandbox; check that it works."),
-    "env": ("dataclaw.cli.env", "EnvCraft environments: list, show, tools, call, contract, audit, graph."),
-    "tasks": (
-        "dataclaw.cli.tasks",
-        "EnvCraft tasks: sample chains, synthesise, audit, calibrate, roll out; claw workspace tasks.",
-    ),
-    "train": ("dataclaw.cli.train", "Train on dataclaw data: TRL GRPO and SFT in the trainer's own venv."),
+# name -> module exposing a typer ``app`` (whose help is the group's).
+GROUPS: dict[str, str] = {
+    "models": "dataclaw.cli.models",
+    "tailor": "dataclaw.cli.tailor",
+    "sandbox": "dataclaw.sandbox.cli",
+    "env": "dataclaw.cli.env",
+    "tasks": "dataclaw.cli.tasks",
+    "train": "dataclaw.cli.train",
 }
 # top-level commands: name -> module exposing a function of the same name.
 COMMANDS: dict[str, str] = {"quickstart": "dataclaw.cli.quickstart", "view": "dataclaw.cli.view"}
@@ -63,8 +61,16 @@ def _register() -> None:
     """Attach COMMANDS and GROUPS to the root app, once per process (tests call :func:`_run` many times)."""
     for name, module in COMMANDS.items():
         app.command(name)(getattr(importlib.import_module(module), name))
-    for name, (module, help_) in GROUPS.items():
-        app.add_typer(importlib.import_module(module).app, name=name, help=help_)
+    for name, module in GROUPS.items():
+        group = importlib.import_module(module).app
+        app.add_typer(group, name=name, short_help=listing(group))
+
+
+def listing(group: typer.Typer) -> str:
+    """A group's row in ``dataclaw --help``: its help, then every command it has."""
+    names = [c.name or get_command_name(c.callback.__name__) for c in group.registered_commands]  # type: ignore[union-attr]
+    names += [g.name for g in group.registered_groups if g.name]
+    return f"{group.info.help} Commands: {', '.join(names)}."
 
 
 _signalled: list[int] = []

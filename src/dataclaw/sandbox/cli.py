@@ -17,7 +17,11 @@ from dataclaw.sandbox.bwrap import sandbox_available
 from dataclaw.sandbox.runner import run as sandbox_run
 from dataclaw.sandbox.types import UNSAFE_FLAG, Limits, SandboxPolicy
 
-app = typer.Typer(no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Run untrusted code in the bubblewrap sandbox; check that it works.",
+)
 
 UNSAFE_OPTION = typer.Option(
     UNSAFE_FLAG,
