@@ -518,40 +518,55 @@ def _state_with_distractors(state: Any, distractors: list[Any]) -> str:
 
 
 def _task_render(rec: Rec, ctx: Ctx) -> str:
-    meta = _d(rec.get("metadata"))
+    from dataclaw.envcraft.runtime.task import TaskRowError, ToolTask
+
     out = ctx.lineage(rec)
-    out += kv(
-        [
-            ("environment", ctx.env_link(_env_of(rec))),
-            ("scenario", esc(rec.get("scenario_id"))),
-            ("persona", esc(_d(rec.get("persona")).get("description"))),
-            ("instruction", esc(rec.get("instruction"))),
-        ]
-    )
-    out += (
-        "<h2>User turns</h2><ol class=turns>"
-        + "".join(f"<li>{esc(t)}</li>" for t in _l(rec.get("user_turns")))
-        + "</ol>"
-    )
-    grounded = ctx.run.record("grounded", _s(meta.get("grounded_id"))) or {}
-    out += "<h2>Initial state S0</h2>" + _state_with_distractors(
-        rec.get("initial_state"), _l(grounded.get("added_distractors"))
-    )
-    out += "<h2>Verifier</h2>" + _verifier(rec.get("verifier")) + _proof(_d(meta.get("verifier_check")))
-    gold = _l(rec.get("gold_chain"))
-    out += "<h2>Gold chain</h2>" + table(
-        ["#", "tool", "params"],
-        [
-            [esc(i), esc(_d(g).get("tool")), f"<code>{esc(short(_d(g).get('params'), 300))}</code>"]
-            for i, g in enumerate(gold)
-        ],
-    )
+    try:
+        task = ToolTask.from_row(rec)
+    except TaskRowError as exc:  # a row that is no tool task (or a claw task's): say so, show the row
+        out += f"<p class=bad>{esc(exc)}</p>"
+    else:
+        out += _tool_task_body(task, ctx)
     for stage in ("rubric", "calibration", "code_audit"):
         r = ctx.run.record(stage, _s(rec.get("id")))
         if r is not None:
             out += f"<h2>{esc(stage)}</h2>" + ctx.link(stage, r, "open") + json_block(r, open_=False)
     out += ctx.children(rec, "rollouts", "task_id")
     return out + json_block(rec, open_=False)
+
+
+def _tool_task_body(task: Any, ctx: Ctx) -> str:
+    """A :class:`~dataclaw.envcraft.runtime.task.ToolTask`: environment, text, S0, verifier, gold chain."""
+    meta = task.metadata
+    out = kv(
+        [
+            ("environment", ctx.env_link(task.env)),
+            ("scenario", esc(task.scenario_id)),
+            ("persona", esc(_d(task.persona).get("description"))),
+            ("instruction", esc(task.instruction)),
+        ]
+    )
+    out += (
+        "<h2>User turns</h2><ol class=turns>"
+        + "".join(f"<li>{esc(t)}</li>" for t in task.user_turns)
+        + "</ol>"
+    )
+    grounded = ctx.run.record("grounded", _s(meta.get("grounded_id"))) or {}
+    out += "<h2>Initial state S0</h2>" + _state_with_distractors(
+        task.initial_state, _l(grounded.get("added_distractors"))
+    )
+    out += "<h2>Verifier</h2>" + _verifier(task.verifier) + _proof(_d(meta.get("verifier_check")))
+    return (
+        out
+        + "<h2>Gold chain</h2>"
+        + table(
+            ["#", "tool", "params"],
+            [
+                [esc(i), esc(_d(g).get("tool")), f"<code>{esc(short(_d(g).get('params'), 300))}</code>"]
+                for i, g in enumerate(task.gold_chain)
+            ],
+        )
+    )
 
 
 register(

@@ -63,7 +63,7 @@ def main() -> None:
     # the gold chain as the model would write it, parsed by TRL's parser and dispatched as TRL's tool loop
     # does (``tool_dict[name](**function["arguments"])``)
     observations = []
-    for step in task["gold_chain"]:
+    for step in task.gold_chain:
         name = step["tool"].replace(".", "__")
         text = (
             f"<tool_call>\n{json.dumps({'name': name, 'arguments': step['params']})}\n</tool_call><|im_end|>"

@@ -78,7 +78,7 @@ def test_distractors_are_near_duplicates_and_the_verifier_guards_them() -> None:
     assert check["gold"] == 1.0 and check["initial"] < 1.0
     guard = [a for a in verifier["assertions"] if a["why"] == "distractor"]
     assert [a["path"] for a in guard] == [f"/tickets/{d['id']}" for d in aug["added_distractors"]]
-    task = {**_task(aug), "env": TICKETS, "verifier": verifier}
+    task = {**_task(aug), "id": "task:twin", "env": TICKETS, "verifier": verifier}
     assert replay_task(task)["score"] == 1.0
     # the same update applied to the twin instead of the named ticket fails the task
     wrong = [dict(c, params={**c["params"], "ticket_id": twin}) for c in task["gold_chain"]]

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 from dataclaw import __version__
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.export.episode import MANIFEST, REWARD_MODES, TASKS_FILE
+from dataclaw.envcraft.runtime.task import CLAW_KIND, TaskRowError, ToolTask, read_task_rows, write_tool_tasks
 
-REQUIRED = ("id", "env", "scenario_id", "initial_state", "verifier")
 RESERVED_METHODS = frozenset({"reset", "get_reward"})
 
 
@@ -30,13 +30,7 @@ class ExportError(ConfigError):
     """The task set cannot be exported as asked (one clear line: which input, what is wrong)."""
 
 
-def group_of(task: dict[str, Any]) -> str:
-    """The environment group a task runs in (``env``, ``a+b`` for a cross-environment task)."""
-    envs = task.get("envs")
-    return "+".join(envs) if envs and len(envs) > 1 else str(task["env"])
-
-
-def read_tasks(path: str | Path) -> tuple[Path, list[dict[str, Any]]]:
+def read_tasks(path: str | Path) -> tuple[Path, list[ToolTask]]:
     """Tool tasks from a ``tasks.jsonl`` (or a run folder holding one), checked for the keys an export
     needs; claw workspace tasks are refused (they run in a sandboxed workspace, not a session)."""
     src = Path(path)
@@ -45,43 +39,36 @@ def read_tasks(path: str | Path) -> tuple[Path, list[dict[str, Any]]]:
     if not src.is_file():
         raise ExportError(f"{path}: no tasks file (give a tasks.jsonl or a run folder holding one)")
     tasks = []
-    for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            raise ExportError(f"{src}:{n}: not JSON ({exc})") from None
-        if not isinstance(rec, dict):
-            raise ExportError(f"{src}:{n}: a task must be a JSON object")
-        if rec.get("kind") == "claw_workspace":
-            raise ExportError(
-                f"{src}:{n}: task {rec.get('id')!r} is a claw workspace task; only tool tasks (from "
-                "`dataclaw tasks synth`) export to trainers"
-            )
-        missing = [k for k in REQUIRED if k not in rec]
-        if missing:
-            raise ExportError(f"{src}:{n}: task {rec.get('id')!r} lacks {', '.join(missing)}")
-        if not (rec.get("instruction") or rec.get("user_turns")):
-            raise ExportError(f"{src}:{n}: task {rec['id']!r} has no instruction and no user turns")
-        tasks.append(rec)
+    try:
+        for where, row in read_task_rows(src):
+            if row.get("kind") == CLAW_KIND:
+                raise ExportError(
+                    f"{where}: task {row.get('id')!r} is a claw workspace task; only tool tasks (from "
+                    "`dataclaw tasks synth`) export to trainers"
+                )
+            task = ToolTask.from_row(row, where)
+            if not (task.instruction or task.user_turns):
+                raise ExportError(f"{where}: task {task.id!r} has no instruction and no user turns")
+            tasks.append(task)
+    except TaskRowError as exc:
+        raise ExportError(str(exc)) from None
     if not tasks:
         raise ExportError(f"{src}: no tasks")
-    ids = Counter(t["id"] for t in tasks)
+    ids = Counter(t.id for t in tasks)
     dup = [i for i, c in ids.items() if c > 1]
     if dup:
         raise ExportError(f"{src}: task id {dup[0]!r} appears {ids[dup[0]]} times")
     return src, tasks
 
 
-def select_group(tasks: list[dict[str, Any]], group: str | None, source: Path) -> list[dict[str, Any]]:
+def select_group(tasks: list[ToolTask], group: str | None, source: Path) -> list[ToolTask]:
     """The tasks of one environment group: ``group``, or the only one present."""
-    counts = Counter(group_of(t) for t in tasks)
+    counts = Counter(t.group for t in tasks)
     listed = ", ".join(f"{g} ({n} tasks)" for g, n in counts.most_common())
     if group is not None:
         if group not in counts:
             raise ExportError(f"{source}: no task runs in environment group {group!r}; it holds {listed}")
-        return [t for t in tasks if group_of(t) == group]
+        return [t for t in tasks if t.group == group]
     if len(counts) > 1:
         raise ExportError(
             f"{source} mixes environment groups: {listed}. A trainer environment serves one tool set: "
@@ -108,13 +95,12 @@ class EnvCode:
         return {**where, "imported": self.imported} if self.imported else where
 
 
-def locate_env(task: dict[str, Any], env: str) -> EnvCode:
+def locate_env(task: ToolTask, env: str) -> EnvCode:
     """The code of ``env`` as named by ``task`` (``env_module`` / ``env_modules``)."""
     from dataclaw.envcraft import archetypes
     from dataclaw.envcraft.runtime import load_env_package
 
-    modules = task.get("env_modules") or {}
-    module = modules.get(env) or (task.get("env_module") if env == task["env"] else None)
+    module = task.module_of(env)
     builtin = f"{archetypes.__name__}.{env}"
     if env in archetypes.names() and module in (None, builtin):
         return EnvCode(env, archetype=env)
@@ -122,10 +108,10 @@ def locate_env(task: dict[str, Any], env: str) -> EnvCode:
         pkg = load_env_package(module or env)
     except Exception as exc:  # noqa: BLE001 - whatever stops it loading, the user needs to know which env
         raise ExportError(
-            f"task {task['id']!r}: cannot load environment {env!r} from {module or env!r}: {exc}"
+            f"task {task.id!r}: cannot load environment {env!r} from {module or env!r}: {exc}"
         ) from None
     if pkg.name != env:
-        raise ExportError(f"task {task['id']!r}: {module!r} holds environment {pkg.name!r}, not {env!r}")
+        raise ExportError(f"task {task.id!r}: {module!r} holds environment {pkg.name!r}, not {env!r}")
     from dataclaw.envcraft.importers.base import imported_from
 
     marker = imported_from(pkg.path)
@@ -160,7 +146,7 @@ def method_name(tool: str) -> str:
     return name
 
 
-def check_gold(env_cls: Any, tasks: list[dict[str, Any]]) -> None:
+def check_gold(env_cls: Any, tasks: list[ToolTask]) -> None:
     """Replay every task's gold chain from S0: the verifier must score it 1.0 (a stale task set — the
     environment changed since synthesis — would otherwise train on rewards nobody can earn)."""
     from dataclaw.envcraft.tasks.execute import run_calls
@@ -168,11 +154,11 @@ def check_gold(env_cls: Any, tasks: list[dict[str, Any]]) -> None:
 
     bad = []
     for t in tasks:
-        if not t.get("gold_chain"):
+        if not t.gold_chain:
             continue
-        _, final = run_calls(env_cls, t["scenario_id"], t["initial_state"], t["gold_chain"])
-        if not evaluate(t["verifier"], final)["passed"]:
-            bad.append(t["id"])
+        _, final = run_calls(env_cls, t.scenario_id, t.initial_state, t.gold_chain)
+        if not evaluate(t.verifier, final)["passed"]:
+            bad.append(t.id)
     if bad:
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         raise ExportError(
@@ -201,7 +187,7 @@ class Prepared:
 
     source: Path
     group: str
-    tasks: list[dict[str, Any]]
+    tasks: list[ToolTask]
     env_cls: Any
     envs: list[EnvCode]
     tools: dict[str, str]  # agent-facing name -> environment tool name
@@ -219,26 +205,23 @@ def prepare(
     source, tasks = read_tasks(tasks_path)
     tasks = select_group(tasks, group, source)
     first = tasks[0]
-    names = list(first["envs"]) if first.get("envs") and len(first["envs"]) > 1 else [first["env"]]
-    envs = [locate_env(first, e) for e in names]
+    envs = [locate_env(first, e) for e in first.member_envs]
     for code in envs:
         audit_env(code)
     try:
         env_cls = record_env(first)
     except Exception as exc:  # noqa: BLE001 - name the task and the environment, not a traceback
-        where = f"task {first['id']!r}: cannot load environment {group_of(first)!r}"
+        where = f"task {first.id!r}: cannot load environment {first.group!r}"
         raise ExportError(f"{where}: {exc}") from None
     for t in tasks:
-        if not has_scenario(env_cls, t["scenario_id"]):
-            raise ExportError(
-                f"task {t['id']!r}: environment {group_of(t)!r} has no scenario {t['scenario_id']!r}"
-            )
+        if not has_scenario(env_cls, t.scenario_id):
+            raise ExportError(f"task {t.id!r}: environment {t.group!r} has no scenario {t.scenario_id!r}")
     tools = {method_name(spec.name): spec.name for spec in env_cls.tools}
     if len(tools) != len(env_cls.tools):
-        raise ExportError(f"environment {group_of(first)!r}: two tools map to the same method name")
+        raise ExportError(f"environment {first.group!r}: two tools map to the same method name")
     if check:
         check_gold(env_cls, tasks)
-    return Prepared(source, group_of(first), tasks, env_cls, envs, tools, reward)
+    return Prepared(source, first.group, tasks, env_cls, envs, tools, reward)
 
 
 @dataclass
@@ -274,9 +257,7 @@ def write_common(prep: Prepared, out: Path, fmt: str, extra: dict[str, Any] | No
                 shutil.rmtree(dest)
             shutil.copytree(code.package, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             files.append(f"envs/{code.package.name}/")
-    with open(out / TASKS_FILE, "w", encoding="utf-8") as fh:
-        for t in prep.tasks:
-            fh.write(json.dumps(t, ensure_ascii=False) + "\n")
+    write_tool_tasks(out / TASKS_FILE, prep.tasks)
     manifest = {
         "format": fmt,
         "dataclaw_version": __version__,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.envcraft.runtime.task import ToolTask
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +57,11 @@ class ToolCallError(ValueError):
         self.category = category
 
 
-def opening_message(task: dict[str, Any]) -> str:
-    """The user's first message: the task's composite instruction (every decomposed turn in one request,
-    since a trainer's tool loop has no simulated user to say the later turns), else its first turn."""
-    text = task.get("instruction") or next(iter(task.get("user_turns") or []), "")
-    if not isinstance(text, str) or not text.strip():
-        raise ExportedTaskError(f"task {task.get('id')!r} has no instruction and no user turn")
+def opening_message(task: ToolTask) -> str:
+    """The user's first message (:meth:`ToolTask.opening`); an error when the task has none."""
+    text = task.opening()
+    if not text.strip():
+        raise ExportedTaskError(f"task {task.id!r} has no instruction and no user turn")
     return text
 
 
@@ -110,8 +110,8 @@ class TaskSet:
     def ids(self) -> list[str]:
         return list(self._index())
 
-    def task(self, task_id: Any) -> dict[str, Any]:
-        """The task record ``task_id`` (a fresh copy)."""
+    def task(self, task_id: Any) -> ToolTask:
+        """The task ``task_id`` (read afresh from its line of ``tasks.jsonl``)."""
         offsets = self._index()
         if not isinstance(task_id, str) or task_id not in offsets:
             raise ExportedTaskError(
@@ -120,7 +120,7 @@ class TaskSet:
             )
         with open(self.root / TASKS_FILE, "rb") as fh:
             fh.seek(offsets[task_id])
-            return json.loads(fh.readline())
+            return ToolTask.from_row(json.loads(fh.readline()), f"{self.root / TASKS_FILE}")
 
     # ---- environment -----------------------------------------------------------------------------
 
@@ -189,12 +189,12 @@ class TaskSet:
             raise ExportedTaskError(f"data_source {data_source!r} is not this export's ({expected!r})")
         task = self.task(extra.get("task_id"))
         touched = extra.get("dataclaw_task_id")
-        if touched is not None and touched != task["id"]:
-            raise ExportedTaskError(f"the tools ran task {touched!r} but the sample is task {task['id']!r}")
+        if touched is not None and touched != task.id:
+            raise ExportedTaskError(f"the tools ran task {touched!r} but the sample is task {task.id!r}")
         verifier = json.loads(ground_truth) if isinstance(ground_truth, str) and ground_truth else None
         raw = extra.get("dataclaw_state")
-        state = json.loads(raw) if isinstance(raw, str) else task["initial_state"]
-        result = self.evaluate(verifier or task["verifier"], state)
+        state = json.loads(raw) if isinstance(raw, str) else task.initial_state
+        result = self.evaluate(verifier or task.verifier, state)
         return {
             "score": reward_of(result, self.reward_mode),
             "fraction": float(result["score"]),
@@ -224,7 +224,7 @@ class Episode:
 
     def __init__(self, tasks: TaskSet) -> None:
         self.tasks = tasks
-        self.task: dict[str, Any] | None = None
+        self.task: ToolTask | None = None
         self.ended = False
         self.calls = 0
         self.errors = 0
@@ -240,17 +240,17 @@ class Episode:
         self.task = None
         with contextlib.suppress(Exception):  # the previous episode's session, if one is left
             self._env.delete_session(SESSION_ID)
-        self._env.create_session(task["scenario_id"], session_id=SESSION_ID)
-        self._env.restore_env_state(task["initial_state"])
+        self._env.create_session(task.scenario_id, session_id=SESSION_ID)
+        self._env.restore_env_state(task.initial_state)
         self.task, self.ended, self.calls, self.errors = task, False, 0, 0
         return opening_message(task)
 
-    def _live(self, what: str) -> dict[str, Any]:
+    def _live(self, what: str) -> ToolTask:
         if self.task is None:
             raise EpisodeStateError(f"{what} before reset(): no task is loaded (reset(task_id=...) first)")
         if self.ended:
             raise EpisodeStateError(
-                f"{what} after the episode of task {self.task['id']!r} ended (its reward was taken); "
+                f"{what} after the episode of task {self.task.id!r} ended (its reward was taken); "
                 "reset(task_id=...) starts the next one"
             )
         return self.task
@@ -295,7 +295,7 @@ class Episode:
     def result(self) -> dict[str, Any]:
         """The verifier's verdict on the state now (``score``, ``passed``, ``results``)."""
         task = self._live("scoring")
-        return self.tasks.evaluate(task["verifier"], self.state())
+        return self.tasks.evaluate(task.verifier, self.state())
 
     def reward(self) -> float:
         """The episode's reward (binary or fraction, as exported); ends the episode."""
@@ -327,10 +327,8 @@ class Sessions:
             if episode is not None:
                 self._episodes.move_to_end(key)
                 assert episode.task is not None
-                if episode.task["id"] != task_id:
-                    raise ExportedTaskError(
-                        f"rollout {key!r} runs task {episode.task['id']!r}, not {task_id!r}"
-                    )
+                if episode.task.id != task_id:
+                    raise ExportedTaskError(f"rollout {key!r} runs task {episode.task.id!r}, not {task_id!r}")
                 return episode
             episode = Episode(self.tasks)
             episode.reset(task_id)

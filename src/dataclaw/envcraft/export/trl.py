@@ -146,9 +146,9 @@ def dataset_rows(prep: Prepared) -> list[dict[str, Any]]:
                 {"role": "system", "content": TOOL_SYSTEM_PROMPT},
                 {"role": "user", "content": ""},
             ],
-            "task_id": t["id"],
+            "task_id": t.id,
             "env": prep.group,
-            "user_turns": [str(u) for u in t.get("user_turns") or []],
+            "user_turns": [str(u) for u in t.user_turns],
         }
         for t in prep.tasks
     ]

@@ -219,13 +219,13 @@ def rows(prep: Prepared) -> list[dict[str, Any]]:
                 "ability": "agent",
                 "reward_model": {
                     "style": "rule",
-                    "ground_truth": json.dumps(t["verifier"], ensure_ascii=False),
+                    "ground_truth": json.dumps(t.verifier, ensure_ascii=False),
                 },
                 "extra_info": {
                     "index": i,
-                    "task_id": t["id"],
+                    "task_id": t.id,
                     "need_tools_kwargs": True,
-                    "tools_kwargs": {m: {"create_kwargs": {"task_id": t["id"]}} for m in sorted(prep.tools)},
+                    "tools_kwargs": {m: {"create_kwargs": {"task_id": t.id}} for m in sorted(prep.tools)},
                 },
             }
         )

@@ -42,6 +42,7 @@ from dataclaw.envcraft.importers.base import (
     mark_imported,
     package_handle,
 )
+from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.pipeline.stage import Record
 
 BFCL_VERSION = "2026.3.23"
@@ -580,17 +581,17 @@ class BFCLImporter(Importer):
             )
         parent = root_id("bfcl", sc["id"], [item.key, item.fingerprint])
         return [
-            {
-                "id": parent,
-                "env": payload["package"],
-                "env_module": str(folder),
-                "scenario_id": sc["id"],
-                "instruction": "\n\n".join(sc["turns"]),
-                "user_turns": sc["turns"],
-                "initial_state": initial,
-                "verifier": VERIFIER,
-                "gold_chain": gold,
-                "metadata": {
+            ToolTask(
+                id=parent,
+                env=payload["package"],
+                env_module=str(folder),
+                scenario_id=sc["id"],
+                instruction="\n\n".join(sc["turns"]),
+                user_turns=sc["turns"],
+                initial_state=initial,
+                verifier=VERIFIER,
+                gold_chain=gold,
+                metadata={
                     "source": "bfcl",
                     "bfcl_eval": BFCLSource(ctx.src).version,
                     "bfcl_id": sc["id"],
@@ -604,7 +605,7 @@ class BFCLImporter(Importer):
                         k: check[k] for k in ("valid", "turns_passed", "turns", "calls", "reason")
                     },
                 },
-            }
+            ).to_row()
         ]
 
     def _env_record(

@@ -38,6 +38,7 @@ from dataclaw.envcraft.importers.base import (
     mark_imported,
     package_handle,
 )
+from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.pipeline.stage import Record
 
 TEMPLATE = Path(__file__).resolve().parent / "tau2_package" / "env.py"
@@ -408,17 +409,17 @@ class Tau2Importer(Importer):
                 GOLD_FAILS, "the gold actions leave an env assertion unmet", {"errors": errors}
             )
         return [
-            {
-                "id": root_id("tau2", sc["id"], [item.key, item.fingerprint]),
-                "env": payload["package"],
-                "env_module": str(folder),
-                "scenario_id": sc["id"],
-                "instruction": sc["turn"],
-                "user_turns": [sc["turn"]],
-                "initial_state": initial,
-                "verifier": ver,
-                "gold_chain": sc["gold"],
-                "metadata": {
+            ToolTask(
+                id=root_id("tau2", sc["id"], [item.key, item.fingerprint]),
+                env=payload["package"],
+                env_module=str(folder),
+                scenario_id=sc["id"],
+                instruction=sc["turn"],
+                user_turns=[sc["turn"]],
+                initial_state=initial,
+                verifier=ver,
+                gold_chain=sc["gold"],
+                metadata={
                     "source": "tau2",
                     "domain": sc["setup"]["domain"],
                     "tau2_id": sc["id"],
@@ -431,5 +432,5 @@ class Tau2Importer(Importer):
                     "ticket": sc["ticket"],
                     "gold_errors": errors,
                 },
-            }
+            ).to_row()
         ]

@@ -22,6 +22,7 @@ from typing import Any
 
 from dataclaw.envcraft.quality.runs import tool_task_problems
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollouts
+from dataclaw.envcraft.runtime.task import ToolTask
 
 
 class CalibrationVerdict(StrEnum):
@@ -187,13 +188,14 @@ def _repair_prompt(task: Any, problem: str) -> tuple[str, dict[str, Any]]:
         )
     from dataclaw.envcraft.tasks.verifier import OPS
 
+    task = ToolTask.of(task)
     return (
         "The verifier of this tool task is broken. Write new assertions over the session state: JSON "
         f"pointers as path, op one of {', '.join(OPS)}. They must hold after the gold chain and not all "
         f"hold in the initial state.\n\nProblem: {problem}\n\n## User turns\n"
-        + "\n".join(task["user_turns"])
-        + f"\n\n## Gold chain\n{json.dumps(task['gold_chain'])}\n\n## Broken verifier\n"
-        + json.dumps(task["verifier"]),
+        + "\n".join(task.user_turns)
+        + f"\n\n## Gold chain\n{json.dumps(task.gold_chain)}\n\n## Broken verifier\n"
+        + json.dumps(task.verifier),
         TOOL_REPAIR_SCHEMA,
     )
 
@@ -204,7 +206,7 @@ def _with_verifier(task: Any, parsed: dict[str, Any]) -> Any:
 
     if isinstance(task, WorkspaceTask):
         return replace(task, verifier=parsed["verify_workplace_py"])
-    return {**task, "verifier": {"version": VERIFIER_VERSION, "assertions": parsed["assertions"]}}
+    return ToolTask.of(task).with_verifier({"version": VERIFIER_VERSION, "assertions": parsed["assertions"]})
 
 
 async def repair_verifier(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.envcraft.quality.runs import task_id
+from dataclaw.envcraft.runtime.task import ToolTask
 
 DIMENSIONS = ("task_solvability", "validation_integrity", "data_consistency")
 
@@ -110,7 +111,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} more characters]"
 
 
-def _env_source(task: dict[str, Any]) -> str:
+def _env_source(task: ToolTask) -> str:
     """The environment package's Python source (domain modules first; each member's in turn for a
     cross-environment task), clipped."""
     from dataclaw.envcraft.tasks.stages import record_env
@@ -139,11 +140,12 @@ def task_material(task: Any) -> dict[str, str]:
             "user_intents": task.prompt,
             "validation_protocol": _clip(f"# verify_workplace.py\n{task.verifier}", _MAX_CODE_CHARS),
         }
+    task = ToolTask.of(task)
     return {
         "environment_code": _env_source(task),
-        "initial_state": _clip(json.dumps(task["initial_state"], ensure_ascii=False), _MAX_STATE_CHARS),
-        "user_intents": "\n".join(f"{i + 1}. {t}" for i, t in enumerate(task["user_turns"])),
-        "validation_protocol": json.dumps(task["verifier"], ensure_ascii=False, indent=1),
+        "initial_state": _clip(json.dumps(task.initial_state, ensure_ascii=False), _MAX_STATE_CHARS),
+        "user_intents": "\n".join(f"{i + 1}. {t}" for i, t in enumerate(task.user_turns)),
+        "validation_protocol": json.dumps(task.verifier, ensure_ascii=False, indent=1),
     }
 
 

@@ -24,6 +24,7 @@ from dataclaw.core.ids import stable_hash
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollout
 from dataclaw.envcraft.rollout.loop import rollout_id
+from dataclaw.envcraft.runtime.task import CLAW_KIND, ToolTask, read_task_rows
 from dataclaw.sandbox import SandboxError, SandboxPolicy, SandboxUnavailable, sandbox_available
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def require_sandbox(policy: SandboxPolicy | None) -> None:
 @dataclass
 class LoadedTasks:
     tasks: list[Any]
-    """Tool task records (dicts) and :class:`WorkspaceTask` objects."""
+    """:class:`ToolTask` and :class:`WorkspaceTask` objects."""
     broken: list[Any] = field(default_factory=list)
     """:class:`LayoutError` of folder entries that are not loadable tasks."""
 
@@ -64,28 +65,21 @@ def load_task_source(path: Path, limit: int | None = None) -> LoadedTasks:
     file = path / "tasks.jsonl" if path.is_dir() else path
     if not file.is_file():
         raise ConfigError(f"{path}: expected tasks.jsonl, a run directory holding one, or a tasks/ folder")
-    out = []
-    with file.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except ValueError as exc:
-                    raise ConfigError(f"{file}: line {n} is not JSON ({exc})") from None
-                if not isinstance(rec, dict) or "id" not in rec:
-                    raise ConfigError(f"{file}: line {n} is not a task record (no id)")
-                out.append(WorkspaceTask.from_record(rec) if rec.get("kind") == "claw_workspace" else rec)
+    out = [
+        WorkspaceTask.from_record(row) if row.get("kind") == CLAW_KIND else ToolTask.from_row(row, where)
+        for where, row in read_task_rows(file)
+    ]
     return LoadedTasks(out[:limit])
 
 
 def task_id(task: Any) -> str:
-    return task.task_id if hasattr(task, "task_id") else str(task["id"])
+    return task.task_id if hasattr(task, "task_id") else str(ToolTask.of(task).id)
 
 
 # ---- audit -------------------------------------------------------------------------------------------
 
 
-def tool_task_problems(task: dict[str, Any]) -> list[dict[str, Any]]:
+def tool_task_problems(task: ToolTask | dict[str, Any]) -> list[dict[str, Any]]:
     """Code checks of a tool task: a well-formed verifier, the gold chain replays to 1.0, the initial
     state does not already pass (a verifier that pays for doing nothing)."""
     from dataclaw.envcraft.tasks.stages import replay_task
@@ -95,7 +89,8 @@ def tool_task_problems(task: dict[str, Any]) -> list[dict[str, Any]]:
         return {"name": name, "passed": problem is None, "reason": None if problem is None else reason,
                 "message": problem or ""}  # fmt: skip
 
-    shape = check_verifier(task.get("verifier"))
+    task = ToolTask.of(task)
+    shape = check_verifier(task.verifier)
     out = [check("verifier", shape[0] if shape else None, "verifier_malformed")]
     if shape:
         return out
@@ -107,7 +102,7 @@ def tool_task_problems(task: dict[str, Any]) -> list[dict[str, Any]]:
     except Exception as exc:  # noqa: BLE001 - an environment that cannot replay the task: report, go on
         bad_gold = f"the gold chain could not be replayed: {type(exc).__name__}: {exc}"
     out.append(check("gold_chain", bad_gold, "gold_fails"))
-    initial = evaluate(task["verifier"], task["initial_state"])
+    initial = evaluate(task.verifier, task.initial_state)
     out.append(check("untouched_floor", "the initial state already passes" if initial["passed"] else None,
                      "untouched_above_floor"))  # fmt: skip
     return out
@@ -128,8 +123,8 @@ CODE_AUDIT_VERSION = 1
 def task_fingerprint(task: Any) -> str:
     """Hash of what a task *is*: a claw task's YAML config, prompt, builder, verifier and solution; a tool
     task's record. An edited file is another fingerprint (the file's name and place are not part of it)."""
-    if isinstance(task, dict):
-        return stable_hash({"tool": task}, 16)
+    if isinstance(task, ToolTask | dict):
+        return stable_hash({"tool": ToolTask.of(task).to_row()}, 16)
     return stable_hash(
         {
             "config": task.config,
@@ -170,7 +165,7 @@ def audit_by_code(
     time). Rows come back in task order; each report records its ``duration_s``."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 
-    tasks = [t for t in loaded.tasks if isinstance(t, dict | WorkspaceTask)]
+    tasks = [t for t in loaded.tasks if isinstance(t, ToolTask | WorkspaceTask)]
     producers = {task_id(t): _audit_producer(t, floor) for t in tasks}
     store.set_producer(
         "code_audit",
@@ -206,8 +201,8 @@ def audit_by_code(
             "id": err.task_id, "passed": False, "defect": False, "layout": reason, "checks": [check],
         }  # fmt: skip
         store.reject(Reject(id=err.task_id, stage="code_audit", reason=reason, message=err.message))
-    for task in (t for t in loaded.tasks if isinstance(t, dict)):
-        tid = task["id"]
+    for task in (t for t in loaded.tasks if isinstance(t, ToolTask)):
+        tid = task.id
         order.append(tid)
         rec = done.get((tid, producers[tid]))
         if rec is None or rec.get("kind") != "tool":
@@ -394,7 +389,7 @@ async def rollout_tasks(
 
     async def one(host: Any, task: Any, j: int, rid: str) -> None:
         nonlocal finished
-        kwargs = {"policy": policy} if hasattr(task, "task_id") else {}
+        kwargs = {"policy": policy} if isinstance(task, WorkspaceTask) else {}
         rc = _task_limits(task, config)
         async with sem:
             for attempt in range(1, HOST_ATTEMPTS + 1):
@@ -532,4 +527,4 @@ async def calibrate_tasks(
 
 
 def _task_record(task: Any) -> dict[str, Any]:
-    return task.to_record() if hasattr(task, "to_record") else task
+    return task.to_record() if hasattr(task, "to_record") else ToolTask.of(task).to_row()

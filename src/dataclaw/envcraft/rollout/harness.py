@@ -1,6 +1,6 @@
 """What a rollout runs against: one task instantiated (a session or a workspace), its tools, its verifier.
 
-* :class:`ToolTaskHarness` — an EnvCraft tool task record (``tasks.jsonl``): a fresh session of the task's
+* :class:`ToolTaskHarness` — an EnvCraft tool task (:class:`ToolTask`): a fresh session of the task's
   environment restored to ``initial_state``, the environment's tools, the JSON-assertion verifier; the
   reward is binary (1.0 only when every assertion holds, D.3).
 * :class:`ClawTaskHarness` — a claw workspace task (four-file protocol): the builder makes the workspace
@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from dataclaw.envcraft.rollout.claw_tools import FINISH, ClawTools, ToolResult
 from dataclaw.envcraft.rollout.errors import SetupError, VerifierError
+from dataclaw.envcraft.runtime.task import CLAW_KIND, ToolTask
 from dataclaw.sandbox import SandboxPolicy
 
 TOOL_SYSTEM_PROMPT = (
@@ -108,12 +109,13 @@ class Harness(ABC):
 
 
 class ToolTaskHarness(Harness):
-    """A tool task record (``id, env, env_module, scenario_id, user_turns, initial_state, verifier``)."""
+    """A tool task (or its ``tasks.jsonl`` row): a session of its environment, its verifier's reward."""
 
     kind = "tool"
 
-    def __init__(self, task: dict[str, Any], *, state_root: Path | None = None) -> None:
-        super().__init__(task["id"])
+    def __init__(self, task: ToolTask | dict[str, Any], *, state_root: Path | None = None) -> None:
+        task = ToolTask.of(task)
+        super().__init__(task.id)
         self.task = task
         self._root_arg = state_root
         self._tmp: str | None = None
@@ -132,10 +134,10 @@ class ToolTaskHarness(Harness):
                 self._tmp = tempfile.mkdtemp(prefix="dataclaw-rollout-")
                 root = Path(self._tmp)
             self.env = self._env_cls(root)
-            self.session_id = self.env.create_session(self.task["scenario_id"])
-            self.env.restore_env_state(self.task["initial_state"])
+            self.session_id = self.env.create_session(self.task.scenario_id)
+            self.env.restore_env_state(self.task.initial_state)
         except Exception as exc:
-            raise SetupError(f"creating a session of {self.task.get('env')!r}", exc) from exc
+            raise SetupError(f"creating a session of {self.task.env!r}", exc) from exc
 
     def tools(self) -> list[dict[str, Any]]:
         """The environment's tools; a cross-environment task's ``env.tool`` names become ``env__tool``
@@ -151,8 +153,7 @@ class ToolTaskHarness(Harness):
         return TOOL_SYSTEM_PROMPT
 
     def user_turns(self) -> list[str]:
-        turns = self.task.get("user_turns") or [self.task.get("instruction", "")]
-        return [str(t) for t in turns]
+        return self.task.turns()
 
     def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
         # never raises; errors are agent-safe
@@ -163,7 +164,7 @@ class ToolTaskHarness(Harness):
             state = self.env.get_session_state(self.session_id)
         except Exception as exc:
             raise VerifierError("reading the session's final state", exc) from exc
-        return verifier_score(self.task["verifier"], state)
+        return verifier_score(self.task.verifier, state)
 
     def cleanup(self) -> None:
         if self.env is not None and self.session_id:
@@ -271,13 +272,14 @@ def openclaw_transcript(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def harness_for(task: Any, **kwargs: Any) -> Harness:
-    """The harness of a task: a :class:`WorkspaceTask` or a workspace record → claw; else a tool task."""
+    """The harness of a task: a :class:`WorkspaceTask` or a workspace record → claw; else a tool task (a
+    :class:`ToolTask` or its row)."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 
     if isinstance(task, WorkspaceTask):
         return ClawTaskHarness(task, **kwargs)
-    if isinstance(task, dict) and task.get("kind") == "claw_workspace":
+    if isinstance(task, dict) and task.get("kind") == CLAW_KIND:
         return ClawTaskHarness(WorkspaceTask.from_record(task), **kwargs)
-    if isinstance(task, dict):
+    if isinstance(task, ToolTask | dict):
         return ToolTaskHarness(task, **kwargs)
     raise TypeError(f"not a task: {type(task).__name__}")

@@ -29,6 +29,7 @@ from dataclaw.envcraft.rollout.harness import (
     ToolTaskHarness,
     envelope_result,
 )
+from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.sandbox import SandboxPolicy
 
 FINISH_TOOL = "finish"
@@ -109,6 +110,7 @@ class Catalogue:
     """``tasks`` (a task file) or ``scenarios`` (the environment's own)."""
     ids: list[str]
     records: dict[str, Any] = field(default_factory=dict)
+    """Episode id → its :class:`ToolTask` (``tasks``) or scenario id (``scenarios``)."""
     env_cls: Any = None
     skipped: dict[str, int] = field(default_factory=dict)
     """Tasks of the file that are not this environment's, counted by what they are."""
@@ -140,7 +142,7 @@ class Catalogue:
 
             rec = self.records[task_id]
             task = rec if self.kind == "tasks" else None
-            sid = rec["scenario_id"] if task else rec
+            sid = task.scenario_id if task else rec
             prompt = self.described["scenarios"].get(sid, "")
             tools = self.described["tools"]
             return SandboxedHarness(
@@ -158,8 +160,7 @@ class Catalogue:
                 self.described["scenarios"][rec] if self.package else self.env_cls.scenario(rec).task_prompt
             )
             return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": prompt}
-        turns = rec.get("user_turns") or [rec.get("instruction", "")]
-        return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": turns[0]}
+        return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": rec.turns()[0]}
 
 
 def _builtin(name: str) -> bool:
@@ -203,20 +204,20 @@ def load_catalogue(
     return Catalogue(env, "tasks", ids, {i: records[i] for i in ids}, skipped=others)
 
 
-def _tasks_of(env: str, tasks: Path) -> tuple[dict[str, Any], dict[str, int]]:
+def _tasks_of(env: str, tasks: Path) -> tuple[dict[str, ToolTask], dict[str, int]]:
     """The tool tasks of ``env`` in a task file, and the others counted by what they are."""
     from dataclaw.envcraft.quality.runs import load_task_source
 
-    records: dict[str, Any] = {}
+    records: dict[str, ToolTask] = {}
     others: dict[str, int] = {}
     for rec in load_task_source(tasks, None).tasks:
-        if not isinstance(rec, dict):
+        if not isinstance(rec, ToolTask):
             others["claw workspace tasks"] = others.get("claw workspace tasks", 0) + 1
-        elif rec.get("env") != env:
-            key = f"env {rec.get('env')!r}"
+        elif rec.env != env:
+            key = f"env {rec.env!r}"
             others[key] = others.get(key, 0) + 1
         else:
-            records.setdefault(str(rec["id"]), rec)
+            records.setdefault(rec.id, rec)
     if not records:
         seen = ", ".join(f"{n} of {k}" for k, n in sorted(others.items())) or "none"
         raise ConfigError(f"{tasks}: no task of environment {env!r} (tasks found: {seen})")

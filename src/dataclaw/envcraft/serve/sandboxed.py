@@ -24,6 +24,7 @@ from dataclaw.envcraft.rollout.harness import (
     envelope_result,
     verifier_score,
 )
+from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.sandbox import SandboxPolicy, WarmWorker
 
 JOBS = "dataclaw.envcraft.serve.jobs"
@@ -60,7 +61,7 @@ def describe_package(folder: Path, policy: SandboxPolicy | None = None) -> dict[
 
 class SandboxedHarness(Harness):
     """One episode of a package folder: a scenario (reward: the package's evaluator) or a tool task
-    (``task`` record: S0 from ``initial_state``, reward: its verifier)."""
+    (``task``: S0 from its ``initial_state``, reward: its verifier)."""
 
     def __init__(
         self,
@@ -69,10 +70,10 @@ class SandboxedHarness(Harness):
         scenario_id: str,
         prompt: str,
         tools: list[dict[str, Any]],
-        task: dict[str, Any] | None = None,
+        task: ToolTask | None = None,
         policy: SandboxPolicy | None = None,
     ) -> None:
-        super().__init__(str(task["id"]) if task else f"{folder.name}:{scenario_id}")
+        super().__init__(task.id if task else f"{folder.name}:{scenario_id}")
         self.kind = "tool" if task else "scenario"  # type: ignore[misc]
         self.folder, self.scenario_id, self.prompt, self.task = folder, scenario_id, prompt, task
         self._tools = tools
@@ -93,7 +94,7 @@ class SandboxedHarness(Harness):
             shutil.copytree(self.folder, ws / self.pkg)
             self.worker = WarmWorker(ws, policy=self.policy, preload=PRELOAD)
             self.worker.start()
-            s0 = self.task["initial_state"] if self.task else None
+            s0 = self.task.initial_state if self.task else None
             self.session_id = str(self._job("create", self.pkg, STATE_DIR, self.scenario_id, s0))
         except Exception as exc:
             self.cleanup()
@@ -107,7 +108,7 @@ class SandboxedHarness(Harness):
 
     def user_turns(self) -> list[str]:
         if self.task:
-            return [str(t) for t in self.task.get("user_turns") or [self.task.get("instruction", "")]]
+            return self.task.turns()
         return [self.prompt]
 
     def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
@@ -127,7 +128,7 @@ class SandboxedHarness(Harness):
             state = self._job("state", self.pkg, STATE_DIR, self.session_id)
         except Exception as exc:
             raise VerifierError("scoring the sandboxed session", exc) from exc
-        return verifier_score(self.task["verifier"], state)
+        return verifier_score(self.task.verifier, state)
 
     def cleanup(self) -> None:
         if self.worker is not None:

@@ -1,13 +1,8 @@
 """The task pipeline as resumable stages: chains → ``grounded`` (execute, verifier) → ``tasks`` (text).
 
-The Task record (one JSON object per line of ``tasks.jsonl``)::
-
-    {"id", "env", "env_module", "scenario_id",
-     "envs": [env, ...] and "env_modules": {env: module} (cross-environment tasks only),
-     "persona": {"id", "description", "similarity"},
-     "instruction": composite request, "user_turns": [str, ...],
-     "initial_state": full session state S0, "verifier": {"version": 1, "assertions": [...]},
-     "gold_chain": [{"tool", "params"}, ...], "metadata": {...}}
+A task is a :class:`~dataclaw.envcraft.runtime.task.ToolTask` (one row of ``tasks.jsonl``); its
+``metadata`` here: chain and grounded ids, step count, write fields, the user-specified and tool-derived
+values, distractors, the verifier's proof and the model.
 
 A cross-environment task (``env`` = ``"a+b"``) runs in an :class:`~.composite.EnvGroup`: its state is
 ``{env: state}``, its tools and gold calls are ``env.tool``, and its verifier's paths start with ``/env``.
@@ -21,6 +16,7 @@ from typing import Any, ClassVar
 
 from dataclaw.core.ids import child_id, root_id, stable_hash
 from dataclaw.envcraft.graph.sampling import ToolChain
+from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.envcraft.tasks.composite import env_group
 from dataclaw.envcraft.tasks.execute import GroundingError, GroundReason, ground_chain, run_calls
 from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier, distractors
@@ -48,8 +44,12 @@ def task_env(envs: list[str], modules: dict[str, str] | None = None) -> Any:
     return env_group(tuple((e, load_env(e, modules.get(e))) for e in envs))
 
 
-def record_env(record: Record) -> Any:
-    """:func:`task_env` of a grounded chain or Task record (``env``/``env_module`` or ``envs``)."""
+def record_env(record: Record | ToolTask) -> Any:
+    """:func:`task_env` of a grounded chain record or a task (``env``/``env_module`` or ``envs``)."""
+    if isinstance(record, ToolTask):
+        if len(record.member_envs) > 1:
+            return task_env(record.member_envs, record.env_modules)
+        return load_env(record.env, record.env_module)
     if record.get("envs") and len(record["envs"]) > 1:
         return task_env(list(record["envs"]), record.get("env_modules"))
     return load_env(record["env"], record.get("env_module"))
@@ -155,19 +155,21 @@ class SynthStage(Stage):
 
 
 def task_record(item: Record, persona: dict[str, Any], text: dict[str, Any], model_id: str) -> Record:
-    return {
-        "id": child_id(item["id"], "task", persona["id"]),
-        "env": item["env"],
-        "env_module": item["env_module"],
-        **({"envs": item["envs"], "env_modules": item["env_modules"]} if item.get("envs") else {}),
-        "scenario_id": item["scenario_id"],
-        "persona": persona,
-        "instruction": text["instruction"],
-        "user_turns": text["user_turns"],
-        "initial_state": item["initial_state"],
-        "verifier": item["verifier"],
-        "gold_chain": [{"tool": s["tool"], "params": s["params"]} for s in item["steps"]],
-        "metadata": {
+    """The ``tasks.jsonl`` row of a grounded chain with its persona and text."""
+    group = {"envs": item["envs"], "env_modules": item["env_modules"]} if item.get("envs") else {}
+    task = ToolTask(
+        id=child_id(item["id"], "task", persona["id"]),
+        env=item["env"],
+        env_module=item["env_module"],
+        **group,
+        scenario_id=item["scenario_id"],
+        persona=persona,
+        instruction=text["instruction"],
+        user_turns=text["user_turns"],
+        initial_state=item["initial_state"],
+        verifier=item["verifier"],
+        gold_chain=[{"tool": s["tool"], "params": s["params"]} for s in item["steps"]],
+        metadata={
             "chain_id": item["chain_id"],
             "grounded_id": item["id"],
             "n_steps": len(item["steps"]),
@@ -180,14 +182,16 @@ def task_record(item: Record, persona: dict[str, Any], text: dict[str, Any], mod
             "verifier_check": item["verifier_check"],
             "model": model_id,
         },
-    }
+    )
+    return task.to_row()
 
 
-def replay_task(task: Record, calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def replay_task(task: ToolTask | Record, calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run ``calls`` (default: the gold chain) from the task's initial state in a fresh session and
     score the end state with the task's verifier: ``{"score", "passed", "errors"}``."""
-    calls = task["gold_chain"] if calls is None else calls
-    results, final = run_calls(record_env(task), task["scenario_id"], task["initial_state"], calls)
-    result = evaluate(task["verifier"], final)
+    task = ToolTask.of(task)
+    calls = task.gold_chain if calls is None else calls
+    results, final = run_calls(record_env(task), task.scenario_id, task.initial_state, calls)
+    result = evaluate(task.verifier, final)
     result["errors"] = sum(r["status"] != "ok" for r in results)
     return result
