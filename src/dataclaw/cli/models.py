@@ -82,7 +82,7 @@ def list_backends() -> None:
     typer.echo("schemes:         " + ", ".join(BACKENDS.names()))
     kinds = ", ".join(SERVER_KINDS.names())
     typer.echo("server kinds:    " + kinds + "   (http://…/v1::<model>?server=<kind>)")
-    typer.echo("local models:    " + ", ".join(f"local:{name}" for name in BUNDLED))
+    typer.echo("local models:    " + ", ".join(f"local:{name}" for name in BUNDLED.names()))
 
 
 @app.command("usage")

