@@ -15,9 +15,6 @@ export with ``llamafactory-cli train``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -25,90 +22,19 @@ import typer
 from rich.console import Console
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.train.llamafactory import llamafactory_config
+from dataclaw.train.trainer import (
+    GRPO_RECIPE,
+    SFT_RECIPE,
+    TRAIN_PYTHON_ENV,
+    default_cache_dir,
+    policy_path,
+    run_recipe,
+    train_python,
+)
 
 app = typer.Typer(no_args_is_help=True, help="Train on dataclaw data (the trainer runs in its own venv).")
 console = Console()
-
-TRAIN_PYTHON_ENV = "DATACLAW_TRAIN_PYTHON"
-DEFAULT_VENV = Path(".venv-train")
-NEEDED = ("torch", "trl", "transformers", "datasets", "gguf", "matplotlib", "dataclaw")
-RECIPE = Path(__file__).resolve().parents[1] / "envcraft" / "export" / "recipes" / "trl_grpo.py"
-SFT_RECIPE = Path(__file__).resolve().parents[1] / "train" / "recipes" / "trl_sft.py"
-INSTALL_HINT = (
-    "install the trainer stack in its own venv with `make train-setup` (creates .venv-train: torch CPU, "
-    "then `pip install -e '.[train]'`), or point --train-python / $DATACLAW_TRAIN_PYTHON at a Python "
-    "that has dataclaw[train]"
-)
-
-
-def train_python(flag: Path | None) -> Path:
-    """The trainer's interpreter: ``--train-python``, ``$DATACLAW_TRAIN_PYTHON``, else ``.venv-train``
-    here; checked for the packages the recipe imports (without importing them)."""
-    if flag is not None:
-        py, how = flag, "--train-python"
-    elif os.environ.get(TRAIN_PYTHON_ENV):
-        py, how = Path(os.environ[TRAIN_PYTHON_ENV]), f"${TRAIN_PYTHON_ENV}"
-    else:
-        py, how = DEFAULT_VENV / "bin" / "python", "the default ./.venv-train"
-    if not py.is_file():
-        raise ConfigError(f"no trainer Python at {py} ({how}): {INSTALL_HINT}")
-    probe = (
-        "import importlib.util, json; "
-        f"print(json.dumps([m for m in {list(NEEDED)!r} if importlib.util.find_spec(m) is None]))"
-    )
-    proc = subprocess.run([str(py), "-c", probe], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise ConfigError(f"the trainer Python {py} ({how}) does not run: {proc.stderr.strip()[-300:]}")
-    missing = json.loads(proc.stdout.strip().splitlines()[-1])
-    if missing:
-        raise ConfigError(f"the trainer Python {py} ({how}) lacks {', '.join(missing)}: {INSTALL_HINT}")
-    return py
-
-
-def _policy(model: str) -> Path:
-    if model == "smollm2-135m":
-        from dataclaw.models.backends.local import find_gguf
-
-        return find_gguf(model)
-    path = Path(model)
-    if not path.exists():
-        raise ConfigError(f"--model {model}: not smollm2-135m, a GGUF file or a checkpoint folder")
-    return path.resolve()
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "dataclaw" / "models"
-
-
-def _run_recipe(argv: list[str], py: Path, what: str) -> dict:
-    """Run a recipe script in the trainer's Python, its output streamed; its JSON summary line."""
-    # the hubs are out of reach and not needed: everything is local
-    child_env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TRL_EXPERIMENTAL_SILENCE": "1",
-    }
-    console.print(f"training in {py} …")
-    summary = None
-    with subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env, bufsize=1
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if line.startswith('{"summary"'):
-                    summary = json.loads(line)["summary"]
-                sys.stdout.write(line)
-            code = proc.wait()
-        except BaseException:
-            proc.terminate()
-            proc.wait(timeout=30)
-            raise
-    if code != 0 or summary is None:
-        raise ConfigError(f"the {what} run failed (exit {code}); its output is above")
-    return summary
 
 
 @app.command("grpo")
@@ -143,7 +69,7 @@ def grpo(
     if steps < 1 or num_generations < 2:
         raise ConfigError("--steps must be >= 1 and --num-generations >= 2 (GRPO compares a group)")
     py = train_python(train_python_flag)
-    policy = _policy(model)
+    policy = policy_path(model)
     from dataclaw.envcraft.export import export_tasks
 
     export_dir = out / "export"
@@ -151,7 +77,7 @@ def grpo(
     console.print(f"exported {result.tasks} tasks of [bold]{result.group}[/] to {export_dir}")
     argv = [
         str(py),
-        str(RECIPE),
+        str(GRPO_RECIPE),
         "--export",
         str(export_dir.resolve()),
         "--out",
@@ -159,7 +85,7 @@ def grpo(
         "--model",
         str(policy),
         "--cache",
-        str((cache or _cache_dir()).resolve()),
+        str((cache or default_cache_dir()).resolve()),
         "--steps",
         str(steps),
         "--num-generations",
@@ -175,53 +101,13 @@ def grpo(
         "--seed",
         str(seed),
     ]
-    summary = _run_recipe(argv, py, "GRPO")
+    console.print(f"training in {py} …")
+    summary = run_recipe(argv, "GRPO")
     rewards = ", ".join("-" if r is None else f"{r:.3f}" for r in summary["rewards"])
     console.print(
         f"GRPO: {summary['steps']} steps in {summary['wall_s']} s; reward per step: {rewards}\n"
         f"  metrics: {summary['metrics']}\n  curve:   {summary['curve']}"
     )
-
-
-def _yaml_scalar(value: object) -> str:
-    # JSON strings, numbers and booleans are YAML scalars too, except that YAML 1.1 (PyYAML) reads a float
-    # without a dot, such as 2e-05, as a string: LLaMA-Factory's own configs write 2.0e-5
-    text = json.dumps(value)
-    if isinstance(value, float) and "e" in text and "." not in text:
-        mantissa, exponent = text.split("e")
-        text = f"{mantissa}.0e{exponent}"
-    return text
-
-
-def llamafactory_config(
-    *, checkpoint: Path, export_dir: Path, dataset: str, out: Path, steps: int, max_length: int, lr: float
-) -> str:
-    """A LLaMA-Factory SFT config (``llamafactory-cli train FILE``) for the same export and policy."""
-    sections = {
-        "model": {"model_name_or_path": str(checkpoint)},
-        "method": {"stage": "sft", "do_train": True, "finetuning_type": "full"},
-        "dataset": {
-            "dataset": dataset,
-            "dataset_dir": str(export_dir),
-            "template": "qwen",  # ChatML, as the checkpoint's chat template
-            "cutoff_len": max_length,
-            "overwrite_cache": True,
-        },
-        "output": {"output_dir": str(out / "llamafactory"), "logging_steps": 1, "plot_loss": True},
-        "train": {
-            "per_device_train_batch_size": 1,
-            "gradient_accumulation_steps": 1,
-            "learning_rate": lr,
-            "max_steps": steps,
-            "lr_scheduler_type": "constant",
-            "report_to": "none",
-        },
-    }
-    lines = ["# dataclaw train sft: the same run with LLaMA-Factory (`llamafactory-cli train <this file>`)"]
-    for name, items in sections.items():
-        lines.append(f"### {name}")
-        lines += [f"{k}: {_yaml_scalar(v)}" for k, v in items.items()]
-    return "\n".join(lines) + "\n"
 
 
 @app.command("sft")
@@ -258,7 +144,7 @@ def sft(
 
     data = read_sharegpt(export_dir, dataset)
     py = train_python(train_python_flag)
-    policy = _policy(model)
+    policy = policy_path(model)
     out.mkdir(parents=True, exist_ok=True)
     data_file = out / "sft.jsonl"
     with data_file.open("w", encoding="utf-8") as fh:
@@ -274,7 +160,7 @@ def sft(
         f"read {len(data.conversations)} conversations of [bold]{data.name}[/] from {data.file}{note}",
         soft_wrap=True,
     )
-    cache_dir = (cache or _cache_dir()).resolve()
+    cache_dir = (cache or default_cache_dir()).resolve()
     lf_config = out / "llamafactory_sft.yaml"
     lf_config.write_text(
         llamafactory_config(
@@ -308,7 +194,8 @@ def sft(
         "--seed",
         str(seed),
     ]
-    summary = _run_recipe(argv, py, "SFT")
+    console.print(f"training in {py} …")
+    summary = run_recipe(argv, "SFT")
     losses = ", ".join(f"{x:.4f}" for x in summary["losses"])
     console.print(
         f"SFT: {summary['steps']} steps on {summary['samples']} conversations in {summary['wall_s']} s; "
