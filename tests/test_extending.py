@@ -1,0 +1,193 @@
+"""The worked examples of docs/extending.md, run as a user runs them: the example distribution in
+``examples/plugins`` made visible to ``importlib.metadata`` (its package and a ``*.dist-info`` with the
+entry points its pyproject.toml declares, on PYTHONPATH, as ``pip install`` would leave them), then the
+``dataclaw`` console script in a subprocess. Each test checks what the example itself produced."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from dataclaw.sandbox import sandbox_available
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "plugins"
+DATA = EXAMPLE / "data"
+PACKAGE = "dataclaw_example_plugins"
+BIN = Path(sys.executable).parent
+
+
+def install(site: Path, groups: set[str] | None = None) -> Path:
+    """The example distribution in ``site`` as pip installs it: the package, and a dist-info whose
+    ``entry_points.txt`` holds the pyproject's entry points (only ``groups``, when given)."""
+    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    shutil.copytree(EXAMPLE / "src" / PACKAGE, site / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    info = site / f"{PACKAGE}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n", encoding="utf-8"
+    )
+    sections = [
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in eps.items())
+        for group, eps in project["entry-points"].items()
+        if groups is None or group in groups
+    ]
+    (info / "entry_points.txt").write_text("\n".join(sections), encoding="utf-8")
+    return site
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install(tmp_path_factory.mktemp("site-packages"))
+
+
+def dataclaw(*args: str, site: Path | None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``dataclaw ARGS`` in the repository with ``site`` (None: no plugins) on PYTHONPATH, wide tables."""
+    exe = shutil.which("dataclaw", path=str(BIN)) or shutil.which("dataclaw")
+    assert exe, "the dataclaw console script is not installed"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DATACLAW_PLUGINS")}
+    env["COLUMNS"] = "200"
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def summary(proc: subprocess.CompletedProcess[str]) -> dict:
+    """The ``--json`` summary: the last line of stdout."""
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------------------------
+# a stream reader: dataclaw.readers
+
+
+def test_the_clip_list_reader_reads_one_stream_per_clip(site: Path, tmp_path: Path) -> None:
+    clips = str(DATA / "demo.clips.json")
+    without = summary(dataclaw("tailor", "ingest", clips, "-o", str(tmp_path / "plain"), "--json", site=None))
+    assert without["streams"] == 0 and without["rejects"] == {"ingest:not_a_dataset": 1}
+
+    run = tmp_path / "clips"
+    out = summary(dataclaw("tailor", "ingest", clips, "-o", str(run), "--json", site=site))
+    assert out["streams"] == 2 and out["rejects"] == {"ingest:length_mismatch": 1}
+    assert out["candidates"]["dynamic_segment"] >= 2
+    streams = {s["metadata"]["clip"]: s for s in jsonl(run / "streams.jsonl")}
+    assert set(streams) == {"walk-in", "turn"}
+    walk = streams["walk-in"]
+    assert walk["reader"] == "clips" and walk["modality"] == "video" and walk["duration"] == 6.0
+    assert walk["metadata"]["task"] == "A person walks into a bright room"
+    camera = streams["turn"]["cameras"]["video"]
+    assert (camera["frame_start"], camera["frame_end"]) == (120, 276)  # 5.0-11.5 s at 24 fps
+    [rej] = jsonl(run / "rejects.jsonl")
+    assert rej["message"] == "clip 'overrun': 10.0-20.0 s is outside the video's 0-11.75 s"
+
+    shown = dataclaw("tailor", "inspect", str(run), site=site)
+    assert shown.returncode == 0 and "stream:walk-in-" in shown.stdout and "length_mismatch" in shown.stdout
+
+
+# ------------------------------------------------------------------------------------------------
+# a validator: dataclaw.validators, or --plugin
+
+RUN_ARGS = [
+    "tailor", "run", str(DATA / "demo.clips.json"), "--intent", str(DATA / "clip_prediction.yaml"),
+    "--model", f"replay:{DATA / 'clip_answers.jsonl'}", "--send-images", "never", "--workers", "1",
+]  # fmt: skip
+
+
+def _check_hedge_rejected(run: Path, out: dict) -> None:
+    assert out["counts"]["samples"] == 3 and out["rejects"]["validated:ungrounded_text"] == 1
+    [rej] = [r for r in jsonl(run / "rejects.jsonl") if r["stage"] == "validated"]
+    assert rej["message"] == "no_hedging: answer hedges ('i cannot') instead of saying what the frames show"
+    assert [(f["validator"], f["span"]) for f in rej["detail"]["failures"]] == [
+        ("no_hedging", "I cannot tell what happens next from these frame"),
+        ("no_hedging", "It is unclear what the person is doing in the earlier"),
+    ]
+    answers = [s["output"]["answer"] for s in jsonl(run / "samples.jsonl")]
+    assert len(answers) == 3 and not any("cannot" in a for a in answers)
+
+
+def test_an_entry_point_validator_rejects_the_hedging_answer(site: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    _check_hedge_rejected(run, summary(dataclaw(*RUN_ARGS, "-o", str(run), "--json", site=site)))
+
+
+def test_the_same_validator_as_a_plugin_module(tmp_path: Path) -> None:
+    reader_only = install(tmp_path / "site", groups={"dataclaw.readers"})
+    missing = dataclaw(*RUN_ARGS, "-o", str(tmp_path / "bare"), site=reader_only)
+    assert missing.returncode == 1 and "unknown validator 'no_hedging'" in missing.stderr
+    run = tmp_path / "run"
+    args = [*RUN_ARGS, "-o", str(run), "--json", "--plugin", f"{PACKAGE}.checks"]
+    _check_hedge_rejected(run, summary(dataclaw(*args, site=reader_only)))
+
+
+# ------------------------------------------------------------------------------------------------
+# an importer: dataclaw.importers
+
+
+def test_the_checklist_importer_makes_claw_tasks(site: Path, tmp_path: Path) -> None:
+    listed = dataclaw("tasks", "import", "--list", site=site)
+    assert listed.returncode == 0 and "checklist" in listed.stdout
+
+    run = tmp_path / "tasks"
+    proc = dataclaw(
+        "tasks", "import", "checklist", str(DATA / "office.checklist.yaml"), "-o", str(run), site=site
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "import checklist → tasks" in proc.stdout and "malformed=1" in proc.stdout
+    assert "reject: [malformed] office.checklist.yaml#tidy_desk: no checks" in proc.stdout
+    tasks = {t["id"]: t for t in jsonl(run / "tasks.jsonl")}
+    assert set(tasks) == {"weekly_report", "todo_done"}
+    report = tasks["weekly_report"]
+    assert report["kind"] == "claw_workspace" and report["import"]["format"] == "checklist"
+    assert "lambda: not os.path.exists('notes.txt')" in report["verifier"]
+    assert tasks["todo_done"]["solution"] is None and "report.md" in report["solution"]
+
+    auto = dataclaw("tasks", "import", "auto", str(DATA), "-o", str(tmp_path / "auto"), site=site)
+    assert auto.returncode == 0 and "import checklist → tasks" in auto.stdout
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="needs the sandbox (claw scripts run in it)")
+def test_the_imported_tasks_pass_the_code_audit(site: Path, tmp_path: Path) -> None:
+    run = tmp_path / "tasks"
+    dataclaw("tasks", "import", "checklist", str(DATA / "office.checklist.yaml"), "-o", str(run), site=site)
+    audit = tmp_path / "audit"
+    proc = dataclaw("tasks", "audit", str(run / "tasks.jsonl"), "-o", str(audit), "--strict", site=site)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "pass rate 2/2 = 100.0%" in proc.stdout
+    reports = {r["id"]: r for r in jsonl(audit / "code_audit.jsonl")}
+    assert reports["weekly_report"]["solved_score"] == 1.0 and reports["todo_done"]["untouched_score"] == 0.0
+    assert all(r["passed"] for r in reports.values())
+
+
+# ------------------------------------------------------------------------------------------------
+# an executor: dataclaw.executors
+
+
+def test_the_serial_executor_runs_the_stages_of_an_ingest(site: Path, tmp_path: Path) -> None:
+    clips = str(DATA / "demo.clips.json")
+    unknown = dataclaw(
+        "tailor", "ingest", clips, "-o", str(tmp_path / "x"), "--executor", "serial", site=None
+    )
+    assert unknown.returncode == 1 and "unknown executor 'serial'" in unknown.stderr
+
+    run = tmp_path / "serial"
+    proc = dataclaw("tailor", "ingest", clips, "-o", str(run), "--executor", "serial", "--json", site=site)
+    out = summary(proc)
+    assert "serial: anchors: 2 records, 0 rejects" in proc.stderr
+    assert "serial: candidates: 2 records, 0 rejects" in proc.stderr
+    local = summary(dataclaw("tailor", "ingest", clips, "-o", str(tmp_path / "local"), "--json", site=site))
+    assert {k: out[k] for k in ("streams", "anchors", "candidates", "rejects")} == {
+        k: local[k] for k in ("streams", "anchors", "candidates", "rejects")
+    }
+    assert "serial:" not in dataclaw("tailor", "inspect", str(run), site=site).stderr
