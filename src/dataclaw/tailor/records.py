@@ -9,6 +9,7 @@ makes its records' ids here, and none imports another stage to do so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -70,6 +71,16 @@ class Candidate(BaseModel):
     anchor_ids: list[str] = Field(default_factory=list, description="anchors this candidate was chosen on")
     why: str = Field(description="human-readable reason this candidate was chosen")
     payload: dict[str, Any] = Field(default_factory=dict, description="kind-specific data")
+
+
+SAMPLES = "samples"
+"""The file samples are published in (``samples.jsonl``), read by exporters."""
+ARTIFACTS = "artifacts"
+"""The file artifacts are published in (``artifacts.jsonl``)."""
+IMAGE_TOKEN = "<image>"
+VIDEO_TOKEN = "<video>"
+TOKENS = {"image": IMAGE_TOKEN, "video": VIDEO_TOKEN}
+"""The media token of each input kind in a :class:`Turn` (the LLaMA-Factory convention)."""
 
 
 class Turn(BaseModel):
@@ -215,6 +226,16 @@ def build_sample(response: dict[str, Any], intent: Intent, checks: list[str]) ->
         },
         checks=dict.fromkeys(checks, True),
     )
+
+
+def count_tokens(turns: Sequence[Turn], token: str) -> int:
+    """How often ``token`` occurs in the conversation."""
+    return sum(t.content.count(token) for t in turns)
+
+
+def artifact_id(sample_id: str, kind: str, key: str) -> str:
+    """An artifact's id: its sample, its kind (clip, freeze, still) and its key, unique within the sample."""
+    return child_id(sample_id, kind, key, label=key)
 
 
 def first_error(exc: ValidationError) -> str:

@@ -1,31 +1,7 @@
-"""Corpus export (paper A.3 step 5, A.3.3): a run's ``samples.jsonl`` + ``artifacts.jsonl`` as files that
-trainers load.
-
-Exporters register by name: ``jsonl`` (normalised samples + artifacts + media), ``llamafactory``
-(ShareGPT multimodal JSON + a ``dataset_info.json`` entry, as LLaMA-Factory's ``mllm_video_demo``),
-``hf`` (Hugging Face ``datasets`` parquet shards with ``Image`` / ``Video`` columns, media embedded).
-Each is ``export(run_dir, out_dir) -> ExportSummary``.
-
-Every sample is checked before it is written; one that fails is left out with a reject (reason code +
-message) in ``out_dir/rejects.jsonl``, and the export goes on: every media ref must name an artifact
-record whose file exists with the recorded sha256, the number of ``<image>`` / ``<video>`` tokens must
-equal the number of input images / videos (LLaMA-Factory refuses the sample otherwise), and the turns
-must alternate user/assistant after an optional system turn. Target media (those with a paper
-placeholder such as ``<video_gen>``) are not model inputs: the placeholder stays in the text and the
-file is listed under ``targets`` (JSON) or ``target_images`` / ``target_videos`` (parquet).
-
-Media tokens go where the trainer expects them. LLaMA-Factory's ShareGPT converter
-(``llamafactory/data/converter.py``) takes a leading system message out of ``messages`` and
-its multimodal plugin (``mm_plugin.py`` ``_validate_messages`` / ``process_messages``) counts and expands
-every ``<image>`` / ``<video>`` in *all* remaining messages, the assistant's included — so an input
-token in an answer would be expanded into image tokens inside the labels. Hence: an ``<image>`` /
-``<video>`` in a user turn is a model input; one in an assistant turn is an image the model should
-produce (a tutorial's step image), exported as a target (``<image_gen>`` / ``<video_gen>`` in the text,
-the file under ``targets``); one in the system turn is a ``token_mismatch`` reject.
-
-A run that produced no samples still gets the asked-for export, empty and valid, and the summary's
-``note`` says so.
-"""
+"""The export contract: reading a run's records and checking every sample (:class:`RunReader`), placing
+media tokens where trainers expect them, the :class:`Exporter` base and the registry of formats (one
+module per format in this package, found without being listed; plugins through the entry-point group
+``dataclaw.exporters``)."""
 
 from __future__ import annotations
 
@@ -41,13 +17,11 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from dataclaw.core.errors import ConfigError, Reject, require
-from dataclaw.core.ids import slug
+from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.registry import Registry
 from dataclaw.core.store import is_current
 from dataclaw.media.writers import sha256_file
-from dataclaw.tailor.materialize import ARTIFACTS, SAMPLES, TOKENS, count_tokens
-from dataclaw.tailor.records import Artifact, MediaRef, Sample
+from dataclaw.tailor.records import ARTIFACTS, SAMPLES, TOKENS, Artifact, MediaRef, Sample, count_tokens
 
 REJECTS_FILE = "rejects.jsonl"
 
@@ -312,7 +286,7 @@ class Exporter(ABC):
                 f"0 samples: {why}; wrote an empty, valid {self.name} export (see the run's rejects.jsonl "
                 "for why responses were rejected)"
             )
-        _write_jsonl(out / REJECTS_FILE, [r.model_dump(mode="json") for r in reader.rejects])
+        write_jsonl(out / REJECTS_FILE, [r.model_dump(mode="json") for r in reader.rejects])
         summary.files.append(REJECTS_FILE)
         return summary
 
@@ -321,7 +295,7 @@ class Exporter(ABC):
         """Write ``samples``; return the files written relative to ``out``."""
 
 
-EXPORTERS: Registry[type[Exporter]] = Registry("export format")
+EXPORTERS: Registry[type[Exporter]] = Registry("export format", builtins="dataclaw.tailor.export")
 register_exporter = EXPORTERS.add
 """Class decorator: register under ``cls.name``; a duplicate name is an error."""
 
@@ -346,7 +320,7 @@ def export(run_dir: str | Path, fmt: str, out_dir: str | Path | None = None, **c
     return get_exporter(fmt, **config).export(run_dir, out)
 
 
-def _write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
+def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for rec in records:
@@ -354,7 +328,7 @@ def _write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -376,188 +350,3 @@ def place_media(run_dir: Path, artifacts: Sequence[Artifact], out: Path) -> int:
             shutil.copy2(src, dst)
         placed += 1
     return placed
-
-
-@register_exporter
-class JsonlExporter(Exporter):
-    """Normalised ``samples.jsonl`` + ``artifacts.jsonl`` (only the artifacts the samples use) + media."""
-
-    name: ClassVar[str] = "jsonl"
-    description: ClassVar[str] = "normalised samples.jsonl + artifacts.jsonl with their media"
-
-    def write(self, run_dir: Path, samples: list[Checked], out: Path, summary: ExportSummary) -> list[str]:
-        arts = {a.id: a for c in samples for a in c.artifacts}
-        _write_jsonl(out / f"{SAMPLES}.jsonl", [c.sample.model_dump(mode="json") for c in samples])
-        _write_jsonl(out / f"{ARTIFACTS}.jsonl", [a.model_dump(mode="json") for a in arts.values()])
-        summary.media_files = place_media(run_dir, list(arts.values()), out)
-        return [f"{SAMPLES}.jsonl", f"{ARTIFACTS}.jsonl"]
-
-
-SHAREGPT_TAGS = {
-    "role_tag": "role",
-    "content_tag": "content",
-    "user_tag": "user",
-    "assistant_tag": "assistant",
-    "system_tag": "system",
-}
-
-
-def sharegpt_record(checked: Checked) -> dict[str, Any]:
-    """One LLaMA-Factory ShareGPT multimodal record (``messages`` + ``images`` + ``videos``; media paths
-    relative to the dataset folder), with ``id`` and ``targets`` kept for traceability."""
-    return {
-        "messages": checked.placed().turns,
-        "images": [a.path for a in checked.inputs("image")],
-        "videos": [a.path for a in checked.inputs("video")],
-        "id": checked.sample.id,
-        "targets": [
-            {"placeholder": r.placeholder, "role": r.role, "kind": r.kind, "path": a.path}
-            for r, a in checked.targets()
-        ],
-    }
-
-
-@register_exporter
-class LlamaFactoryExporter(Exporter):
-    """``<name>.json`` in LLaMA-Factory's ShareGPT multimodal form + its ``dataset_info.json`` entry."""
-
-    name: ClassVar[str] = "llamafactory"
-    description: ClassVar[str] = "LLaMA-Factory ShareGPT multimodal JSON + dataset_info.json"
-
-    def __init__(self, dataset_name: str = "dataclaw", verify_hashes: bool = True) -> None:
-        super().__init__(verify_hashes)
-        if slug(dataset_name, 80) != dataset_name.lower():
-            raise ConfigError(f"dataset name '{dataset_name}' must be letters, digits, '.', '_' or '-'")
-        self.dataset_name = dataset_name
-
-    def write(self, run_dir: Path, samples: list[Checked], out: Path, summary: ExportSummary) -> list[str]:
-        file_name = f"{self.dataset_name}.json"
-        _write_json(out / file_name, [sharegpt_record(c) for c in samples])
-        info_path = out / "dataset_info.json"
-        info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
-        info[self.dataset_name] = {
-            "file_name": file_name,
-            "formatting": "sharegpt",
-            "columns": {"messages": "messages", "images": "images", "videos": "videos"},
-            "tags": dict(SHAREGPT_TAGS),
-        }
-        _write_json(info_path, info)
-        summary.media_files = place_media(run_dir, [a for c in samples for a in c.artifacts], out)
-        return [file_name, "dataset_info.json"]
-
-
-DATASET_CARD = """---
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/train-*
----
-# dataclaw Tailor export
-
-{samples} samples written by `dataclaw tailor export --format hf`. `images` / `videos` are the model's
-input media (one per `<image>` / `<video>` token in `messages`); `target_images` / `target_videos` hold the
-media that paper placeholders such as `<video_gen>` and `<image_recall>` stand for (`targets` maps each
-placeholder to its index); `output` is the structured answer as JSON. Videos are lossless and
-frame-exact; decoding the `Video` columns needs `torchcodec`.
-"""
-
-
-@register_exporter
-class HuggingFaceExporter(Exporter):
-    """Parquet shards under ``data/`` loadable with ``datasets.load_dataset("parquet" | out_dir)``.
-
-    Columns: ``id``, ``intent``, ``domain``, ``stream_id``, ``candidate_id``, ``messages``, ``images``
-    (``List(Image())``), ``videos`` (``List(Video())``), ``target_images``, ``target_videos``,
-    ``targets`` (placeholder → index into the target lists) and ``output`` (the structured answer as
-    JSON text). Media bytes are embedded, so the parquet files stand alone. Decoding the ``Video``
-    column needs ``torchcodec`` (``datasets``' video backend); without it, cast the column to
-    ``Video(decode=False)`` and read the bytes.
-    """
-
-    name: ClassVar[str] = "hf"
-    description: ClassVar[str] = "Hugging Face datasets parquet with Image/Video columns"
-
-    def __init__(self, shard_size: int = 256, verify_hashes: bool = True) -> None:
-        super().__init__(verify_hashes)
-        if shard_size < 1:
-            raise ConfigError(f"shard_size must be >= 1, got {shard_size}")
-        self.shard_size = shard_size
-
-    def features(self) -> Any:
-        ds = require("datasets", "the Hugging Face export", "hf")
-        text = ds.Value("string")
-        return ds.Features(
-            {
-                "id": text,
-                "intent": text,
-                "domain": text,
-                "stream_id": text,
-                "candidate_id": text,
-                "messages": ds.List({"role": text, "content": text}),
-                "images": ds.List(ds.Image()),
-                "videos": ds.List(ds.Video()),
-                "target_images": ds.List(ds.Image()),
-                "target_videos": ds.List(ds.Video()),
-                "targets": ds.List(
-                    {"placeholder": text, "role": text, "kind": text, "index": ds.Value("int32")}
-                ),
-                "output": text,
-            }
-        )
-
-    def row(self, run_dir: Path, checked: Checked) -> dict[str, Any]:
-        def media(art: Artifact) -> dict[str, Any]:
-            return {"bytes": (run_dir / art.path).read_bytes(), "path": art.path}
-
-        s = checked.sample
-        targets, tgt = [], {"image": [], "video": []}
-        for ref, art in checked.targets():
-            targets.append({"placeholder": ref.placeholder, "role": ref.role, "kind": ref.kind})
-            targets[-1]["index"] = len(tgt[ref.kind])
-            tgt[ref.kind].append(media(art))
-        return {
-            "id": s.id,
-            "intent": s.intent,
-            "domain": s.domain,
-            "stream_id": s.stream_id,
-            "candidate_id": s.candidate_id,
-            "messages": checked.placed().turns,
-            "images": [media(a) for a in checked.inputs("image")],
-            "videos": [media(a) for a in checked.inputs("video")],
-            "target_images": tgt["image"],
-            "target_videos": tgt["video"],
-            "targets": targets,
-            "output": json.dumps(s.output, ensure_ascii=False, sort_keys=True),
-        }
-
-    def write(self, run_dir: Path, samples: list[Checked], out: Path, summary: ExportSummary) -> list[str]:
-        ds = require("datasets", "the Hugging Face export", "hf")
-        data = out / "data"
-        if data.is_dir():
-            for old in data.glob("train-*.parquet"):
-                old.unlink()
-        data.mkdir(parents=True, exist_ok=True)
-        features = self.features()
-        chunks = [samples[i : i + self.shard_size] for i in range(0, len(samples), self.shard_size)] or [[]]
-        files = []
-        bars = ds.is_progress_bar_enabled()
-        ds.disable_progress_bars()  # an export is one line of summary, not a progress bar per shard
-        try:
-            for i, chunk in enumerate(chunks):
-                rel = f"data/train-{i:05d}-of-{len(chunks):05d}.parquet"
-                rows = [self.row(run_dir, c) for c in chunk]
-                if rows:
-                    ds.Dataset.from_list(rows, features=features).to_parquet(str(out / rel))
-                else:  # keep the columns (from_list([]) has none; to_parquet divides by the row count)
-                    import pyarrow.parquet as pq
-
-                    empty = ds.Dataset.from_dict({k: [] for k in features}, features=features)
-                    pq.write_table(empty.data.table, str(out / rel))
-                files.append(rel)
-        finally:
-            if bars:
-                ds.enable_progress_bars()
-        (out / "README.md").write_text(DATASET_CARD.format(samples=len(samples)), encoding="utf-8")
-        summary.media_files = len({a.id for c in samples for a in c.artifacts})
-        return [*files, "README.md"]

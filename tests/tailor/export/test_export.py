@@ -345,7 +345,7 @@ def test_token_placement_per_builtin_intent() -> None:
     from dataclaw.tailor.records import MediaRef, build_sample
 
     catalog = IntentCatalog.builtin()
-    data = Path(__file__).parent / "data" / "smollm_responses.jsonl"
+    data = Path(__file__).parents[1] / "data" / "smollm_responses.jsonl"
     answers: dict[str, dict[str, Any]] = {}
     for line in data.read_text().splitlines():
         rec = json.loads(line)
