@@ -36,10 +36,10 @@ import time
 from pathlib import Path
 
 from dataclaw.models.embed import Embedder
-from dataclaw.tailor import rewards as R
-from dataclaw.tailor.bench import CachedEmbedder, Scorer
-from dataclaw.tailor.bench.data import Prediction, Reference, parse_answer
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.scoring import rewards as R
+from dataclaw.tailor.scoring.bench import CachedEmbedder, Scorer
+from dataclaw.tailor.scoring.bench.data import Prediction, Reference, parse_answer
 
 TARGET_REWARDS = 10_000.0
 TARGET_METRIC = 200.0

@@ -43,7 +43,7 @@ def bench(
     """Score predictions against references with the DataClaw0-val metric (paper A.4.4): Table 1's
     Field / Semantic / Sequence per domain, Fuzzy and Overall, plus per-sample breakdowns in JSON."""
     from dataclaw.core.progress import progress_bar
-    from dataclaw.tailor.bench import CachedEmbedder, default_cache_path, evaluate, load_metric_config
+    from dataclaw.tailor.scoring.bench import CachedEmbedder, default_cache_path, evaluate, load_metric_config
     from dataclaw.tailor.intents.registry import IntentCatalog
 
     cfg = load_metric_config(config)
@@ -103,7 +103,7 @@ def cost(
 ) -> None:
     """The amortised cost model of Appendix F (Eq. 18): one-off and marginal cost per backbone, the
     break-even volume against each API, the sensitivity grid (Table 8) and the Fig. 14 plot."""
-    from dataclaw.tailor import cost as C
+    from dataclaw.tailor.scoring import cost as C
 
     cfg = C.load_config(config)
     measured: dict[str, Any] | None = None

@@ -11,8 +11,8 @@ token length so no batch has padding or needs a mask, and run through :class:`_B
 same BERT layers as tensor ops with fused Q/K/V, oneDNN fp32 matmuls with the GELU fused in (MKL's fp32
 GEMM runs at about half their speed on the AMD CPUs we measured), one batch per core from a queue (no
 OpenMP barriers between cores, which stall badly when other work shares the machine). The vectors are
-those of ``SentenceTransformer.encode`` to float noise (< 1e-6, ``tests/tailor/bench/test_embed_fast.py``);
-any other model falls back to ``encode``.
+those of ``SentenceTransformer.encode`` to float noise (< 1e-6,
+``tests/tailor/scoring/bench/test_embed_fast.py``); any other model falls back to ``encode``.
 """
 
 from __future__ import annotations

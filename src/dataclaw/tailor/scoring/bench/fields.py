@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from dataclaw.models.schema import check_schema
-from dataclaw.tailor.bench.fastschema import validity
+from dataclaw.tailor.scoring.bench.fastschema import validity
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from dataclaw.tailor import rewards as R
+from dataclaw.tailor.scoring import rewards as R
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TRAIN_PY = Path(os.environ.get("DATACLAW_TRAIN_PYTHON", REPO / ".venv-train" / "bin" / "python"))
 VERL_PY = Path(os.environ.get("DATACLAW_VERL_PYTHON", REPO / ".venv-verl" / "bin" / "python"))
 PROBES = Path(__file__).parent / "bench"

@@ -16,11 +16,11 @@ def main() -> None:
     from omegaconf import OmegaConf
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
-    import dataclaw.tailor.rewards as rewards
+    import dataclaw.tailor.scoring.rewards as rewards
 
     out = {}
     # both ways VERL names a custom reward: a file path, and pkg://module
-    for path in (rewards.__file__, "pkg://dataclaw.tailor.rewards"):
+    for path in (rewards.__file__, "pkg://dataclaw.tailor.scoring.rewards"):
         cfg = OmegaConf.create(
             {"reward": {"custom_reward_function": {"path": path, "name": "compute_score"}}}
         )

@@ -14,11 +14,11 @@ from bench_support import CAND, GUI, WKQ, WMP, response, sample, write_jsonl, wr
 
 from dataclaw.cli.app import _run
 from dataclaw.core.errors import ConfigError
-from dataclaw.tailor.bench import MetricConfig, RoleBook, Scorer, evaluate, load_metric_config, table
-from dataclaw.tailor.bench import fields as F
-from dataclaw.tailor.bench import trajectory as T
-from dataclaw.tailor.bench.data import Prediction, Reference
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.scoring.bench import MetricConfig, RoleBook, Scorer, evaluate, load_metric_config, table
+from dataclaw.tailor.scoring.bench import fields as F
+from dataclaw.tailor.scoring.bench import trajectory as T
+from dataclaw.tailor.scoring.bench.data import Prediction, Reference
 
 CATALOG = IntentCatalog.builtin()
 
@@ -200,7 +200,7 @@ def test_weights_are_config(embedder, tmp_path: Path) -> None:
 
 
 def test_table_overall_is_the_mean_of_columns() -> None:
-    from dataclaw.tailor.bench.metric import SampleScore
+    from dataclaw.tailor.scoring.bench.metric import SampleScore
 
     def s(subset: str, field: float, traj: float | None) -> SampleScore:
         return SampleScore(
@@ -328,7 +328,7 @@ def test_cli_bad_paths_are_one_line(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.slow
 def test_embeddings_cached_per_text_on_disk(tmp_path: Path, embedder) -> None:
-    from dataclaw.tailor.bench import CachedEmbedder
+    from dataclaw.tailor.scoring.bench import CachedEmbedder
 
     first = CachedEmbedder(embedder=embedder.embedder, cache=tmp_path / "emb.sqlite")
     texts = ["A silver kettle.", "A silver kettle.", "The stock market fell.", ""]
@@ -343,7 +343,7 @@ def test_embeddings_cached_per_text_on_disk(tmp_path: Path, embedder) -> None:
 
 
 def test_fuzzy_subset_from_the_reference_route() -> None:
-    from dataclaw.tailor.bench.data import _subset
+    from dataclaw.tailor.scoring.bench.data import _subset
 
     assert _subset({"route": {"intent_choice": {"method": "explicit"}}}, "gui") == "gui"
     assert (

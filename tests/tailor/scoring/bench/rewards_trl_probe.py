@@ -23,7 +23,7 @@ def main() -> None:
     from trl import GRPOTrainer
     from trl.trainer.utils import get_callable_name
 
-    from dataclaw.tailor.rewards import REWARD_FUNCS, REWARD_WEIGHTS, tailor_reward
+    from dataclaw.tailor.scoring.rewards import REWARD_FUNCS, REWARD_WEIGHTS, tailor_reward
 
     funcs = [*REWARD_FUNCS, tailor_reward]
     trainer = SimpleNamespace(

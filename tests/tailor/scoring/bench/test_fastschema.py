@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataclaw.tailor.bench.fastschema import compile_schema, validity
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.scoring.bench.fastschema import compile_schema, validity
 
 CATALOG = IntentCatalog.builtin()
 

@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.store import is_current
-from dataclaw.tailor.bench.fields import schema_error
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.scoring.bench.fields import schema_error
 
 FUZZY = "fuzzy"
 EXPLICIT = {None, "", "explicit"}

@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from dataclaw.tailor.bench import fields as F
-from dataclaw.tailor.bench.config import MetricConfig, RoleBook, Roles
-from dataclaw.tailor.bench.data import FUZZY, Prediction, Reference
-from dataclaw.tailor.bench.embeddings import CachedEmbedder
-from dataclaw.tailor.bench.trajectory import shape_distance, trajectories
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.scoring.bench import fields as F
+from dataclaw.tailor.scoring.bench.config import MetricConfig, RoleBook, Roles
+from dataclaw.tailor.scoring.bench.data import FUZZY, Prediction, Reference
+from dataclaw.tailor.scoring.bench.embeddings import CachedEmbedder
+from dataclaw.tailor.scoring.bench.trajectory import shape_distance, trajectories
 
 ROLES = ("question", "answer", "cot")
 # Table 1's columns: domain → heading, in the paper's order.
@@ -64,7 +64,7 @@ class SampleScore(BaseModel):
 
 def texts_of(output: Any, paths: list[str]) -> str:
     """The text of one role: the strings (and numbers) at ``paths``, one a line."""
-    from dataclaw.tailor.bench.trajectory import values_at
+    from dataclaw.tailor.scoring.bench.trajectory import values_at
 
     parts: list[str] = []
     for path in paths:

@@ -8,7 +8,7 @@
   truncated answer included (the "truncation penalty"). A ``<think>…</think>`` block before the answer
   is the chain of thought, not part of the answer.
 * ``R_anchor``: the trajectory-shape similarity ``exp(−d_shape/τ_s)`` of the metric (K = 50 resampling,
-  :mod:`dataclaw.tailor.bench.trajectory`) between the answer's frame indices (or ordered labels) and
+  :mod:`dataclaw.tailor.scoring.bench.trajectory`) between the answer's frame indices (or ordered labels) and
   the reference's, or the anchors' frame indices when ``anchors`` are given; 0 for an answer that is
   not JSON; None (no signal; TRL sums what is there) when the intent has no trajectory.
 * ``R_eff``: group-relative CoT length regularisation. The top 50% rollouts of a group by R_format +
@@ -37,11 +37,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel, Field
 
-from dataclaw.tailor.bench.config import RoleBook, Roles
-from dataclaw.tailor.bench.data import parse_answer
-from dataclaw.tailor.bench.fastschema import validity
-from dataclaw.tailor.bench.metric import texts_of
-from dataclaw.tailor.bench.trajectory import (
+from dataclaw.tailor.scoring.bench.config import RoleBook, Roles
+from dataclaw.tailor.scoring.bench.data import parse_answer
+from dataclaw.tailor.scoring.bench.fastschema import validity
+from dataclaw.tailor.scoring.bench.metric import texts_of
+from dataclaw.tailor.scoring.bench.trajectory import (
     TrajectorySpec,
     frame_values,
     normalise_frames,

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import Reject
-from dataclaw.tailor.bench.config import MetricConfig, RoleBook, load_metric_config
-from dataclaw.tailor.bench.data import BenchIssue, load_predictions, load_references, pair
-from dataclaw.tailor.bench.embeddings import CachedEmbedder, default_cache_path
-from dataclaw.tailor.bench.metric import SampleScore, Scorer, table
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.scoring.bench.config import MetricConfig, RoleBook, load_metric_config
+from dataclaw.tailor.scoring.bench.data import BenchIssue, load_predictions, load_references, pair
+from dataclaw.tailor.scoring.bench.embeddings import CachedEmbedder, default_cache_path
+from dataclaw.tailor.scoring.bench.metric import SampleScore, Scorer, table
 
 __all__ = [
     "BenchIssue",

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from dataclaw.core.errors import ConfigError
 
-PAPER_CONFIG = Path(__file__).with_name("data") / "cost_paper.yaml"
+PAPER_CONFIG = Path(__file__).parents[1] / "data" / "cost_paper.yaml"
 
 Tier = Literal["list", "batch"]
 

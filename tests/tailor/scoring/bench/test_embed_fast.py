@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from dataclaw.models import embed as E
-from dataclaw.tailor.bench import CachedEmbedder, Scorer
-from dataclaw.tailor.bench.data import Prediction, Reference
 from dataclaw.tailor.intents.registry import IntentCatalog
+from dataclaw.tailor.scoring.bench import CachedEmbedder, Scorer
+from dataclaw.tailor.scoring.bench.data import Prediction, Reference
 
 TEXTS = [
     "A robot arm lifts the red cup from the table.",

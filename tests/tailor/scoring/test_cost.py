@@ -10,7 +10,7 @@ import pytest
 
 from dataclaw.cli.app import _run
 from dataclaw.core.errors import ConfigError
-from dataclaw.tailor import cost as C
+from dataclaw.tailor.scoring import cost as C
 
 GEMINI, KIMI = "gemini-3.1-pro", "kimi-k2.6"
 

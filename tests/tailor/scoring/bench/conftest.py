@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dataclaw.tailor.bench import CachedEmbedder
+from dataclaw.tailor.scoring.bench import CachedEmbedder
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.tailor.bench.trajectory import K_POINTS, TrajectorySpec
+from dataclaw.tailor.scoring.bench.trajectory import K_POINTS, TrajectorySpec
 
 ROLES_FILE = Path(__file__).with_name("roles.yaml")
 
