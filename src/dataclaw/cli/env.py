@@ -28,18 +28,12 @@ _DEFAULT_ROOT = Path(".envcraft_state")
 def env_package(name: str) -> Any:
     """An archetype by name (in-process), else a package folder or import name, opened in its sandboxed
     env worker (``dataclaw.envcraft.worker``): its code never runs in this process."""
-    from importlib.machinery import PathFinder
-
     from dataclaw.envcraft import archetypes
+    from dataclaw.envcraft.runtime.resolve import resolve_env
     from dataclaw.envcraft.worker import open_environment
 
-    if name in archetypes.names():
-        return archetypes.get(name)
-    if Path(name).is_dir() or "." in name or PathFinder.find_spec(name) is not None:
-        return open_environment(Path(name) if Path(name).is_dir() else name)
-    raise ConfigError(
-        f"unknown environment {name!r}; known archetypes: {', '.join(archetypes.names()) or 'none'}"
-    )
+    ref = resolve_env(name)
+    return archetypes.get(ref.archetype) if ref.archetype else open_environment(ref)
 
 
 def _echo_json(value: Any) -> None:

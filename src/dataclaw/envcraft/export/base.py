@@ -97,15 +97,15 @@ class EnvCode:
 
 def locate_env(task: ToolTask, env: str) -> EnvCode:
     """The code of ``env`` as named by ``task`` (``env_module`` / ``env_modules``)."""
-    from dataclaw.envcraft import archetypes
     from dataclaw.envcraft.runtime import load_env_package
+    from dataclaw.envcraft.runtime.resolve import resolve_env
 
     module = task.module_of(env)
-    builtin = f"{archetypes.__name__}.{env}"
-    if env in archetypes.names() and module in (None, builtin):
-        return EnvCode(env, archetype=env)
     try:
-        pkg = load_env_package(module or env)
+        ref = resolve_env(env, module)
+        if ref.archetype == env:
+            return EnvCode(env, archetype=env)
+        pkg = load_env_package(ref.ref)
     except Exception as exc:  # noqa: BLE001 - whatever stops it loading, the user needs to know which env
         raise ExportError(
             f"task {task.id!r}: cannot load environment {env!r} from {module or env!r}: {exc}"

@@ -29,6 +29,7 @@ from dataclaw.envcraft.rollout.harness import (
     ToolTaskHarness,
     envelope_result,
 )
+from dataclaw.envcraft.runtime.resolve import EnvKind, EnvRef, UnknownEnvError, resolve_env
 from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.sandbox import SandboxPolicy
 
@@ -163,10 +164,17 @@ class Catalogue:
         return {"id": task_id, "index": self.ids.index(task_id), "env": self.env, "prompt": rec.turns()[0]}
 
 
-def _builtin(name: str) -> bool:
-    from dataclaw.envcraft import archetypes
-
-    return name in archetypes.names()
+def _served(part: str) -> EnvRef | None:
+    """What ``part`` of an ``env serve`` argument names when it may be served: a built-in archetype or a
+    package folder (None for an import name or nothing: those are refused; a folder that is not a package
+    is its own error)."""
+    try:
+        ref = resolve_env(part)
+    except UnknownEnvError:
+        if Path(part).is_dir():
+            raise
+        return None
+    return None if ref.kind is EnvKind.MODULE else ref
 
 
 def _refuse_unsandboxed(env: str) -> ConfigError:
@@ -185,11 +193,13 @@ def load_catalogue(
     of any other environment package (served through the sandbox under ``policy``)."""
     from dataclaw.envcraft import archetypes
 
-    if Path(env).is_dir() and not _builtin(env):
-        return _sandboxed_catalogue(Path(env), tasks, limit, policy)
-    parts = env.split("+")
-    if not all(_builtin(p) for p in parts):
+    refs = [_served(p) for p in env.split("+")]
+    if len(refs) == 1 and refs[0] is not None and refs[0].kind is EnvKind.FOLDER:
+        return _sandboxed_catalogue(refs[0].folder, tasks, limit, policy)
+    parts = [r.archetype for r in refs if r is not None and r.archetype]
+    if len(parts) != len(refs):
         raise _refuse_unsandboxed(env)
+    env = "+".join(parts)
     for part in parts:
         if FINISH_TOOL in archetypes.get(part).env_cls.tools:
             raise ConfigError(f"{part!r} has its own tool named {FINISH_TOOL!r}, which env serve reserves")

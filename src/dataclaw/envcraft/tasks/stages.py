@@ -29,11 +29,11 @@ def load_env(env: str, module: str | None = None) -> Any:
     """The Environment class of an archetype name, an import name or a package folder: the archetype's own
     class in-process, any other package's stand-in whose code runs in its sandboxed env worker."""
     from dataclaw.envcraft import archetypes
+    from dataclaw.envcraft.runtime.resolve import resolve_env
     from dataclaw.envcraft.worker import env_class
 
-    if env in archetypes.names() and module in (None, f"{archetypes.__name__}.{env}"):
-        return archetypes.get(env).env_cls
-    return env_class(module or env)
+    ref = resolve_env(env, module)
+    return archetypes.get(ref.archetype).env_cls if ref.archetype else env_class(ref)
 
 
 def task_env(envs: list[str], modules: dict[str, str] | None = None) -> Any:

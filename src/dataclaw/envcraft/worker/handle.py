@@ -12,25 +12,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
-import importlib.machinery
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataclaw.envcraft.worker.client import EnvWorker, WorkerError, WorkerOptions
 from dataclaw.envcraft.worker.protocol import Op
 from dataclaw.envcraft.worker.remote import RemoteEnvironment, remote_env_class
 
-ARCHETYPE_PREFIX = "dataclaw.envcraft.archetypes."
-
-
-def ConfigError(message: str) -> Exception:
-    from dataclaw.core.errors import ConfigError as _ConfigError
-
-    return _ConfigError(message)
+if TYPE_CHECKING:
+    from dataclaw.envcraft.runtime.resolve import EnvRef
 
 
 @dataclass
@@ -190,40 +183,19 @@ def _fingerprint(folder: Path) -> str:
     return f"{n}:{size}:{newest}"
 
 
-def _archetype(ref: str) -> str | None:
-    from dataclaw.envcraft import archetypes
-
-    name = ref[len(ARCHETYPE_PREFIX) :] if ref.startswith(ARCHETYPE_PREFIX) else ref
-    return name if name in archetypes.names() else None
-
-
 def locate_package(ref: str | Path) -> Path:
     """The folder of a package given as a folder or an import name, found WITHOUT importing anything
     (importing it, or a parent package, would run its code here)."""
-    path = Path(ref)
-    if isinstance(ref, Path) or "/" in str(ref) or path.is_dir():
-        if not (path / "__init__.py").is_file():
-            raise ConfigError(f"{ref} is not an environment package folder (no __init__.py)")
-        return path.resolve()
-    parts = str(ref).split(".")
-    spec = importlib.machinery.PathFinder.find_spec(parts[0], sys.path)
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"cannot find environment package {ref!r} (not a folder, not importable)")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    for part in parts[1:]:
-        folder = folder / part
-    if not (folder / "__init__.py").is_file():
-        raise ConfigError(f"cannot find environment package {ref!r} (no package folder {folder.name})")
-    return folder.resolve()
+    from dataclaw.envcraft.runtime.resolve import resolve_env
+
+    return resolve_env(ref).folder
 
 
 def is_builtin(ref: str | Path) -> bool:
     """Whether ``ref`` names a built-in archetype (dataclaw's own code: the in-process fast path)."""
-    if isinstance(ref, Path):
-        from dataclaw.envcraft.archetypes import ARCHETYPES_DIR
+    from dataclaw.envcraft.runtime.resolve import archetype_name
 
-        return ref.resolve().parent == ARCHETYPES_DIR.resolve() and _archetype(ref.name) is not None
-    return _archetype(str(ref)) is not None or ("/" in str(ref) and is_builtin(Path(str(ref))))
+    return archetype_name(ref) is not None
 
 
 def configure_workers(options: WorkerOptions | None) -> WorkerOptions | None:
@@ -233,24 +205,23 @@ def configure_workers(options: WorkerOptions | None) -> WorkerOptions | None:
     return previous
 
 
-def open_environment(ref: str | Path, options: WorkerOptions | None = None) -> EnvHandle:
-    """Open an environment: archetype name or import name, or a package folder. Built-in archetypes run
+def open_environment(ref: str | Path | EnvRef, options: WorkerOptions | None = None) -> EnvHandle:
+    """Open an environment: archetype name or import name, or a package folder (or what
+    :func:`~dataclaw.envcraft.runtime.resolve.resolve_env` made of one). Built-in archetypes run
     in-process; any other package runs in its sandboxed env worker (started on first use, shared)."""
-    if is_builtin(ref):
+    from dataclaw.envcraft.runtime.resolve import EnvRef, resolve_env
+
+    env = ref if isinstance(ref, EnvRef) else resolve_env(ref)
+    if env.archetype is not None:
         from dataclaw.envcraft import archetypes
 
-        name = _archetype(
-            ref.name if isinstance(ref, Path) else Path(str(ref)).name if "/" in str(ref) else str(ref)
-        )
-        assert name is not None
-        pkg = archetypes.get(name)
+        pkg = archetypes.get(env.archetype)
         return EnvHandle(pkg.name, pkg.env_cls, pkg.module, pkg.path, True)
-    folder = locate_package(ref)
-    worker, cls = _REGISTRY.get(folder, options)
-    return EnvHandle(cls.name, cls, str(folder), folder, False, worker)
+    worker, cls = _REGISTRY.get(env.folder, options)
+    return EnvHandle(cls.name, cls, str(env.folder), env.folder, False, worker)
 
 
-def env_class(ref: str | Path, options: WorkerOptions | None = None) -> Any:
+def env_class(ref: str | Path | EnvRef, options: WorkerOptions | None = None) -> Any:
     """``open_environment(ref).env_cls``: what code that takes an environment class wants."""
     return open_environment(ref, options).env_cls
 
