@@ -1,4 +1,4 @@
-"""Package data (world data, scenarios, README/SKILL) of every archetype ships in the wheel."""
+"""Package data (world data, scenarios, README/SKILL, archetype.yaml) of each archetype ships in the wheel."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_wheel_contains_archetype_data(tmp_path: Path) -> None:
         wanted = [
             p
             for p in folder.rglob("*")
-            if p.is_file() and p.suffix in (".json", ".md", ".py") and "__pycache__" not in p.parts
+            if p.is_file() and p.suffix in (".json", ".md", ".py", ".yaml") and "__pycache__" not in p.parts
         ]
         assert any(p.parent.name == "scenarios" for p in wanted), name
         missing = [str(p.relative_to(src)) for p in wanted if str(p.relative_to(src)) not in names]

@@ -44,6 +44,7 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
     "OCR backend": "dataclaw.ocr_backends",
     "video codec profile": "dataclaw.codecs",
     "trainer export": "dataclaw.trainer_exports",
+    "archetype": "dataclaw.archetypes",
     "compiler mechanic": "dataclaw.mechanics",
     "executor": "dataclaw.executors",
     "model backend": "dataclaw.model_backends",

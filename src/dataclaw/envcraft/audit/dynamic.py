@@ -17,9 +17,11 @@ import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dataclaw.envcraft.archetypes import compiler_file
 from dataclaw.envcraft.audit.model import CheckStatus, DynamicCheck
 from dataclaw.envcraft.runtime.contract import CHECKS
 from dataclaw.sandbox import Limits, Outcome, SandboxPolicy, Status, run
@@ -33,7 +35,21 @@ _STATUS = {
     Status.VIOLATION: CheckStatus.VIOLATION,
     Status.ERROR: CheckStatus.CRASHED,
 }
-_COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".git")
+_CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".git")
+
+
+def _copy_ignore(root: Path) -> Callable[[str, list[str]], set[str]]:
+    """What the workspace copy of the package at ``root`` leaves out: caches, and an archetype folder's
+    compiler files (``archetype.yaml``, ``mechanic.py``): they are synthesis's, not the environment's, so the
+    audited package must run without them."""
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        out = set(_CACHES(folder, names))
+        if Path(folder) == root:
+            out |= {n for n in names if compiler_file(root / n)}
+        return out
+
+    return ignore
 
 
 @dataclass(frozen=True)
@@ -61,7 +77,7 @@ def dynamic_audit(
     with tempfile.TemporaryDirectory(prefix="envcraft-audit-") as tmp:
         ws = Path(tmp)
         dst = ws.joinpath("src", *import_name.split("."))
-        shutil.copytree(src, dst, ignore=_COPY_IGNORE, symlinks=True)
+        shutil.copytree(src, dst, ignore=_copy_ignore(src), symlinks=True)
         names = list(CHECKS)
         nonce = secrets.token_hex(8)
         args = ["contract", "src", import_name, *names]

@@ -3,6 +3,11 @@
 The static audit never runs package code. Roles (EnvCraft C.2 ``files[].role``) are inferred from what a
 module *contains*, not from its file name, so a generated package that calls its repository ``world.py``
 is audited like one that calls it ``state.py``.
+
+An archetype folder's compiler files (``archetype.yaml`` and the ``mechanic.py`` beside it, see
+:func:`dataclaw.envcraft.archetypes.compiler_file`) are not part of the package read: synthesis imports the
+mechanic, the environment never does, and it is compiler code the environment rules (Table 15) do not
+apply to. The dynamic audit does not copy them either, so an environment that imported one fails there.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from dataclaw.core import pyast
 from dataclaw.core.errors import ConfigError
+from dataclaw.envcraft.archetypes import compiler_file
 
 RUNTIME = "dataclaw.envcraft.runtime"
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".git"}
@@ -252,6 +258,8 @@ def read_package(path: str | Path) -> PackageSource:
         rel_parts = file.relative_to(root).parts
         if any(p in SKIP_DIRS or p.startswith(".") for p in rel_parts):
             continue
+        if file.parent == root and compiler_file(file):
+            continue  # an archetype's mechanic.py: the compiler's code, not the environment's
         rel = "/".join(rel_parts)
         source = file.read_text(encoding="utf-8", errors="replace")
         mod = Module(rel, file, source, None)

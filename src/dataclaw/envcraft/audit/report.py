@@ -20,12 +20,12 @@ def resolve_targets(targets: list[str], all_archetypes: bool = False) -> list[Pa
     """Package folders from archetype names or paths (``all_archetypes`` adds every registered one)."""
     from dataclaw.envcraft import archetypes
 
-    out = [archetypes.ARCHETYPES_DIR / n for n in archetypes.names()] if all_archetypes else []
+    out = [archetypes.archetype(n).folder for n in archetypes.names()] if all_archetypes else []
     for t in targets:
         if Path(t).is_dir():
             out.append(Path(t).resolve())
         elif t in archetypes.names():
-            out.append(archetypes.ARCHETYPES_DIR / t)
+            out.append(archetypes.archetype(t).folder)
         else:
             raise ConfigError(
                 f"{t!r} is neither a package folder nor an archetype ({', '.join(archetypes.names())})"

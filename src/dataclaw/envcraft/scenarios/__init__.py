@@ -1,4 +1,5 @@
-"""Scenario catalogue (EnvCraft B.2) and archetype blueprints (B.3), both shipped as data.
+"""Scenario catalogue (EnvCraft B.2) and archetype blueprints (B.3, each archetype folder's
+``archetype.yaml``), both shipped as data.
 
 from dataclaw.envcraft.scenarios import load_catalogue
 catalogue = load_catalogue(["my_scenarios/"])      # 83 built-ins + the user's YAML files

@@ -2,7 +2,7 @@
 specification, keep the top two, and hand over their blueprint text and reference code.
 
 Deterministic: the spec's words (names, descriptions, rules, tools; snake_case and camelCase split, a
-light suffix stemmer) are matched against each archetype's keywords (``scenarios/data/archetypes.yaml``);
+light suffix stemmer) are matched against each archetype's keywords (its folder's ``archetype.yaml``);
 the score is the number of distinct keywords matched. Ties go to the paper's order. Archetypes a
 scenario pins (``ScenarioSpec.archetypes``) come first. When nothing matches, the reference package
 (transactional_workspace, blueprint 1) is returned, marked ``fallback``, so generation always has an anchor.
