@@ -191,3 +191,70 @@ def test_the_serial_executor_runs_the_stages_of_an_ingest(site: Path, tmp_path: 
         k: local[k] for k in ("streams", "anchors", "candidates", "rejects")
     }
     assert "serial:" not in dataclaw("tailor", "inspect", str(run), site=site).stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# an archetype: dataclaw.archetypes
+
+
+def test_the_inventory_ledger_archetype_is_listed_and_callable(site: Path, tmp_path: Path) -> None:
+    assert "inventory_ledger" not in dataclaw("env", "list", site=None).stdout
+    listed = dataclaw("env", "list", site=site)
+    assert listed.returncode == 0 and "│ inventory_ledger " in listed.stdout
+    assert "A stock room: items with a quantity per SKU" in listed.stdout
+
+    contract = dataclaw("env", "contract", "inventory_ledger", site=site)
+    assert contract.returncode == 0, contract.stdout[-3000:] + contract.stderr[-3000:]
+    assert "workflow_scores_and_penalties: damaged_delivery=1.0" in contract.stdout
+    assert "inventory_ledger: 9/9 contract checks passed" in contract.stdout
+
+    poke = ["env", "call", "inventory_ledger", "adjust_stock", "--scenario", "monthly_count"]
+    poke += [
+        "--state-root",
+        str(tmp_path / "poke"),
+        "--arg",
+        "sku=SKU-OAT",
+        "--arg",
+        "reason=count_correction",
+    ]
+    done = dataclaw(*poke, "--arg", "delta=-2", "--arg", "note=count: 38", site=site)
+    assert done.returncode == 0 and json.loads(done.stdout)["data"]["item"]["quantity"] == 38
+    refused = json.loads(dataclaw(*poke, "--arg", "delta=-50", "--arg", "note=x", site=site).stdout)
+    assert (
+        refused["error"]["message"]
+        == "Invalid value for 'delta': SKU-OAT holds 38: -50 would leave -12, below zero"
+    )
+
+    out = tmp_path / "tasks"
+    sampled = dataclaw("tasks", "sample", "-o", str(out), "--env", "inventory_ledger", "-n", "3", site=site)
+    assert sampled.returncode == 0, sampled.stderr[-3000:]
+    chains = jsonl(out / "chains.jsonl")
+    assert len(chains) == 3 and all(c["envs"] == ["inventory_ledger"] for c in chains)
+    tools = {step for c in chains for step in c["steps"]}
+    assert tools <= {"list_stock", "get_item", "adjust_stock"} and "adjust_stock" in tools
+
+
+def test_its_blueprint_is_what_synthesis_retrieves(site: Path) -> None:
+    code = (
+        "from dataclaw.envcraft.synth.retrieval import retrieve\n"
+        "best = retrieve('Track the pantry stock: record each delivery and write off damaged items')[0]\n"
+        "print(best.blueprint.name, best.blueprint.title, sorted(best.matched))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == (
+        "inventory_ledger Reasoned Inventory Ledger ['delivery', 'pantry', 'stock', 'write-off']"
+    )
+
+
+@pytest.mark.skipif(not sandbox_available(), reason="needs the sandbox (the audit runs the package in it)")
+def test_the_inventory_ledger_passes_the_audit(site: Path) -> None:
+    missing = dataclaw("env", "audit", "inventory_ledger", site=None)
+    assert missing.returncode == 1 and "neither a package folder nor an archetype" in missing.stderr
+    audit = dataclaw("env", "audit", "inventory_ledger", site=site)
+    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
+    assert (
+        "│ inventory_ledger │ PASS   │ 0 finding(s) │" in audit.stdout
+        and "1/1 environments passed" in audit.stdout
+    )
