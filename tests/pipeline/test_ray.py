@@ -279,8 +279,8 @@ def test_rollouts_and_calibration_on_ray_actors_give_the_local_records(local_ray
 def test_a_killed_rollout_worker_loses_no_rollout_and_pays_no_call_twice(
     local_ray, tmp_path, monkeypatch, caplog
 ):
-    from dataclaw.envcraft.quality.runs import rollout_tasks
     from dataclaw.envcraft.rollout import RolloutConfig
+    from dataclaw.envcraft.rollout.run import rollout_tasks
     from dataclaw.models import get_model
     from dataclaw.pipeline.executors.ray import RayExecutor
     from envcraft.rollout.rollout_helpers import scripted_agent, tool_task

@@ -172,13 +172,9 @@ def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft import archetypes
     from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
-    from dataclaw.envcraft.quality.runs import (
-        audit_by_code,
-        load_task_source,
-        rollout_summary,
-        rollout_tasks,
-    )
+    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
     from dataclaw.envcraft.rollout import RolloutConfig
+    from dataclaw.envcraft.rollout.run import rollout_summary, rollout_tasks
     from dataclaw.envcraft.tasks import GroundStage, SynthStage, chain_record
     from dataclaw.models import get_model
     from dataclaw.pipeline import run_stage

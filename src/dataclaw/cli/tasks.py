@@ -466,7 +466,8 @@ def rollout(
 
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.quality.runs import load_task_source, rollout_summary, rollout_tasks
+    from dataclaw.envcraft.quality.runs import load_task_source
+    from dataclaw.envcraft.rollout.run import rollout_summary, rollout_tasks
 
     if samples < 1:
         raise ConfigError(f"-n must be at least 1, got {samples}")
@@ -527,7 +528,8 @@ def calibrate(
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality import CalibrationConfig
-    from dataclaw.envcraft.quality.runs import calibrate_tasks, load_task_source, rollout_summary
+    from dataclaw.envcraft.quality.runs import calibrate_tasks, load_task_source
+    from dataclaw.envcraft.rollout.run import rollout_summary
 
     try:
         cal_config = CalibrationConfig(k=k, success_threshold=threshold, concurrency=concurrency)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from dataclaw.envcraft.quality.runs import tool_task_problems
+from dataclaw.envcraft.quality.common import tool_task_problems
 from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollouts
 from dataclaw.envcraft.runtime.task import ToolTask
 

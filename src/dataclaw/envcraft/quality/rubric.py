@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataclaw.envcraft.quality.runs import task_id
+from dataclaw.envcraft.quality.common import task_id
 from dataclaw.envcraft.runtime.task import ToolTask
 
 DIMENSIONS = ("task_solvability", "validation_integrity", "data_consistency")
@@ -114,6 +114,7 @@ def _clip(text: str, limit: int) -> str:
 def _env_source(task: ToolTask) -> str:
     """The environment package's Python source (domain modules first; each member's in turn for a
     cross-environment task), clipped."""
+    from dataclaw.envcraft.archetypes import compiler_file
     from dataclaw.envcraft.tasks.stages import record_env
 
     env_cls = record_env(task)
@@ -121,7 +122,9 @@ def _env_source(task: ToolTask) -> str:
     infra = {"__init__.py", "__main__.py", "env.py", "evaluator.py", "state.py"}
     parts = []
     for name, cls in members.items():
-        files = sorted(Path(cls.package_dir()).glob("*.py"), key=lambda p: (p.name in infra, p.name))
+        # an archetype's mechanic.py is synthesis's code, not the environment's
+        code = (p for p in Path(cls.package_dir()).glob("*.py") if not compiler_file(p))
+        files = sorted(code, key=lambda p: (p.name in infra, p.name))
         prefix = f"{name}/" if len(members) > 1 else ""
         parts += [f"# {prefix}{p.name}\n{p.read_text(encoding='utf-8')}" for p in files]
     return _clip("\n\n".join(parts), _MAX_CODE_CHARS)

@@ -1,4 +1,5 @@
-"""Resumable runs behind ``dataclaw tasks audit|calibrate|rollout``: tasks in, JSONL records out.
+"""Resumable runs behind ``dataclaw tasks audit|calibrate``: tasks in, JSONL records out (the rollout run
+itself is :mod:`dataclaw.envcraft.rollout.run`).
 
 Tasks come from a ``tasks.jsonl`` (tool tasks, or claw task records) or from a folder in the four-file
 layout (claw workspace tasks made here or elsewhere). Every output record has a deterministic id, so a
@@ -8,42 +9,25 @@ calibrations per task.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import os
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import stable_hash
 from dataclaw.core.store import RunStore
-from dataclaw.envcraft.rollout import RolloutConfig, Trajectory, harness_for, run_rollout
-from dataclaw.envcraft.rollout.loop import rollout_id
+from dataclaw.envcraft.quality.common import task_id, tool_task_problems
+from dataclaw.envcraft.rollout import RolloutConfig
+from dataclaw.envcraft.rollout.run import Progress, require_sandbox, rollout_tasks, trajectories_of
 from dataclaw.envcraft.runtime.task import CLAW_KIND, ToolTask, read_task_rows
-from dataclaw.sandbox import SandboxError, SandboxPolicy, SandboxUnavailable, sandbox_available
+from dataclaw.sandbox import SandboxError, SandboxPolicy
 
 if TYPE_CHECKING:
     from dataclaw.envcraft.quality.calibrate import CalibrationConfig
-
-Progress = Callable[[int, int], None]
-log = logging.getLogger(__name__)
-HOST_ATTEMPTS = 3
-"""Tries of one rollout whose worker (holding its env session or workspace) dies under it."""
-
-
-def require_sandbox(policy: SandboxPolicy | None) -> None:
-    """Claw tasks run untrusted code: refuse up front (one clear error) when bubblewrap cannot run,
-    unless the caller opted into unsafe mode."""
-    if policy is not None and policy.unsafe:
-        return
-    avail = sandbox_available()
-    if not avail:
-        raise SandboxUnavailable(avail.refusal)
 
 
 @dataclass
@@ -72,40 +56,7 @@ def load_task_source(path: Path, limit: int | None = None) -> LoadedTasks:
     return LoadedTasks(out[:limit])
 
 
-def task_id(task: Any) -> str:
-    return task.task_id if hasattr(task, "task_id") else str(ToolTask.of(task).id)
-
-
 # ---- audit -------------------------------------------------------------------------------------------
-
-
-def tool_task_problems(task: ToolTask | dict[str, Any]) -> list[dict[str, Any]]:
-    """Code checks of a tool task: a well-formed verifier, the gold chain replays to 1.0, the initial
-    state does not already pass (a verifier that pays for doing nothing)."""
-    from dataclaw.envcraft.tasks.stages import replay_task
-    from dataclaw.envcraft.tasks.verifier import check_verifier, evaluate
-
-    def check(name: str, problem: str | None, reason: str) -> dict[str, Any]:
-        return {"name": name, "passed": problem is None, "reason": None if problem is None else reason,
-                "message": problem or ""}  # fmt: skip
-
-    task = ToolTask.of(task)
-    shape = check_verifier(task.verifier)
-    out = [check("verifier", shape[0] if shape else None, "verifier_malformed")]
-    if shape:
-        return out
-    try:
-        gold = replay_task(task)
-        bad_gold = (
-            None if gold["passed"] else f"the gold chain scores {gold['score']:.2f} ({gold['errors']} errors)"
-        )
-    except Exception as exc:  # noqa: BLE001 - an environment that cannot replay the task: report, go on
-        bad_gold = f"the gold chain could not be replayed: {type(exc).__name__}: {exc}"
-    out.append(check("gold_chain", bad_gold, "gold_fails"))
-    initial = evaluate(task.verifier, task.initial_state)
-    out.append(check("untouched_floor", "the initial state already passes" if initial["passed"] else None,
-                     "untouched_above_floor"))  # fmt: skip
-    return out
 
 
 def default_workers() -> int:
@@ -349,117 +300,6 @@ async def rubric_tasks(
         if progress:
             progress(i + 1, len(tasks))
     return rows
-
-
-# ---- rollouts ------------------------------------------------------------------------------------------
-
-
-async def rollout_tasks(
-    model: Any,
-    tasks: list[Any],
-    store: RunStore,
-    config: RolloutConfig,
-    *,
-    samples: int = 1,
-    concurrency: int = 8,
-    seeds: Callable[[int], int | None] = lambda j: None,
-    policy: SandboxPolicy | None = None,
-    progress: Progress | None = None,
-) -> list[dict[str, Any]]:
-    """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun.
-
-    The harnesses (env sessions, sandboxed workspaces) live where the command's executor puts them
-    (local: this process; ray: actors), the agent loop and the model calls stay here, so every answer
-    goes through this run's response cache. A rollout whose worker dies starts again on another one (its
-    model calls answered from the cache); one whose workers die :data:`HOST_ATTEMPTS` times is a
-    ``worker_crashed`` reject, retried on the next run."""
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
-    from dataclaw.pipeline.executors import WORKER_CRASHED, HostLost
-    from dataclaw.pipeline.registry import make_executor
-
-    if any(isinstance(t, WorkspaceTask) for t in tasks):
-        require_sandbox(policy)
-    out = store.stage("rollouts")
-    have = {r["id"]: r for r in out.read()}
-    ids = [(t, j, rollout_id(task_id(t), model.model_id, j, seeds(j))) for t in tasks for j in range(samples)]
-    todo = [(t, j, rid) for t, j, rid in ids if rid not in have]
-    window = max(1, min(concurrency, len(todo)))
-    sem = asyncio.Semaphore(window)
-    finished = 0
-
-    async def one(host: Any, task: Any, j: int, rid: str) -> None:
-        nonlocal finished
-        kwargs = {"policy": policy} if isinstance(task, WorkspaceTask) else {}
-        rc = _task_limits(task, config)
-        async with sem:
-            for attempt in range(1, HOST_ATTEMPTS + 1):
-                try:
-                    harness = await asyncio.to_thread(host, harness_for, task, **kwargs)
-                    traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j))
-                    break
-                except HostLost as exc:
-                    log.warning("rollout %s: %s (attempt %d of %d)", rid, exc, attempt, HOST_ATTEMPTS)
-            else:
-                store.reject(
-                    Reject(
-                        id=rid, stage="rollouts", reason=WORKER_CRASHED,
-                        message=f"the worker holding its environment died {HOST_ATTEMPTS} times",
-                        detail={"task_id": task_id(task), "sample": j},
-                    )
-                )  # fmt: skip
-                traj = None
-        if traj is not None:
-            rec = traj.to_record()
-            out.append(rec)
-            have[rec["id"]] = rec
-        finished += 1
-        if progress:
-            progress(finished, len(todo))
-
-    if progress:
-        progress(0, len(todo))
-    if todo:
-        with make_executor(concurrency=window).hosting(window) as host:
-            await asyncio.gather(*(one(host, t, j, rid) for t, j, rid in todo))
-    wanted = {rid for _, _, rid in ids}
-    return [r for rid, r in have.items() if rid in wanted]
-
-
-def _task_limits(task: Any, config: RolloutConfig) -> RolloutConfig:
-    """A claw task's yaml runtime may lower the turn and time budget."""
-    turns, timeout = getattr(task, "max_turns", None), getattr(task, "timeout_s", None)
-    return replace(
-        config,
-        max_turns=min(config.max_turns, turns) if turns else config.max_turns,
-        timeout_s=min(config.timeout_s, timeout) if timeout else config.timeout_s,
-    )
-
-
-def trajectories_of(records: list[dict[str, Any]], tid: str) -> list[Trajectory]:
-    """Rebuild the judging view (reward, error, defect) of stored trajectories of one task, in sample
-    order (outcome j is sample j's, whichever finished first)."""
-    out = []
-    for r in sorted((r for r in records if r["task_id"] == tid), key=lambda r: r["sample"]):
-        t = Trajectory(id=r["id"], task_id=tid, kind=r["kind"], model=r["model"], sample=r["sample"])
-        t.reward, t.error, t.defect = r["reward"], r["error"], r["defect"]
-        out.append(t)
-    return out
-
-
-def rollout_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts for the summary table."""
-    errors = Counter(r["error"]["boundary"] for r in records if r.get("error"))
-    rewards = [r["reward"] for r in records]
-    return {
-        "rollouts": len(records),
-        "tasks": len({r["task_id"] for r in records}),
-        "mean_reward": round(sum(rewards) / len(rewards), 4) if rewards else None,
-        "full_reward": sum(1 for x in rewards if x >= 1.0),
-        "defects": sum(1 for r in records if r.get("defect")),
-        "errors": dict(errors),
-        "stop_reasons": dict(Counter(r["stop_reason"] for r in records)),
-        "mean_turns": round(sum(r["turns"] for r in records) / len(records), 2) if records else None,
-    }
 
 
 # ---- calibration ---------------------------------------------------------------------------------------

@@ -271,15 +271,22 @@ def openclaw_transcript(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def harness_for(task: Any, **kwargs: Any) -> Harness:
-    """The harness of a task: a :class:`WorkspaceTask` or a workspace record → claw; else a tool task (a
-    :class:`ToolTask` or its row)."""
+def task_of(task: Any) -> Any:
+    """A task object: a :class:`ToolTask` or :class:`WorkspaceTask` as it is, a row of either read."""
     from dataclaw.envcraft.tasks.workspace import WorkspaceTask
 
-    if isinstance(task, WorkspaceTask):
-        return ClawTaskHarness(task, **kwargs)
+    if isinstance(task, ToolTask | WorkspaceTask):
+        return task
     if isinstance(task, dict) and task.get("kind") == CLAW_KIND:
-        return ClawTaskHarness(WorkspaceTask.from_record(task), **kwargs)
-    if isinstance(task, ToolTask | dict):
-        return ToolTaskHarness(task, **kwargs)
+        return WorkspaceTask.from_record(task)
+    if isinstance(task, dict):
+        return ToolTask.from_row(task)
     raise TypeError(f"not a task: {type(task).__name__}")
+
+
+def harness_for(task: Any, **kwargs: Any) -> Harness:
+    """The harness of a task (or of its row): claw for a workspace task, else a tool task's."""
+    task = task_of(task)
+    if isinstance(task, ToolTask):
+        return ToolTaskHarness(task, **kwargs)
+    return ClawTaskHarness(task, **kwargs)
