@@ -46,6 +46,7 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
     "trainer export": "dataclaw.trainer_exports",
     "archetype": "dataclaw.archetypes",
     "compiler mechanic": "dataclaw.mechanics",
+    "audit rule": "dataclaw.audit_rules",
     "executor": "dataclaw.executors",
     "model backend": "dataclaw.model_backends",
     "server kind": "dataclaw.server_kinds",

@@ -4,15 +4,18 @@ the rules are precise (registries, constants, datetime.time, str.replace, seeded
 from __future__ import annotations
 
 import shutil
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.audit import RULES, static_audit
 from dataclaw.envcraft.audit.package import Role, read_package
+from dataclaw.envcraft.audit.rules import Rule, rule
 
 
 @pytest.mark.parametrize("name", archetypes.names())
@@ -121,7 +124,7 @@ BREAKS: dict[str, tuple[list[tuple], str]] = {
 
 
 def test_every_rule_has_a_broken_fixture() -> None:
-    assert set(BREAKS) == set(RULES)
+    assert set(BREAKS) == set(RULES.names())
 
 
 @pytest.mark.parametrize("rule_id", sorted(BREAKS))
@@ -130,7 +133,7 @@ def test_broken_package_fails_with_its_rule(rule_id: str, mutant: Callable[..., 
     findings = static_audit(mutant(*edits))
     assert {f.rule for f in findings} == {rule_id}, "\n".join(map(str, findings))
     assert any(message in f.message for f in findings), "\n".join(map(str, findings))
-    assert all(f.name == RULES[rule_id].name and f.file for f in findings)
+    assert all(f.name == RULES.get(rule_id).name and f.file for f in findings)
 
 
 def test_findings_carry_file_and_line(mutant: Callable[..., Path]) -> None:
@@ -244,3 +247,47 @@ def test_auditor_survives_real_world_code(tmp_path: Path) -> None:
     for path, rule_id in by_file.items():
         rel = f"real_{sources.index(path):03d}.py"
         assert any(f.rule == rule_id and f.file == rel for f in findings), rule_id
+
+
+def test_a_rule_id_or_name_is_refused_twice() -> None:
+    before = RULES.get("S020")
+    with pytest.raises(ConfigError, match=r"audit rule name 'S020' is already registered"):
+        rule("S020", "clock-again", "a second S020")(lambda pkg: iter(()))
+    with pytest.raises(ConfigError, match=r"name 'wall-clock' of S999 is already the name of S020"):
+        rule("S999", "wall-clock", "a second wall-clock")(lambda pkg: iter(()))
+    assert RULES.get("S020") is before and "S999" not in RULES
+
+
+NO_TODO = """\
+from dataclaw.envcraft.audit.model import Finding
+from dataclaw.envcraft.audit.rules import Rule
+
+
+def _no_todo(pkg):
+    for mod in pkg.code_modules():
+        if "TODO" in mod.source:
+            yield Finding(rule="S900", name="todo-left", file=mod.rel, line=0, message="a TODO")
+
+
+NO_TODO = Rule("S900", "todo-left", "no TODO left in package code", _no_todo)
+"""
+
+
+def test_an_installed_entry_point_adds_a_rule(tmp_path: Path, monkeypatch, request) -> None:
+    """A ``dataclaw.audit_rules`` entry point names a Rule under its id; one whose id is not the entry
+    point's name is refused."""
+    site = tmp_path / "site-packages"
+    info = site / "dc_rules-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dc_rules\nVersion: 0.1\n")
+    (info / "RECORD").write_text("")
+    (site / "dc_rules_mod.py").write_text(NO_TODO)
+    monkeypatch.syspath_prepend(str(site))
+    request.addfinalizer(lambda: sys.modules.pop("dc_rules_mod", None))
+    (info / "entry_points.txt").write_text("[dataclaw.audit_rules]\nS900 = dc_rules_mod:NO_TODO\n")
+    fresh = type(RULES)("audit rule")  # a fresh registry: the group of the kind, entry points loaded
+    assert fresh.group == "dataclaw.audit_rules"
+    assert isinstance(fresh.get("S900"), Rule) and fresh.get("S900").name == "todo-left"
+    (info / "entry_points.txt").write_text("[dataclaw.audit_rules]\nS901 = dc_rules_mod:NO_TODO\n")
+    with pytest.raises(ConfigError, match=r"S901 = dc_rules_mod:NO_TODO.*must be a Rule with id 'S901'"):
+        type(RULES)("audit rule").names()

@@ -15,7 +15,8 @@ from pathlib import Path
 from dataclaw.envcraft.audit.dynamic import DynamicOptions, dynamic_audit
 from dataclaw.envcraft.audit.model import AuditReport, CheckStatus, DynamicCheck, Finding
 from dataclaw.envcraft.audit.package import PackageSource, Role, class_attrs, env_classes, read_package
-from dataclaw.envcraft.audit.static import RULES, static_audit
+from dataclaw.envcraft.audit.rules import RULES
+from dataclaw.envcraft.audit.static import static_audit
 
 __all__ = [
     "RULES",

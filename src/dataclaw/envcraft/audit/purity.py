@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from dataclaw.envcraft.audit.model import Finding
 from dataclaw.envcraft.audit.package import Module, PackageSource, Role, is_dimension_def, is_tool_def
-from dataclaw.envcraft.audit.static import finding, rule
+from dataclaw.envcraft.audit.rules import finding, rule
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 

@@ -33,15 +33,16 @@ S060   evaluator-impure        evaluator: no randomness, clock, file or console 
                                inputs (#11)
 =====  ======================  ===========================================================================
 
-Rules are registered with :func:`rule` (ids and names unique); :func:`static_audit` runs them all.
+Rules are registered with :func:`~dataclaw.envcraft.audit.rules.rule` in the rule registry
+(:data:`~dataclaw.envcraft.audit.rules.RULES`: ids and names unique, more through the ``dataclaw.audit_rules``
+entry points); :func:`static_audit` runs them all.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 from dataclaw.core import pyast
@@ -58,49 +59,19 @@ from dataclaw.envcraft.audit.package import (
     module_assigns,
     read_package,
 )
+from dataclaw.envcraft.audit.rules import RULES, finding, rule
 from dataclaw.envcraft.runtime.environment import REQUIRED_SCENARIO_KEYS
 from dataclaw.envcraft.runtime.loader import SKILL_MAX_LINES
 from dataclaw.envcraft.runtime.tools import parse_docstring
-
-Checker = Callable[[PackageSource], Iterator[Finding]]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A static rule: stable id, short name, what it enforces and its checker."""
-
-    id: str
-    name: str
-    summary: str
-    check: Checker
-
-
-RULES: dict[str, Rule] = {}
-
-
-def rule(rule_id: str, name: str, summary: str) -> Callable[[Checker], Checker]:
-    """Register a checker under ``rule_id`` (refuses a duplicate id or name)."""
-    if rule_id in RULES or any(r.name == name for r in RULES.values()):
-        raise ValueError(f"duplicate static rule {rule_id} {name}")
-
-    def wrap(fn: Checker) -> Checker:
-        RULES[rule_id] = Rule(rule_id, name, summary, fn)
-        return fn
-
-    return wrap
-
-
-def finding(rule_id: str, file: str, line: int, message: str) -> Finding:
-    return Finding(rule=rule_id, name=RULES[rule_id].name, file=file, line=line, message=message)
 
 
 def static_audit(package: str | Path | PackageSource, *, only: list[str] | None = None) -> list[Finding]:
     """Run every registered rule (or ``only`` those ids) over a package folder; findings sorted by place."""
     pkg = package if isinstance(package, PackageSource) else read_package(package)
     out: list[Finding] = []
-    for rule_id in sorted(RULES):
+    for rule_id, registered in RULES.items():
         if only is None or rule_id in only:
-            out.extend(RULES[rule_id].check(pkg))
+            out.extend(registered.check(pkg))
     return sorted(out, key=lambda f: (f.file, f.line, f.rule))
 
 
@@ -455,7 +426,3 @@ def _unsafe_errors(pkg: PackageSource) -> Iterator[Finding]:
                     )
                 elif isinstance(node, ast.Name) and node.id == "__file__":
                     yield finding("S012", mod.rel, node.lineno, f"tool {fn.name} uses __file__ (a host path)")
-
-
-# the code-level rules (S020-S060) register themselves on import; kept last so they see `rule`/`finding`
-from dataclaw.envcraft.audit import purity  # noqa: E402, F401

@@ -22,7 +22,7 @@ from typing import Any
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.audit import DynamicOptions
-from dataclaw.envcraft.audit.static import RULES
+from dataclaw.envcraft.audit.rules import RULES
 from dataclaw.envcraft.scenarios import blueprint
 from dataclaw.envcraft.synth.compile.package import is_claw_scenario, package_name
 from dataclaw.envcraft.synth.heal import (
@@ -123,7 +123,7 @@ def generation_messages(spec: dict[str, Any], env_name: str) -> list[dict[str, s
     retrieved archetypes (blueprint and reference code), the runtime contract, the audit rules, the task."""
     scenario = spec.get("scenario") or {}
     retrieved = _retrieved(spec)
-    rules = "\n".join(f"- {r.id} {r.name}: {r.summary}" for r in RULES.values())
+    rules = "\n".join(f"- {r.id} {r.name}: {r.summary}" for _, r in RULES.items())
     refs = "\n\n".join(reference_code(r) for r in retrieved)
     task = OUTPUT_TASK.format(env=env_name)
     if is_claw_scenario(scenario, None):

@@ -30,7 +30,7 @@ from typing import Any
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.audit import AuditReport, CheckStatus, DynamicOptions, audit_package
 from dataclaw.envcraft.audit.package import Role, env_classes, read_package
-from dataclaw.envcraft.audit.static import RULES
+from dataclaw.envcraft.audit.rules import RULES
 from dataclaw.models import ModelError, ModelOutputError
 
 REPAIR_ROUNDS = 2
@@ -478,7 +478,7 @@ def repair_messages(
     folder: Path, env_name: str, reasons: list[dict[str, Any]], context: dict[str, Any]
 ) -> list[dict[str, str]]:
     """The repair prompt: what the environment is, the audit's findings and logs, the current files."""
-    rules = "\n".join(f"- {r.id} {r.name}: {r.summary}" for r in RULES.values())
+    rules = "\n".join(f"- {r.id} {r.name}: {r.summary}" for _, r in RULES.items())
     found = "\n".join(f"- [{r['code']}] {r['message']}" for r in reasons)
     brief = spec_brief(context.get("spec"))
     body = (
