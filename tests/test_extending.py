@@ -69,6 +69,19 @@ def summary(proc: subprocess.CompletedProcess[str]) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def test_the_doc_lists_every_entry_point_group_and_each_example_group() -> None:
+    from dataclaw.core.registry import ENTRY_POINT_GROUPS
+    from dataclaw.envcraft.importers.base import ENTRY_POINT_GROUP
+
+    doc = (REPO / "docs" / "extending.md").read_text(encoding="utf-8")
+    listed = {line.split("`")[1] for line in doc.splitlines() if line.startswith("| `dataclaw.")}
+    assert listed == {*ENTRY_POINT_GROUPS.values(), ENTRY_POINT_GROUP}
+    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for group, eps in project["entry-points"].items():
+        for name, value in eps.items():
+            assert f'{name} = "{value}"' in doc, f"docs/extending.md does not show the {group} entry point"
+
+
 # ------------------------------------------------------------------------------------------------
 # a stream reader: dataclaw.readers
 

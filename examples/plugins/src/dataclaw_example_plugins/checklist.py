@@ -136,7 +136,7 @@ class ChecklistImporter(Importer):
                 yield SourceItem(key, stable_hash(json.dumps(task, sort_keys=True), 16), task)
 
     def convert(self, item: SourceItem, ctx: ImportContext) -> list[dict[str, Any]] | ImportReject:
-        from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+        from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
         task = item.payload
         if not isinstance(task, dict) or not task.get("id") or not task.get("prompt"):
