@@ -101,7 +101,7 @@ def test_an_installed_archetype_may_not_take_a_builtin_name(tmp_path: Path, monk
         type(archetypes.ARCHETYPES)("archetype").names()
 
 
-def test_an_installed_archetype_is_retrieved_compiled_with_its_mechanic_and_opened(tmp_path: Path) -> None:
+def test_an_installed_archetype_is_retrieved_compiled_with_its_mechanic_and_resolved(tmp_path: Path) -> None:
     """End to end in a fresh process (the registries load once per process)."""
     site = _site(tmp_path)
     script = textwrap.dedent(f"""
@@ -109,6 +109,7 @@ def test_an_installed_archetype_is_retrieved_compiled_with_its_mechanic_and_open
         from pathlib import Path
         from dataclaw.envcraft import archetypes
         from dataclaw.envcraft.audit import static_audit
+        from dataclaw.envcraft.runtime.resolve import resolve_env
         from dataclaw.envcraft.scenarios import blueprint
         from dataclaw.envcraft.synth import ESpec, TSpec, compile_package, retrieve
 
@@ -116,6 +117,7 @@ def test_an_installed_archetype_is_retrieved_compiled_with_its_mechanic_and_open
         e, t = ESpec.model_validate(rec["e_spec"]), TSpec.model_validate({{"tools": rec["t_spec"]}})
         found = retrieve(e, t, pinned=["counter_env"])
         res = compile_package(e, t, found, Path({str(tmp_path / "lib")!r}), scenario={{}})
+        refs = ["counter_env", "dc_archetypes.counter_env"]  # its name, its import name
         print(json.dumps({{
             "blueprint": blueprint("counter_env").title,
             "retrieved": found[0].to_dict()["reference_files"],
@@ -123,6 +125,7 @@ def test_an_installed_archetype_is_retrieved_compiled_with_its_mechanic_and_open
             "tools": res.tools,
             "findings": [f.rule for f in static_audit(res.path)],
             "env": archetypes.get("counter_env").name,
+            "resolved": [[r.kind, str(r.folder)] for r in map(resolve_env, refs)],
         }}))
     """)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
@@ -132,6 +135,8 @@ def test_an_installed_archetype_is_retrieved_compiled_with_its_mechanic_and_open
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["blueprint"] == "Counting Workspace" and out["env"] == "counter_env"
+    folder = str((site / "dc_archetypes" / "counter_env").resolve())
+    assert out["resolved"] == [["archetype", folder], ["archetype", folder]]
     assert "counter_env/mechanic.py" not in out["retrieved"] and "counter_env/env.py" in out["retrieved"]
     assert out["mechanics"][0] == "counter_env"
     assert any(t.startswith("count_") for t in out["tools"]) and out["findings"] == []

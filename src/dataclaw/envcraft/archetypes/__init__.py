@@ -17,7 +17,8 @@ Built-ins are the folders beside this file. Out of tree, an installed distributi
 in the group ``dataclaw.archetypes`` whose value names an importable package laid out like this one (one
 folder per archetype), e.g. ``[project.entry-points."dataclaw.archetypes"] my_envs = "my_envs.archetypes"``;
 the entry point's name only labels it, and the package is found, not imported. A name taken twice is
-refused.
+refused. An installed archetype is trusted code, like any plugin: its environment opens in-process as the
+built-ins do (:func:`dataclaw.envcraft.runtime.resolve.resolve_env`), its mechanic is imported to compile.
 """
 
 from __future__ import annotations

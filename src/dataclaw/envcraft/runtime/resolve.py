@@ -20,12 +20,10 @@ from pathlib import Path
 
 from dataclaw.core.errors import ConfigError
 
-ARCHETYPE_PREFIX = "dataclaw.envcraft.archetypes."
-
 
 class EnvKind(StrEnum):
     ARCHETYPE = "archetype"
-    """A built-in archetype: dataclaw's own code, opened in-process."""
+    """An archetype, built in or installed (``dataclaw.archetypes``): trusted code, opened in-process."""
     FOLDER = "folder"
     """A package folder given as a path."""
     MODULE = "module"
@@ -62,9 +60,9 @@ def archetype_name(ref: str | Path) -> str | None:
 
     if isinstance(ref, Path) or "/" in str(ref):
         path = Path(ref).resolve()
-        found = path.name if path.parent == archetypes.ARCHETYPES_DIR.resolve() else None
+        found = next((n for n in archetypes.names() if archetypes.archetype(n).folder == path), None)
     else:
-        found = str(ref).removeprefix(ARCHETYPE_PREFIX)
+        found = next((n for n in archetypes.names() if archetypes.archetype(n).module == ref), str(ref))
     return found if found in archetypes.names() else None
 
 
@@ -74,15 +72,15 @@ def resolve_env(ref: str | Path, module: str | None = None) -> EnvRef:
     resolved in its place. An archetype's name wins over a folder of the same name in the working
     directory; a path must be a package folder (with ``__init__.py``); an import name must be found on
     ``sys.path``."""
+    from dataclaw.envcraft import archetypes
+
     if module is not None:
         name = archetype_name(ref)
-        if name is None or module != f"{ARCHETYPE_PREFIX}{name}":
+        if name is None or module != archetypes.archetype(name).module:
             return resolve_env(module)
     name = archetype_name(ref)
     if name is not None:
-        from dataclaw.envcraft import archetypes
-
-        return EnvRef(EnvKind.ARCHETYPE, name, archetypes.ARCHETYPES_DIR / name)
+        return EnvRef(EnvKind.ARCHETYPE, name, archetypes.archetype(name).folder)
     if isinstance(ref, Path) or "/" in str(ref) or Path(ref).is_dir():
         path = Path(ref)
         if not (path / "__init__.py").is_file():
