@@ -35,8 +35,8 @@ from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
 from dataclaw.envcraft.scenarios import load_catalogue
 from dataclaw.envcraft.synth.library import CACHE, Requests, SynthConfig, summarize, synthesize
 from dataclaw.envcraft.tasks import GroundingError, ground_chain
-from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier
-from dataclaw.envcraft.tasks.synth import SynthError
+from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+from dataclaw.envcraft.tasks.tool.synth import SynthError
 from dataclaw.envcraft.worker import open_environment
 from dataclaw.models import UsageLedger
 from dataclaw.sandbox import sandbox_available

@@ -34,7 +34,7 @@ from typing import Any
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.rollout import ToolResult, ToolTaskHarness, run_rollouts
 from dataclaw.envcraft.rollout.harness import Harness, Score
-from dataclaw.envcraft.tasks.verifier import derive_verifier
+from dataclaw.envcraft.tasks.tool.verifier import derive_verifier
 from dataclaw.models import get_model
 from dataclaw.models.backends.replay import RecordingBackend
 from dataclaw.models.client import Model

@@ -29,8 +29,8 @@ from dataclaw.envcraft.scenarios import builtin_scenarios
 from dataclaw.envcraft.synth import ESpec, TSpec, compile_package, expand_scenario, retrieve
 from dataclaw.envcraft.synth.spec import COMPACT
 from dataclaw.envcraft.tasks import GroundingError, ground_chain
-from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier
-from dataclaw.envcraft.tasks.synth import SynthError
+from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+from dataclaw.envcraft.tasks.tool.synth import SynthError
 from dataclaw.models import get_model
 from dataclaw.sandbox import sandbox_available
 

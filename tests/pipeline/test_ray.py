@@ -69,7 +69,7 @@ def test_a_tailor_ingest_on_ray_gives_the_local_records(local_ray, tmp_path, sha
 def test_a_claw_audit_on_ray_actors_gives_the_local_verdicts(local_ray, tmp_path):
     from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
     from dataclaw.sandbox import sandbox_available
-    from envcraft.claw.claw_shapes import review_task, with_credit_for_the_folder
+    from envcraft.tasks.claw.claw_shapes import review_task, with_credit_for_the_folder
 
     if not sandbox_available():
         pytest.skip("needs the sandbox")
@@ -217,7 +217,7 @@ def test_rollouts_and_calibration_on_ray_actors_give_the_local_records(local_ray
     from typer.testing import CliRunner
 
     from dataclaw.cli.tasks import app
-    from dataclaw.envcraft.tasks.workspace import load_tasks
+    from dataclaw.envcraft.tasks.claw.workspace import load_tasks
     from dataclaw.sandbox import sandbox_available
     from envcraft.rollout.rollout_helpers import EXAMPLES, scripted_agent, solution_calls, tool_task
     from support.openai_server import OpenAIServer

@@ -587,7 +587,7 @@ def claw_synth(
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality.runs import audit_by_code, default_workers, load_task_source
-    from dataclaw.envcraft.tasks.claw_generate import synth_claw_tasks
+    from dataclaw.envcraft.tasks.claw.generate import synth_claw_tasks
 
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")

@@ -15,7 +15,7 @@ import pytest
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.graph import ChainSampler, build_env_graph, build_tool_graph
 from dataclaw.envcraft.tasks import GroundStage, chain_record
-from dataclaw.envcraft.tasks.stages import task_record
+from dataclaw.envcraft.tasks.tool.stages import task_record
 
 REPO = Path(__file__).resolve().parents[3]
 ENV = "temporal_scheduling"

@@ -24,7 +24,7 @@ from dataclaw.envcraft.export.episode import (
     TaskSet,
     ToolCallError,
 )
-from dataclaw.envcraft.tasks.verifier import evaluate
+from dataclaw.envcraft.tasks.tool.verifier import evaluate
 from envcraft.export.conftest import ENV, write
 
 COUNTER = Path(__file__).resolve().parents[1] / "fixtures" / "counter_env"
@@ -270,8 +270,8 @@ def test_an_environment_that_cannot_be_found_is_named(tool_tasks: list, tmp_path
 
 def test_a_package_environment_is_audited_and_copied(tmp_path: Path) -> None:
     from dataclaw.envcraft.runtime import load_env_package
-    from dataclaw.envcraft.tasks.execute import run_calls
-    from dataclaw.envcraft.tasks.verifier import derive_verifier
+    from dataclaw.envcraft.tasks.tool.execute import run_calls
+    from dataclaw.envcraft.tasks.tool.verifier import derive_verifier
 
     pkg_dir = shutil.copytree(COUNTER, tmp_path / "pkgs" / "counter_env")
     # the fixture carries a deliberately crashing tool (the audit's S012); a clean package lacks it

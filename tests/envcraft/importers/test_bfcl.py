@@ -17,7 +17,7 @@ from dataclaw.cli.app import _run
 from dataclaw.envcraft.importers import Produces, run_import
 from dataclaw.envcraft.importers.bfcl import BFCL_VERSION, default_wheel
 from dataclaw.envcraft.synth.library import library_packages
-from dataclaw.envcraft.tasks.stages import replay_task
+from dataclaw.envcraft.tasks.tool.stages import replay_task
 from dataclaw.sandbox import sandbox_available
 from support.openai_server import OpenAIServer, Reply
 

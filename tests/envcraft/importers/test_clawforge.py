@@ -16,7 +16,7 @@ from dataclaw.envcraft.importers import Produces, run_import
 from dataclaw.envcraft.importers.clawforge import check_chain, verb_side_effect
 from dataclaw.envcraft.importers.clawforge_api import read_api
 from dataclaw.envcraft.scenarios.catalogue import read_scenario_file
-from dataclaw.envcraft.tasks.verifier import derive_verifier
+from dataclaw.envcraft.tasks.tool.verifier import derive_verifier
 from dataclaw.envcraft.worker import open_environment
 from dataclaw.sandbox import sandbox_available
 from envcraft.importers import shapes

@@ -10,7 +10,7 @@ import pytest
 
 from dataclaw.cli.app import _run
 from dataclaw.envcraft.importers import Produces, run_import
-from dataclaw.envcraft.tasks.workspace import WorkspaceTask, fresh_workspace, run_builder, run_verifier
+from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask, fresh_workspace, run_builder, run_verifier
 from dataclaw.sandbox import sandbox_available
 from envcraft.importers import shapes
 from support.openai_server import OpenAIServer, Reply

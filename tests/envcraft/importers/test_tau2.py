@@ -16,7 +16,7 @@ import pytest
 from dataclaw.cli.app import _run
 from dataclaw.envcraft.importers import Produces, run_import
 from dataclaw.envcraft.importers.tau2 import Tau2Importer, convert_task
-from dataclaw.envcraft.tasks.stages import replay_task
+from dataclaw.envcraft.tasks.tool.stages import replay_task
 from dataclaw.sandbox import sandbox_available
 from support.openai_server import OpenAIServer, Reply
 

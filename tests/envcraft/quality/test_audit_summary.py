@@ -54,7 +54,7 @@ def test_a_crashing_audit_is_that_task_s_reject_and_is_retried_next_run(tmp_path
     """A bug in the checks fails one task (``audit_error``), never the run, and is not stored as a verdict."""
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality import runs
-    from dataclaw.envcraft.tasks import workspace_audit
+    from dataclaw.envcraft.tasks.claw import audit as workspace_audit
     from dataclaw.sandbox import SandboxPolicy
     from envcraft.rollout.rollout_helpers import example_claw_task
 

@@ -20,19 +20,19 @@ from dataclaw.envcraft.quality import (
     repair_verifier,
 )
 from dataclaw.envcraft.rollout import Trajectory
-from dataclaw.envcraft.tasks.claw_generate import (
+from dataclaw.envcraft.tasks.claw.audit import audit_task
+from dataclaw.envcraft.tasks.claw.generate import (
     GENERATION_SCHEMA,
     GenerationError,
     GenerationReason,
     generate_workspace_task,
 )
-from dataclaw.envcraft.tasks.workspace import WorkspaceTask, load_task
-from dataclaw.envcraft.tasks.workspace_audit import audit_task
+from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask, load_task
 from dataclaw.models import get_model
 from envcraft.rollout.rollout_helpers import example_claw_task, scripted_agent, tool_task
 from support.openai_server import OpenAIServer, Reply
 
-BROKEN = Path(__file__).resolve().parents[1] / "claw" / "fixtures" / "broken_tasks"
+BROKEN = Path(__file__).resolve().parents[1] / "tasks" / "claw" / "fixtures" / "broken_tasks"
 
 
 def _broken(tid: str) -> WorkspaceTask:
@@ -230,7 +230,7 @@ def test_generation_with_the_wrong_task_id_is_refused() -> None:
 
 def test_a_chain_record_of_unknown_shape_is_a_bad_chain_reject(tmp_path: Path) -> None:
     from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.tasks.claw_generate import synth_claw_tasks
+    from dataclaw.envcraft.tasks.claw.generate import synth_claw_tasks
 
     with OpenAIServer() as server, RunStore(tmp_path / "run") as store:
         model = get_model(f"{server.base_url}::writer", cache=False)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.envcraft import archetypes
-from dataclaw.envcraft.tasks.verifier import derive_verifier
-from dataclaw.envcraft.tasks.workspace import WorkspaceTask, load_task
+from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask, load_task
+from dataclaw.envcraft.tasks.tool.verifier import derive_verifier
 from support.openai_server import ReceivedRequest, Reply
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "claw_tasks"

@@ -21,7 +21,7 @@ from dataclaw.envcraft.rollout import (
     run_rollouts,
 )
 from dataclaw.envcraft.rollout.claw_tools import ClawToolError
-from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 from dataclaw.models import get_model
 from dataclaw.sandbox import SandboxPolicy
 from envcraft.rollout.rollout_helpers import example_claw_task, scripted_agent, solution_calls

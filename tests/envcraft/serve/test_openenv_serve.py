@@ -20,7 +20,7 @@ from openenv.core.env_server import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
 from dataclaw.envcraft.serve import FINISH_TOOL, load_catalogue
-from dataclaw.envcraft.tasks.verifier import evaluate
+from dataclaw.envcraft.tasks.tool.verifier import evaluate
 
 ENV = "transactional_workspace"
 

@@ -29,8 +29,8 @@ from dataclaw.envcraft.synth import (
 from dataclaw.envcraft.synth.compile import MIN_SCENARIOS, MIN_TOOLS
 from dataclaw.envcraft.synth.spec import COMPACT
 from dataclaw.envcraft.tasks import GroundingError, ground_chain
-from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier
-from dataclaw.envcraft.tasks.synth import SynthError
+from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+from dataclaw.envcraft.tasks.tool.synth import SynthError
 from dataclaw.models import get_model
 from dataclaw.sandbox import SandboxUnavailable
 from dataclaw.sandbox.bwrap import sandbox_available

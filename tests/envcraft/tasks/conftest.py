@@ -1,6 +1,6 @@
 """A scripted stand-in for the LLM (a test double for model servers we don't own) that writes the
 task text the way a competent model would: user-specified values verbatim, nothing tool-derived. It keys
-on the prompts of :mod:`dataclaw.envcraft.tasks.synth` (the job sentence, the numbered steps)."""
+on the prompts of :mod:`dataclaw.envcraft.tasks.tool.synth` (the job sentence, the numbered steps)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from dataclaw.core.errors import Reject
-from dataclaw.envcraft.tasks.stages import GroundStage
+from dataclaw.envcraft.tasks.tool.stages import GroundStage
 from dataclaw.envcraft.worker import WorkerError, WorkerOptions, configure_workers, open_environment
 from dataclaw.sandbox import Limits
 

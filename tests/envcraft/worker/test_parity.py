@@ -9,7 +9,7 @@ import pytest
 
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.runtime import EnvError
-from dataclaw.envcraft.tasks.execute import ground_chain
+from dataclaw.envcraft.tasks.tool.execute import ground_chain
 from dataclaw.envcraft.worker import open_environment
 
 from .conftest import copy_archetype

@@ -149,8 +149,8 @@ def method_name(tool: str) -> str:
 def check_gold(env_cls: Any, tasks: list[ToolTask]) -> None:
     """Replay every task's gold chain from S0: the verifier must score it 1.0 (a stale task set — the
     environment changed since synthesis — would otherwise train on rewards nobody can earn)."""
-    from dataclaw.envcraft.tasks.execute import run_calls
-    from dataclaw.envcraft.tasks.verifier import evaluate
+    from dataclaw.envcraft.tasks.tool.execute import run_calls
+    from dataclaw.envcraft.tasks.tool.verifier import evaluate
 
     bad = []
     for t in tasks:
@@ -198,7 +198,7 @@ def prepare(
     tasks_path: str | Path, *, group: str | None = None, reward: str = "binary", check: bool = True
 ) -> Prepared:
     """Read, select one group, locate and audit its environments, name its tools, check gold chains."""
-    from dataclaw.envcraft.tasks.stages import record_env
+    from dataclaw.envcraft.tasks.tool.stages import record_env
 
     if reward not in REWARD_MODES:
         raise ExportError(f"reward must be one of {', '.join(REWARD_MODES)}, not {reward!r}")

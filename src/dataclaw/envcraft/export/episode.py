@@ -66,7 +66,7 @@ def opening_message(task: ToolTask) -> str:
 
 
 def reward_of(result: dict[str, Any], mode: str) -> float:
-    """The reward of a verifier result (:func:`dataclaw.envcraft.tasks.verifier.evaluate`)."""
+    """The reward of a verifier result (:func:`dataclaw.envcraft.tasks.tool.verifier.evaluate`)."""
     if "error" in result:
         return 0.0
     return float(result["score"]) if mode == "fraction" else (1.0 if result["passed"] else 0.0)
@@ -144,7 +144,7 @@ class TaskSet:
                 classes.append((env, load_env_package(self.root / source["path"]).env_cls))
         if len(classes) == 1:
             return classes[0][1]
-        from dataclaw.envcraft.tasks.composite import env_group
+        from dataclaw.envcraft.tasks.tool.composite import env_group
 
         return env_group(tuple(classes))
 
@@ -155,7 +155,7 @@ class TaskSet:
     # ---- scoring ---------------------------------------------------------------------------------
 
     def evaluate(self, verifier: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-        from dataclaw.envcraft.tasks.verifier import evaluate
+        from dataclaw.envcraft.tasks.tool.verifier import evaluate
 
         try:
             return evaluate(verifier, state)

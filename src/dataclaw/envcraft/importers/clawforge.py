@@ -505,7 +505,7 @@ def _probe(
     source: str, cls: str, scenarios: dict[str, dict[str, Any]], ctx: ImportContext
 ) -> dict[str, Any] | ImportReject:
     """Import the class, build its default state and load every scenario — in the sandbox."""
-    from dataclaw.envcraft.tasks.workspace import crash_summary
+    from dataclaw.envcraft.tasks.claw.workspace import crash_summary
     from dataclaw.sandbox import Limits, Status, run
 
     with tempfile.TemporaryDirectory(prefix="dataclaw-clawforge-") as tmp:

@@ -7,7 +7,7 @@ Checks`` (a fenced Python block defining ``grade(transcript, workspace_path) -> 
 ``## LLM Judge Rubric`` sections. ``workspace_files`` entries are ``{source, dest}`` (a file under the
 skill's ``assets/``), ``{path, content}`` (inline text) or a plain root-relative path.
 
-Each task becomes a :class:`~dataclaw.envcraft.tasks.workspace.WorkspaceTask` record in ``tasks.jsonl``:
+Each task becomes a :class:`~dataclaw.envcraft.tasks.claw.workspace.WorkspaceTask` record in ``tasks.jsonl``:
 
 * ``env_builder.py`` writes the workspace files (their bytes embedded, so the task is self-contained);
 * ``verify_workplace.py`` is the task's own grading code followed by a runner that calls ``grade`` on the
@@ -258,7 +258,7 @@ class PinchBenchImporter(Importer):
             yield SourceItem(rel, stable_hash(data, 16), payload)
 
     def convert(self, item: SourceItem, ctx: ImportContext) -> list[dict[str, Any]] | ImportReject:
-        from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+        from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
         payload = item.payload or {}
         if "error" in payload:

@@ -173,7 +173,7 @@ Auditor = Callable[[Any], Awaitable[str | None]]
 
 
 def _repair_prompt(task: Any, problem: str) -> tuple[str, dict[str, Any]]:
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
     if isinstance(task, WorkspaceTask):
         return (
@@ -186,7 +186,7 @@ def _repair_prompt(task: Any, problem: str) -> tuple[str, dict[str, Any]]:
             f"## Broken verify_workplace.py\n{task.verifier}",
             CLAW_REPAIR_SCHEMA,
         )
-    from dataclaw.envcraft.tasks.verifier import OPS
+    from dataclaw.envcraft.tasks.tool.verifier import OPS
 
     task = ToolTask.of(task)
     return (
@@ -201,8 +201,8 @@ def _repair_prompt(task: Any, problem: str) -> tuple[str, dict[str, Any]]:
 
 
 def _with_verifier(task: Any, parsed: dict[str, Any]) -> Any:
-    from dataclaw.envcraft.tasks.verifier import VERIFIER_VERSION
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.tool.verifier import VERIFIER_VERSION
 
     if isinstance(task, WorkspaceTask):
         return replace(task, verifier=parsed["verify_workplace_py"])
@@ -238,10 +238,10 @@ async def audit_verifier(task: Any) -> str | None:
     repaired verifier cannot fix; tool tasks through the code audit of ``dataclaw tasks audit``
     (:func:`tool_task_problems`: a well-formed verifier, gold replay at 1.0, a failing initial state).
     None when the verifier is valid."""
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
     if isinstance(task, WorkspaceTask):
-        from dataclaw.envcraft.tasks.workspace_audit import audit_task
+        from dataclaw.envcraft.tasks.claw.audit import audit_task
 
         report = await asyncio.to_thread(audit_task, task)
         return "; ".join(f"{c.name}: {c.message}" for c in report.verifier_failures) or None

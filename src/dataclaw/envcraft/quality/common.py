@@ -17,8 +17,8 @@ def task_id(task: Any) -> str:
 def tool_task_problems(task: ToolTask | dict[str, Any]) -> list[dict[str, Any]]:
     """Code checks of a tool task: a well-formed verifier, the gold chain replays to 1.0, the initial
     state does not already pass (a verifier that pays for doing nothing)."""
-    from dataclaw.envcraft.tasks.stages import replay_task
-    from dataclaw.envcraft.tasks.verifier import check_verifier, evaluate
+    from dataclaw.envcraft.tasks.tool.stages import replay_task
+    from dataclaw.envcraft.tasks.tool.verifier import check_verifier, evaluate
 
     def check(name: str, problem: str | None, reason: str) -> dict[str, Any]:
         return {"name": name, "passed": problem is None, "reason": None if problem is None else reason,

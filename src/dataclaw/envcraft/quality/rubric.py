@@ -115,7 +115,7 @@ def _env_source(task: ToolTask) -> str:
     """The environment package's Python source (domain modules first; each member's in turn for a
     cross-environment task), clipped."""
     from dataclaw.envcraft.archetypes import compiler_file
-    from dataclaw.envcraft.tasks.stages import record_env
+    from dataclaw.envcraft.tasks.tool.stages import record_env
 
     env_cls = record_env(task)
     members = getattr(env_cls, "members", None) or {env_cls.name: env_cls}
@@ -132,7 +132,7 @@ def _env_source(task: ToolTask) -> str:
 
 def task_material(task: Any) -> dict[str, str]:
     """The four inputs of D.6: environment code, initial state, user intent sequence, validation protocol."""
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
     if isinstance(task, WorkspaceTask):
         return {

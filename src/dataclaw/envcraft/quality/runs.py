@@ -40,7 +40,7 @@ class LoadedTasks:
 
 def load_task_source(path: Path, limit: int | None = None) -> LoadedTasks:
     """A ``tasks.jsonl``, a run directory holding one, or a four-file task folder."""
-    from dataclaw.envcraft.tasks.workspace import LayoutError, WorkspaceTask, load_tasks
+    from dataclaw.envcraft.tasks.claw.workspace import LayoutError, WorkspaceTask, load_tasks
 
     if path.is_dir() and (path / "tasks").is_dir():
         loaded = load_tasks(path)
@@ -114,7 +114,7 @@ def audit_by_code(
     tasks' reports are carried over under the new producer without re-running them, and the changed ones
     are redone. Unloadable tasks are rejects only (re-read on every run, so a fixed task is audited next
     time). Rows come back in task order; each report records its ``duration_s``."""
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
     tasks = [t for t in loaded.tasks if isinstance(t, ToolTask | WorkspaceTask)]
     producers = {task_id(t): _audit_producer(t, floor) for t in tasks}
@@ -231,7 +231,7 @@ def _audit_claw(
 def _audit_one(task: Any, floor: float, policy: SandboxPolicy | None) -> dict[str, Any]:
     """One claw task's report. A bug in the checks is this task's reject (``audit_error``), not the end of
     the run; a sandbox that cannot run at all still stops it (every later task would fail the same way)."""
-    from dataclaw.envcraft.tasks.workspace_audit import audit_task
+    from dataclaw.envcraft.tasks.claw.audit import audit_task
     from dataclaw.sandbox.pool import reuse_workers
 
     t0 = time.perf_counter()

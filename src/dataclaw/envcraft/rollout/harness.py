@@ -58,7 +58,7 @@ def envelope_result(envelope: dict[str, Any]) -> ToolResult:
 
 def verifier_score(verifier: dict[str, Any], state: dict[str, Any]) -> Score:
     """A tool task's binary reward (D.3: 1.0 only when every assertion holds) from its final state."""
-    from dataclaw.envcraft.tasks.verifier import evaluate
+    from dataclaw.envcraft.tasks.tool.verifier import evaluate
 
     try:
         result = evaluate(verifier, state)
@@ -125,7 +125,7 @@ class ToolTaskHarness(Harness):
         self._names: dict[str, str] = {}  # agent-facing tool name → environment tool name
 
     def setup(self) -> None:
-        from dataclaw.envcraft.tasks.stages import record_env
+        from dataclaw.envcraft.tasks.tool.stages import record_env
 
         try:
             self._env_cls = record_env(self.task)
@@ -194,7 +194,7 @@ class ClawTaskHarness(Harness):
         self.claw: ClawTools | None = None
 
     def setup(self) -> None:
-        from dataclaw.envcraft.tasks.workspace import BUILDER_NAME, crash_summary, run_builder
+        from dataclaw.envcraft.tasks.claw.workspace import BUILDER_NAME, crash_summary, run_builder
 
         self._tmp = tempfile.mkdtemp(prefix="dataclaw-claw-", dir=self.scratch)
         self.workspace = Path(self._tmp) / "workspace"
@@ -220,7 +220,7 @@ class ClawTaskHarness(Harness):
         return self.claw.call(name, args)
 
     def score(self) -> Score:
-        from dataclaw.envcraft.tasks.workspace import run_verifier
+        from dataclaw.envcraft.tasks.claw.workspace import run_verifier
 
         assert self.workspace is not None
         vr = run_verifier(
@@ -273,7 +273,7 @@ def openclaw_transcript(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def task_of(task: Any) -> Any:
     """A task object: a :class:`ToolTask` or :class:`WorkspaceTask` as it is, a row of either read."""
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
     if isinstance(task, ToolTask | WorkspaceTask):
         return task

@@ -55,7 +55,7 @@ async def rollout_tasks(
     goes through this run's response cache. A rollout whose worker dies starts again on another one (its
     model calls answered from the cache); one whose workers die :data:`HOST_ATTEMPTS` times is a
     ``worker_crashed`` reject, retried on the next run."""
-    from dataclaw.envcraft.tasks.workspace import WorkspaceTask
+    from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
     from dataclaw.pipeline.executors import WORKER_CRASHED, HostLost
     from dataclaw.pipeline.registry import make_executor
 

@@ -7,7 +7,7 @@ instead of reading raw keys, so the row's shape is written down once, here.
 
 A ``tasks.jsonl`` may also hold claw workspace tasks (``"kind": "claw_workspace"``, the four-file protocol
 of C.5): those are not tool tasks; :func:`read_task_rows` hands their rows over for
-:class:`~dataclaw.envcraft.tasks.workspace.WorkspaceTask` to read, and :meth:`ToolTask.from_row`
+:class:`~dataclaw.envcraft.tasks.claw.workspace.WorkspaceTask` to read, and :meth:`ToolTask.from_row`
 refuses them.
 """
 
@@ -39,9 +39,9 @@ class ToolTask(BaseModel):
 
     ``env``/``env_module`` name the environment (an archetype name, and the import name or package folder
     it was loaded from); a cross-environment task (``env`` = ``"a+b"``) also has ``envs`` (in chain order)
-    and ``env_modules``, runs in an :class:`~dataclaw.envcraft.tasks.composite.EnvGroup`, and its
+    and ``env_modules``, runs in an :class:`~dataclaw.envcraft.tasks.tool.composite.EnvGroup`, and its
     state, tools and verifier paths are prefixed by the environment. ``verifier`` is the JSON verifier of
-    :mod:`dataclaw.envcraft.tasks.verifier` (its assertions are checked where it is audited, not
+    :mod:`dataclaw.envcraft.tasks.tool.verifier` (its assertions are checked where it is audited, not
     here: a malformed verifier is an audit finding, not an unreadable row). ``gold_chain`` is
     ``[{"tool", "params"}, ...]``.
 

@@ -1,9 +1,23 @@
-"""Verifiable task synthesis from sampled tool chains (EnvCraft §4.2): ground → verifier → text."""
+"""EnvCraft tasks (§4): tool tasks synthesised from sampled tool chains (:mod:`.tool`: ground → verifier →
+text) and claw workspace tasks in the four-file protocol of C.5 (:mod:`.claw`: load, generate, audit)."""
 
-from dataclaw.envcraft.tasks.execute import GroundingError, GroundReason, ground_chain
-from dataclaw.envcraft.tasks.stages import GroundStage, SynthStage, chain_record, replay_task
-from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, check_text, classify
-from dataclaw.envcraft.tasks.verifier import OPS, derive_verifier, evaluate
+from dataclaw.core.moved import keep_old_paths
+from dataclaw.envcraft.tasks.tool.execute import GroundingError, GroundReason, ground_chain
+from dataclaw.envcraft.tasks.tool.stages import GroundStage, SynthStage, chain_record, replay_task
+from dataclaw.envcraft.tasks.tool.synth import SynthError, SynthReason, check_text, classify
+from dataclaw.envcraft.tasks.tool.verifier import OPS, derive_verifier, evaluate
+
+keep_old_paths(
+    {
+        **{
+            f"dataclaw.envcraft.tasks.{name}": f"dataclaw.envcraft.tasks.tool.{name}"
+            for name in ("composite", "execute", "initial", "personas", "stages", "synth", "verifier")
+        },
+        "dataclaw.envcraft.tasks.workspace": "dataclaw.envcraft.tasks.claw.workspace",
+        "dataclaw.envcraft.tasks.claw_generate": "dataclaw.envcraft.tasks.claw.generate",
+        "dataclaw.envcraft.tasks.workspace_audit": "dataclaw.envcraft.tasks.claw.audit",
+    }
+)
 
 __all__ = [
     "OPS",

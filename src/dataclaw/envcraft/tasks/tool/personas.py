@@ -24,7 +24,7 @@ class Persona:
 def load_personas() -> tuple[Persona, ...]:
     """The shipped persona set (``tasks/data/personas.json``); ids must be unique."""
     raw = json.loads(
-        resources.files("dataclaw.envcraft.tasks").joinpath("data/personas.json").read_text("utf-8")
+        resources.files("dataclaw.envcraft.tasks.tool").joinpath("data/personas.json").read_text("utf-8")
     )
     out: dict[str, Persona] = {}
     for i, p in enumerate(raw):

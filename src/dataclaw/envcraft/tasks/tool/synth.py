@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import Any
 
 from dataclaw.core.ids import stable_hash
-from dataclaw.envcraft.tasks.execute import TOOL, USER
+from dataclaw.envcraft.tasks.tool.execute import TOOL, USER
 
 MIN_TEXT, MAX_TEXT = 20, 2000
 TRIES = 3

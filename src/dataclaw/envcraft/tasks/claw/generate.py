@@ -3,7 +3,7 @@
 The model writes all four files in one structured answer (a JSON object with one string field per file),
 so the request, the workspace and the verifier come from one internally established ground truth. The
 answer is only parsed here; whether the four files agree is decided afterwards by code
-(:func:`dataclaw.envcraft.tasks.workspace_audit.audit_task`).
+(:func:`dataclaw.envcraft.tasks.claw.audit.audit_task`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import yaml
 
 from dataclaw.core.errors import Reject
 from dataclaw.core.ids import slug, stable_hash
-from dataclaw.envcraft.tasks.workspace import REQUIRED_YAML_KEYS, WorkspaceTask, write_task
+from dataclaw.envcraft.tasks.claw.workspace import REQUIRED_YAML_KEYS, WorkspaceTask, write_task
 
 # No maxLength: grammar-constrained backends (llama.cpp) unroll a length bound into one rule per
 # character, and bounds in the thousands make grammars they cannot compile.

@@ -13,7 +13,7 @@ from dataclaw.core.store import RunStore
 from dataclaw.envcraft.quality import runs
 from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
 from dataclaw.sandbox import sandbox_available
-from envcraft.claw.claw_shapes import review_task, with_credit_for_the_folder
+from envcraft.tasks.claw.claw_shapes import review_task, with_credit_for_the_folder
 
 pytestmark = pytest.mark.skipif(not sandbox_available(), reason="needs the sandbox")
 

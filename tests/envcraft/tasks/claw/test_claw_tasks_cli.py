@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from dataclaw.envcraft.tasks.workspace import WorkspaceTask, load_tasks
+from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask, load_tasks
 from envcraft.rollout.rollout_helpers import scripted_agent, solution_calls, tool_task
 from support.openai_server import OpenAIServer, Reply
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 pytestmark = pytest.mark.slow  # console script per test, sandboxed builders and verifiers
 
 EXAMPLES = ROOT / "examples" / "claw_tasks"

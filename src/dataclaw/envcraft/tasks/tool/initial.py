@@ -20,10 +20,10 @@ import random
 from typing import Any
 
 from dataclaw.envcraft.runtime.state import jsoncopy
-from dataclaw.envcraft.tasks.composite import SEP
-from dataclaw.envcraft.tasks.execute import TAIL_NUMBER, TOOL, USER, harvest, next_free, run_calls
-from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, classify
-from dataclaw.envcraft.tasks.verifier import (
+from dataclaw.envcraft.tasks.tool.composite import SEP
+from dataclaw.envcraft.tasks.tool.execute import TAIL_NUMBER, TOOL, USER, harvest, next_free, run_calls
+from dataclaw.envcraft.tasks.tool.synth import SynthError, SynthReason, classify
+from dataclaw.envcraft.tasks.tool.verifier import (
     VERIFIER_VERSION,
     derive_verifier,
     entity_collection,

@@ -7,7 +7,7 @@ values, distractors, the verifier's proof and the model.
 A cross-environment task (``env`` = ``"a+b"``) runs in an :class:`~.composite.EnvGroup`: its state is
 ``{env: state}``, its tools and gold calls are ``env.tool``, and its verifier's paths start with ``/env``.
 Replay it with :func:`replay_task`: a fresh session, ``restore_env_state(initial_state)``, the calls,
-then :func:`dataclaw.envcraft.tasks.verifier.evaluate` on the session state.
+then :func:`dataclaw.envcraft.tasks.tool.verifier.evaluate` on the session state.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 from dataclaw.core.ids import child_id, root_id, stable_hash
 from dataclaw.envcraft.graph.sampling import ToolChain
 from dataclaw.envcraft.runtime.task import ToolTask
-from dataclaw.envcraft.tasks.composite import env_group
-from dataclaw.envcraft.tasks.execute import GroundingError, GroundReason, ground_chain, run_calls
-from dataclaw.envcraft.tasks.initial import build_initial_state, build_verifier, distractors
-from dataclaw.envcraft.tasks.synth import SynthError, SynthReason, pick_persona
-from dataclaw.envcraft.tasks.verifier import evaluate
+from dataclaw.envcraft.tasks.tool.composite import env_group
+from dataclaw.envcraft.tasks.tool.execute import GroundingError, GroundReason, ground_chain, run_calls
+from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier, distractors
+from dataclaw.envcraft.tasks.tool.synth import SynthError, SynthReason, pick_persona
+from dataclaw.envcraft.tasks.tool.verifier import evaluate
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 
 
@@ -132,7 +132,7 @@ class SynthStage(Stage):
         self._matcher: Any = None
 
     def setup(self) -> None:
-        from dataclaw.envcraft.tasks.personas import PersonaMatcher
+        from dataclaw.envcraft.tasks.tool.personas import PersonaMatcher
         from dataclaw.models import get_model
 
         if self._model is None:
@@ -141,8 +141,8 @@ class SynthStage(Stage):
             self._matcher = PersonaMatcher()
 
     async def aprocess(self, item: Record) -> Result:
-        from dataclaw.envcraft.tasks.personas import env_document
-        from dataclaw.envcraft.tasks.synth import write_text
+        from dataclaw.envcraft.tasks.tool.personas import env_document
+        from dataclaw.envcraft.tasks.tool.synth import write_text
 
         env_cls = record_env(item)
         doc = env_document(env_cls)

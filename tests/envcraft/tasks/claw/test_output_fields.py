@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from dataclaw.envcraft.tasks.workspace import WorkspaceTask, load_task
-from dataclaw.envcraft.tasks.workspace_audit import (
+from dataclaw.envcraft.tasks.claw.audit import (
     ClawAuditReason,
     audit_task,
     required_output_keys,
 )
+from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask, load_task
 from dataclaw.sandbox import sandbox_available
-from envcraft.claw.claw_shapes import review_task
+from envcraft.tasks.claw.claw_shapes import review_task
 
 needs_sandbox = pytest.mark.skipif(not sandbox_available(), reason="needs the sandbox")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dataclaw.envcraft.tasks.workspace import (
+from dataclaw.envcraft.tasks.claw.audit import ClawAuditReason, audit_task, prompt_paths
+from dataclaw.envcraft.tasks.claw.workspace import (
     LayoutError,
     LayoutProblem,
     WorkspaceTask,
@@ -16,10 +17,9 @@ from dataclaw.envcraft.tasks.workspace import (
     parse_score,
     write_task,
 )
-from dataclaw.envcraft.tasks.workspace_audit import ClawAuditReason, audit_task, prompt_paths
 from dataclaw.sandbox import SandboxPolicy
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLES = ROOT / "examples" / "claw_tasks"
 BROKEN = Path(__file__).resolve().parent / "fixtures" / "broken_tasks"
 

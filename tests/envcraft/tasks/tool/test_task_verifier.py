@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataclaw.envcraft.tasks.verifier import OPS, check_verifier, derive_verifier, evaluate, resolve
+from dataclaw.envcraft.tasks.tool.verifier import OPS, check_verifier, derive_verifier, evaluate, resolve
 
 STATE = {
     "tickets": {

@@ -13,10 +13,10 @@ from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.graph import ChainSampler, ToolChain, build_env_graph, build_tool_graph
 from dataclaw.envcraft.rollout import ToolTaskHarness, run_rollout
 from dataclaw.envcraft.tasks import GroundingError, GroundStage, chain_record, ground_chain, replay_task
-from dataclaw.envcraft.tasks.composite import env_group
-from dataclaw.envcraft.tasks.execute import GroundReason
-from dataclaw.envcraft.tasks.initial import add_distractors, build_initial_state, build_verifier
-from dataclaw.envcraft.tasks.verifier import evaluate
+from dataclaw.envcraft.tasks.tool.composite import env_group
+from dataclaw.envcraft.tasks.tool.execute import GroundReason
+from dataclaw.envcraft.tasks.tool.initial import add_distractors, build_initial_state, build_verifier
+from dataclaw.envcraft.tasks.tool.verifier import evaluate
 from dataclaw.models import get_model
 from envcraft.rollout.rollout_helpers import scripted_agent
 from support.openai_server import OpenAIServer
@@ -182,7 +182,7 @@ def test_a_chain_naming_a_tool_its_environments_lack_is_rejected_with_a_reason()
 
 
 def test_a_create_that_collides_with_an_existing_name_is_retried_under_a_new_one() -> None:
-    from dataclaw.envcraft.tasks.execute import fresh_names
+    from dataclaw.envcraft.tasks.tool.execute import fresh_names
 
     state = {"streams": {"incidents": {}, "incidents-2": {}}, "candidates": {"R-104": {}, "R-105": {}}}
     error = {

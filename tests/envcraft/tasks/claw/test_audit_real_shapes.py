@@ -14,8 +14,7 @@ from dataclaw.core.store import RunStore
 from dataclaw.envcraft.quality.calibrate import audit_verifier
 from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
 from dataclaw.envcraft.rollout.harness import ClawTaskHarness
-from dataclaw.envcraft.tasks.workspace import WorkspaceTask, load_task, read_score, run_builder, run_verifier
-from dataclaw.envcraft.tasks.workspace_audit import (
+from dataclaw.envcraft.tasks.claw.audit import (
     AuditReport,
     ClawAuditReason,
     Severity,
@@ -23,7 +22,14 @@ from dataclaw.envcraft.tasks.workspace_audit import (
     constructed_paths,
     prompt_paths,
 )
-from envcraft.claw.claw_shapes import review_task, with_credit_for_the_folder, with_exit_status
+from dataclaw.envcraft.tasks.claw.workspace import (
+    WorkspaceTask,
+    load_task,
+    read_score,
+    run_builder,
+    run_verifier,
+)
+from envcraft.tasks.claw.claw_shapes import review_task, with_credit_for_the_folder, with_exit_status
 
 R = ClawAuditReason
 

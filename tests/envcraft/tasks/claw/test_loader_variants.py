@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dataclaw.envcraft.quality.runs import load_task_source
-from dataclaw.envcraft.tasks.workspace import (
+from dataclaw.envcraft.tasks.claw.workspace import (
     LayoutError,
     LayoutProblem,
     WorkspaceTask,
@@ -16,7 +16,7 @@ from dataclaw.envcraft.tasks.workspace import (
     load_tasks,
     task_ids,
 )
-from envcraft.claw.claw_shapes import clawforge_yaml, review_task
+from envcraft.tasks.claw.claw_shapes import clawforge_yaml, review_task
 
 
 def _one(root: Path, tid: str) -> WorkspaceTask:

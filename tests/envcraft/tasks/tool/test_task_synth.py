@@ -10,10 +10,10 @@ import pytest
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
 from dataclaw.envcraft.tasks import GroundingError, check_text, classify, ground_chain
-from dataclaw.envcraft.tasks.execute import GroundReason
-from dataclaw.envcraft.tasks.initial import build_verifier
-from dataclaw.envcraft.tasks.stages import task_record
-from dataclaw.envcraft.tasks.synth import (
+from dataclaw.envcraft.tasks.tool.execute import GroundReason
+from dataclaw.envcraft.tasks.tool.initial import build_verifier
+from dataclaw.envcraft.tasks.tool.stages import task_record
+from dataclaw.envcraft.tasks.tool.synth import (
     COPY_SOURCES,
     SynthError,
     SynthReason,
@@ -272,7 +272,7 @@ def test_good_text_passes_and_the_prompt_hides_tool_derived_values(derived_chain
 
 @pytest.mark.slow
 def test_personas_match_environments_by_embedding() -> None:
-    from dataclaw.envcraft.tasks.personas import PersonaMatcher, env_document, load_personas
+    from dataclaw.envcraft.tasks.tool.personas import PersonaMatcher, env_document, load_personas
 
     assert len(load_personas()) >= 30
     matcher = PersonaMatcher()
