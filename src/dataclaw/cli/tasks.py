@@ -155,6 +155,7 @@ def synth(
     """Ground chains in real sessions, derive and prove verifiers, write user turns: ``tasks.jsonl``."""
     from dataclaw.core.progress import progress_bar
     from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.runtime.task import ToolTask
     from dataclaw.envcraft.tasks import GroundStage, SynthStage
     from dataclaw.pipeline import run_stage
     from dataclaw.pipeline.registry import make_executor
@@ -173,7 +174,8 @@ def synth(
             stage = SynthStage(model, cache=cache, strict=strict_text, ledger=ledger)
             run_stage(stage, grounded, store, make_executor(workers=1), bar)
         grounded_ids = {g["id"] for g in grounded}
-        tasks = [t for t in store.records("tasks") if t["metadata"]["grounded_id"] in grounded_ids]
+        made = (ToolTask.from_row(t) for t in store.records("tasks"))
+        tasks = [t for t in made if t.metadata["grounded_id"] in grounded_ids]
         rows = [
             ("grounded", len(chains), len(grounded), _reasons(store, "grounded", chain_ids)),
             ("tasks", len(grounded), len(tasks), _reasons(store, "tasks", grounded_ids)),
