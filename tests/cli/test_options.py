@@ -70,7 +70,7 @@ def test_the_command_gets_the_built_dataclass_or_the_named_fields():
 
 def test_tailor_ingest_and_run_share_one_declaration_with_the_components_defaults():
     from dataclaw.cli.tailor import IngestOptions, app
-    from dataclaw.tailor.anchors.shots import ShotBoundaries
+    from dataclaw.tailor.anchors.shots import ShotBoundaries, ShotParams
 
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     ingest, run = ({p.name: p for p in commands[c].params} for c in ("ingest", "run"))
@@ -79,5 +79,17 @@ def test_tailor_ingest_and_run_share_one_declaration_with_the_components_default
         assert [getattr(ingest[name], k) for k in same] == [getattr(run[name], k) for k in same], name
     threshold = inspect.signature(ShotBoundaries).parameters["threshold"].default
     assert ingest["shot_threshold"].default == threshold == IngestOptions().shot_threshold
+    assert threshold == ShotParams().threshold  # declared once, in ShotParams
     assert ingest["fault_fractions"].default == "0.35,0.5,0.65"
     assert IngestOptions().config(2).miner_config["fault_window"]["fractions"] == [0.35, 0.5, 0.65]
+
+
+def test_the_executor_help_shows_the_ray_extra_as_typed():
+    """rich reads ``[ray]`` as markup unless escaped: the help must show ``pip install 'dataclaw[ray]'``."""
+    from typer.testing import CliRunner
+
+    from dataclaw.cli.app import _register, app
+
+    _register()
+    out = CliRunner().invoke(app, ["tasks", "audit", "--help"], env={"COLUMNS": "400"}).output
+    assert "pip install 'dataclaw[ray]'" in out

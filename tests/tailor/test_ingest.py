@@ -254,7 +254,8 @@ def test_cli_settings_change_anchor_and_candidate_ids(tmp_path: Path) -> None:
     def current(stage: str) -> set[str]:
         return {r["id"] for r in RunStore(run).records(stage)}
 
-    assert CliRunner().invoke(app, [*base, "--json"]).exit_code == 0
+    first = CliRunner().invoke(app, base, env={"COLUMNS": "200"})
+    assert first.exit_code == 0 and "tailor ingest" in first.output  # the table says which command
     shots, cands = current("anchors"), current("candidates")
     assert CliRunner().invoke(app, [*base, "--shot-detector", "adaptive", "--json"]).exit_code == 0
     assert current("anchors").isdisjoint(a for a in shots if "/anchor-shot" in a)

@@ -25,7 +25,7 @@ class ExecutorOptions:
         metadata={
             "flags": ("--executor",),
             "help": "Where stages run: local (this machine: processes and asyncio) or ray (a Ray cluster; "
-            "needs pip install 'dataclaw[ray]').",
+            "needs pip install 'dataclaw\\[ray]').",  # escaped: rich would read [ray] as markup
         },
     )
     ray_address: str | None = field(

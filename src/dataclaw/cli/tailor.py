@@ -192,12 +192,12 @@ def ingest(
     if as_json:
         typer.echo(json.dumps(summary.to_dict()))
         return
-    _print_summary(summary.to_dict())
+    _print_summary(summary.to_dict(), "tailor ingest")
 
 
-def _print_summary(summary: dict[str, Any]) -> None:
+def _print_summary(summary: dict[str, Any], title: str = "tailor run") -> None:
     """One table: streams, then anchors / candidates / rejects with their per-kind counts."""
-    table = Table(title=f"tailor run {summary['run']}")
+    table = Table(title=f"{title} {summary['run']}")
     table.add_column("records")
     table.add_column("total", justify="right")
     table.add_column("by kind", overflow="fold")

@@ -347,16 +347,17 @@ class ShotBoundaries(AnchorExtractor):
 
     def __init__(
         self,
-        detector: str = "content",
-        threshold: float = 27.0,
-        min_scene_len: int = 15,
-        luma_only: bool = False,
-        adaptive_threshold: float = 3.0,
-        window_width: int = 2,
-        min_content_val: float = 15.0,
-        fade_threshold: float = 12.0,
-        fade_bias: float = 0.0,
+        detector: str = ShotParams.detector,
+        threshold: float = ShotParams.threshold,
+        min_scene_len: int = ShotParams.min_scene_len,
+        luma_only: bool = ShotParams.luma_only,
+        adaptive_threshold: float = ShotParams.adaptive_threshold,
+        window_width: int = ShotParams.window_width,
+        min_content_val: float = ShotParams.min_content_val,
+        fade_threshold: float = ShotParams.fade_threshold,
+        fade_bias: float = ShotParams.fade_bias,
     ) -> None:
+        """The settings are :class:`ShotParams`'s, with its defaults (declared there only)."""
         self.params = ShotParams(
             detector=detector, threshold=threshold, min_scene_len=min_scene_len, luma_only=luma_only,
             adaptive_threshold=adaptive_threshold, window_width=window_width,
