@@ -110,6 +110,48 @@ def test_the_clip_list_reader_reads_one_stream_per_clip(site: Path, tmp_path: Pa
 
 
 # ------------------------------------------------------------------------------------------------
+# a miner: dataclaw.miners
+
+VIDEOS = REPO / "examples" / "videos"
+
+
+def test_the_shot_cut_miner_mines_the_frames_around_each_cut(site: Path, tmp_path: Path) -> None:
+    def ingest(
+        video: str, out: str, *args: str, site: Path | None = site
+    ) -> subprocess.CompletedProcess[str]:
+        return dataclaw("tailor", "ingest", str(VIDEOS / video), "-o", str(tmp_path / out), *args, site=site)
+
+    unknown = ingest("dj_video1.mp4", "x", "--miners", "shot_cut", site=None)
+    assert unknown.returncode == 1 and "unknown miner 'shot_cut'" in unknown.stderr
+
+    out = summary(ingest("dj_video1.mp4", "cuts", "--json"))
+    assert out["anchors"]["shot_boundary"] == 2
+    assert out["candidates"] == {"dynamic_segment": 3, "keyframes": 2}  # the built-in's, and one per cut
+    anchors = {a["id"]: a for a in jsonl(tmp_path / "cuts" / "anchors.jsonl")}
+    cuts = [c for c in jsonl(tmp_path / "cuts" / "candidates.jsonl") if c["kind"] == "keyframes"]
+    assert [anchors[c["anchor_ids"][0]]["payload"]["frame"] for c in cuts] == [144, 237]
+    first = cuts[0]
+    assert "/cand-cut-" in first["id"] and first["payload"]["cut_frame"] == 144
+    assert (first["payload"]["before"], first["payload"]["after"]) == ([135, 141], [147, 153])
+    assert first["frames"] == [135, 141, 147, 153] and first["span"]["start"] == 132
+    assert first["why"] == "cut at 6.00 s (frame 144, score 59.1316): frames [135, 141] | [147, 153]"
+
+    only = ("--miners", "shot_cut", "--json")
+    fewer = summary(ingest("dj_video1.mp4", "fewer", *only, "--set", "shot_cut.min_score=50"))
+    assert fewer["candidates"] == {"keyframes": 1}  # the cut at frame 237 scores 48.0
+    bad = ingest("dj_video1.mp4", "bad", *only, "--set", "shot_cut.frames=0")
+    assert bad.returncode == 1 and "shot_cut needs frames >= 1 and window_s > 0, got 0 and 0.5" in bad.stderr
+
+    one_shot = summary(ingest("lf_demo4.mp4", "one-shot", *only))  # a video of one shot: no cut to mine
+    assert one_shot["candidates"] == {} and one_shot["rejects"] == {"candidates:no_candidates": 1}
+    [rej] = jsonl(tmp_path / "one-shot" / "rejects.jsonl")
+    assert rej["message"] == (
+        "miners shot_cut found nothing worth mining in 6 anchors "
+        "(shot_cut: no shot_boundary anchors: the video is one shot)"
+    )
+
+
+# ------------------------------------------------------------------------------------------------
 # a validator: dataclaw.validators, or --plugin
 
 RUN_ARGS = [
