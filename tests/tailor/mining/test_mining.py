@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from dataclaw.core.errors import ConfigError
 from dataclaw.tailor.anchors.base import make_anchor
 from dataclaw.tailor.mining.base import (
+    MINERS,
     Miner,
     StreamView,
     get_miner,
@@ -224,3 +226,39 @@ def test_miner_settings_are_part_of_candidate_ids_and_misses_are_explained() -> 
     assert miner.mine(short, []) == []
     assert miner.take_notes() == ["5 frames < observation_frames + future_frames = 12"]
     assert miner.take_notes() == []
+
+
+UNLISTED = """
+from dataclaw.tailor.mining.base import Miner, register_miner
+from dataclaw.tailor.records import CandidateKind
+
+
+@register_miner
+class Unlisted(Miner):
+    name = "unlisted"
+    kind = CandidateKind.KEYFRAMES
+
+    def applies_to(self, stream):
+        return False
+
+    def mine(self, stream, anchors):
+        return []
+"""
+
+
+def test_a_miner_in_a_new_module_of_the_package_is_found_without_being_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The built-ins are the public modules of dataclaw.tailor.mining, imported on the registry's first
+    lookup: a new module there (here in a folder added to the package's path) is a new miner, and no
+    other file names it; a private module (``_name``) is not imported."""
+    import dataclaw.tailor.mining as package
+
+    (tmp_path / "unlisted.py").write_text(UNLISTED, encoding="utf-8")
+    (tmp_path / "_helpers.py").write_text("raise RuntimeError('imported')\n", encoding="utf-8")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    monkeypatch.setattr(MINERS, "_items", dict(MINERS._items))  # its registration ends with the test
+    monkeypatch.setattr(MINERS, "_loaded", False)  # the next lookup loads, as in a new process
+    request.addfinalizer(lambda: sys.modules.pop("dataclaw.tailor.mining.unlisted", None))
+    assert "unlisted" in miner_names()
+    assert get_miner("unlisted").kind is CandidateKind.KEYFRAMES
