@@ -44,6 +44,7 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
     "OCR backend": "dataclaw.ocr_backends",
     "video codec profile": "dataclaw.codecs",
     "trainer export": "dataclaw.trainer_exports",
+    "importer": "dataclaw.importers",
     "archetype": "dataclaw.archetypes",
     "compiler mechanic": "dataclaw.mechanics",
     "audit rule": "dataclaw.audit_rules",

@@ -28,9 +28,6 @@ from dataclaw.core.registry import Registry
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 from dataclaw.sandbox import SandboxPolicy
 
-ENTRY_POINT_GROUP = "dataclaw.importers"
-"""Importers from other distributions register here (``name = "pkg.module:ImporterClass"``)."""
-
 
 class Produces(StrEnum):
     """What an importer makes: task records (``tasks import``) or environments (``env import``)."""
@@ -133,26 +130,10 @@ class Importer(ABC):
         the source run in)."""
 
 
-class _ImporterRegistry(Registry[type[Importer]]):
-    """The importer registry: built-in modules of this package, then the ``dataclaw.importers`` entry
-    points of installed distributions."""
-
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        super()._load()
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                obj = ep.load()
-            except Exception as exc:  # noqa: BLE001 - a broken plug-in is one clear error, not a traceback
-                why = f"importer entry point {ep.name!r} ({ep.value}) failed to load: {exc}"
-                raise ConfigError(why) from None
-            self.register(ep.name, obj)
-
-
-IMPORTERS: Registry[type[Importer]] = _ImporterRegistry("importer", builtins="dataclaw.envcraft.importers")
+IMPORTERS: Registry[type[Importer]] = Registry("importer", builtins="dataclaw.envcraft.importers")
+"""Importers by format name: the modules of this package, then ``--plugin`` modules and the
+``dataclaw.importers`` entry points of installed distributions (``name = "pkg.module:ImporterClass"``,
+or a module that registers its importers with ``@IMPORTERS.add``)."""
 
 
 def importers_for(produce: Produces) -> list[str]:
