@@ -42,3 +42,25 @@ def test_usage_is_the_total_over_invocations_and_a_resave_is_not_counted_twice(t
     invocations = manifest["models"]["invocations"]
     assert set(invocations) == {first.invocation, second.invocation}
     assert invocations[second.invocation] == second.summary()
+
+
+def test_saved_usage_records_a_failed_invocation_and_run_usage_reads_it_back(tmp_path: Path) -> None:
+    """What the commands wrap their model calls in: the usage is saved even when the work fails part-way,
+    and nothing is saved when no model was called."""
+    import pytest
+
+    from dataclaw.core.errors import ConfigError
+    from dataclaw.models.ledger import run_usage, saved_usage
+
+    run = tmp_path / "run"
+    with RunStore(run) as store, saved_usage(store):
+        store.update_manifest(note="a run without model calls")
+    with pytest.raises(ConfigError, match="no model usage"):
+        run_usage(run)
+    with pytest.raises(RuntimeError), RunStore(run) as store, saved_usage(store) as ledger:
+        ledger.record("m", Usage(prompt_tokens=3, completion_tokens=1), cost_usd=0.5, priced=True,
+                      cached=False, latency_s=0.1)  # fmt: skip
+        raise RuntimeError("the command failed after one call")
+    assert run_usage(run)["total"]["prompt_tokens"] == 3
+    with pytest.raises(ConfigError, match=r"no manifest\.json"):
+        run_usage(tmp_path / "none")

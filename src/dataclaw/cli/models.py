@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from dataclaw.core.errors import ConfigError
-
 app = typer.Typer(no_args_is_help=True, help="Check models, list backends, show a run's model usage.")
 
 
@@ -88,16 +86,6 @@ def list_backends() -> None:
 @app.command("usage")
 def usage(run: Annotated[Path, typer.Argument(help="Run directory (with manifest.json).")]) -> None:
     """Print the model usage (calls, cache hits, tokens, cost) recorded in a run's manifest."""
-    from dataclaw.models.ledger import render_summary
+    from dataclaw.models.ledger import render_summary, run_usage
 
-    manifest = run / "manifest.json"
-    if not manifest.is_file():
-        raise ConfigError(f"run {run} has no manifest.json")
-    try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ConfigError(f"{manifest} is not valid JSON ({exc})") from None
-    summary = (data.get("models") or {}).get("usage")
-    if not summary:
-        raise ConfigError(f"run {run} has no model usage recorded in its manifest")
-    typer.echo(render_summary(summary))
+    typer.echo(render_summary(run_usage(run)))

@@ -5,7 +5,7 @@ candidates; ``inspect`` summarises a run directory; ``run`` goes from inputs to 
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from inspect import signature
@@ -220,14 +220,14 @@ def inspect(
 ) -> None:
     """Counts, a per-stream summary, sample candidates (with why) and the rejects of a Tailor run."""
     from dataclaw.core.store import RunStore
-    from dataclaw.tailor.pipeline import CANDIDATES, summarize
+    from dataclaw.tailor.pipeline import CANDIDATES, stream_rows, summarize
 
     if not (run / "streams.jsonl").is_file() and not (run / "rejects.jsonl").is_file():
         raise ConfigError(f"{run} is not a Tailor run directory (no streams.jsonl or rejects.jsonl)")
     store = RunStore(run)
     summary = summarize(store).to_dict()
     rejects = store.rejects()
-    rows = _stream_rows(store, rejects)
+    rows = [row.to_dict() for row in stream_rows(store, rejects)]
     if as_json:
         typer.echo(json.dumps({**summary, "per_stream": rows, "reject_records": rejects}))
         return
@@ -255,30 +255,6 @@ def inspect(
         console.print(ctable)
     if rejects:
         _print_rejects(console, rejects)
-
-
-def _stream_rows(store: Any, rejects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One summary row per stream: anchors and candidates by kind, and its reject if any."""
-    from dataclaw.tailor.pipeline import ANCHORS, CANDIDATES, STREAMS
-
-    anchors: dict[str, Counter[str]] = defaultdict(Counter)
-    for a in store.records(ANCHORS):
-        anchors[a["stream_id"]][a["kind"]] += 1
-    cands: dict[str, Counter[str]] = defaultdict(Counter)
-    for c in store.records(CANDIDATES):
-        cands[c["stream_id"]][c["kind"]] += 1
-    rejected = {r["record_id"]: f"{r['stage']}:{r['reason']}" for r in rejects}
-    return [
-        {
-            "stream": s["id"],
-            "modality": s["modality"],
-            "duration_s": round(float(s.get("duration") or 0.0), 2),
-            "anchors": dict(anchors[s["id"]]),
-            "candidates": dict(cands[s["id"]]),
-            "reject": rejected.get(s["id"]),
-        }
-        for s in store.records(STREAMS)
-    ]
 
 
 def _print_rejects(console: Console, rejects: list[dict[str, Any]]) -> None:

@@ -43,8 +43,8 @@ def bench(
     """Score predictions against references with the DataClaw0-val metric (paper A.4.4): Table 1's
     Field / Semantic / Sequence per domain, Fuzzy and Overall, plus per-sample breakdowns in JSON."""
     from dataclaw.core.progress import progress_bar
-    from dataclaw.tailor.scoring.bench import CachedEmbedder, default_cache_path, evaluate, load_metric_config
     from dataclaw.tailor.intents.registry import IntentCatalog
+    from dataclaw.tailor.scoring.bench import CachedEmbedder, default_cache_path, evaluate, load_metric_config
 
     cfg = load_metric_config(config)
     catalog = IntentCatalog.builtin()

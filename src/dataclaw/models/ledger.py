@@ -8,13 +8,17 @@ ledger again replaces its own share) and ``models.invocations`` holds each invoc
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from dataclaw.core.errors import ConfigError
 from dataclaw.core.store import RunStore
 from dataclaw.models.types import Usage
 
@@ -133,6 +137,34 @@ class UsageLedger:
     def render(self) -> str:
         """A plain-text table, one line per model and a total."""
         return render_summary(self.summary())
+
+
+@contextlib.contextmanager
+def saved_usage(store: RunStore) -> Iterator[UsageLedger]:
+    """A ledger for one invocation's model calls, saved into the run manifest (``models.usage``, a total
+    over invocations) when the block ends, even when it fails part-way; nothing is saved without a call."""
+    ledger = UsageLedger()
+    try:
+        yield ledger
+    finally:
+        if ledger.models():
+            ledger.save(store)
+
+
+def run_usage(run: Path) -> dict[str, Any]:
+    """The model usage summary (``{"by_model", "total"}``) a run's ``manifest.json`` records; a
+    ConfigError when the run has no manifest, an unreadable one, or no usage in it."""
+    manifest = run / "manifest.json"
+    if not manifest.is_file():
+        raise ConfigError(f"run {run} has no manifest.json")
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ConfigError(f"{manifest} is not valid JSON ({exc})") from None
+    summary = (data.get("models") or {}).get("usage")
+    if not summary:
+        raise ConfigError(f"run {run} has no model usage recorded in its manifest")
+    return dict(summary)
 
 
 def merge_summaries(summaries: Any) -> dict[str, Any]:

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from typing import Any
 from dataclaw.core.errors import ConfigError, DataclawError, Reject
 from dataclaw.core.ids import root_id, stable_hash
 from dataclaw.core.lock import run_lock
+from dataclaw.core.progress import progress_for
 from dataclaw.core.store import RunStore
 from dataclaw.models import UsageLedger
 from dataclaw.pipeline import run_stage
@@ -245,9 +245,43 @@ def summarize(store: RunStore, stages: dict[str, dict[str, Any]] | None = None) 
     )
 
 
-def progress_for(progress: Callable[[str], Any] | None, label: str) -> Any:
-    """``progress(label)``, or a context that yields no ``update`` when there is no progress display."""
-    return progress(label) if progress is not None else nullcontext(None)
+@dataclass
+class StreamRow:
+    """One stream of a run directory at a glance: anchors and candidates by kind, and its reject if any."""
+
+    stream: str
+    modality: str
+    duration_s: float
+    anchors: dict[str, int]
+    candidates: dict[str, int]
+    reject: str | None
+    """``stage:reason`` of the reject recorded against the stream."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def stream_rows(store: RunStore, rejects: list[dict[str, Any]] | None = None) -> list[StreamRow]:
+    """One :class:`StreamRow` per stream of the run (``rejects``: the run's, when already read)."""
+    anchors: dict[str, Counter[str]] = defaultdict(Counter)
+    for a in store.records(ANCHORS):
+        anchors[a["stream_id"]][a["kind"]] += 1
+    cands: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in store.records(CANDIDATES):
+        cands[c["stream_id"]][c["kind"]] += 1
+    rejects = store.rejects() if rejects is None else rejects
+    rejected = {r["record_id"]: f"{r['stage']}:{r['reason']}" for r in rejects}
+    return [
+        StreamRow(
+            stream=s["id"],
+            modality=s["modality"],
+            duration_s=round(float(s.get("duration") or 0.0), 2),
+            anchors=dict(anchors[s["id"]]),
+            candidates=dict(cands[s["id"]]),
+            reject=rejected.get(s["id"]),
+        )
+        for s in store.records(STREAMS)
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
