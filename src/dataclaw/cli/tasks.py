@@ -5,11 +5,9 @@ prints a summary."""
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -23,23 +21,10 @@ from dataclaw.envcraft.export.cli import export_command
 from dataclaw.sandbox import SandboxPolicy
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
+if TYPE_CHECKING:
+    from dataclaw.envcraft.quality.task_audit import AuditSummary
+
 app = typer.Typer(no_args_is_help=True, help="EnvCraft tasks: tool chains → verifiable RL tasks.")
-
-
-def _graphs(envs: list[str], graph_files: list[Path], modules: dict[str, str] | None = None) -> list:  # type: ignore[type-arg]
-    """Tool graphs of the environments (default: every archetype) and graph files; ``modules`` collects
-    env name → package folder of each non-built-in package, so chains record where it lives."""
-    from dataclaw.cli.env import env_package
-    from dataclaw.envcraft import archetypes
-    from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
-
-    out = [load_tool_graph(p) for p in graph_files]
-    for name in envs or ([] if graph_files else archetypes.names()):
-        pkg = env_package(name)
-        out.append(build_tool_graph(pkg))
-        if modules is not None and not getattr(pkg, "builtin", True):
-            modules[out[-1].env] = str(pkg.folder)
-    return out
 
 
 @app.command("sample")
@@ -65,71 +50,17 @@ def sample(
     ] = None,
 ) -> None:
     """Sample tool chains (weighted random walks ending with a write tool) into ``chains.jsonl``."""
-    from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.graph import ChainSampler, build_env_graph, chain_stats
-    from dataclaw.envcraft.tasks import chain_record
+    from dataclaw.envcraft.graph.propose import describe
+    from dataclaw.envcraft.tasks.tool.pipeline import sample_chains
 
-    if n < 1:
-        raise ConfigError(f"-n must be at least 1, got {n}")
-    names = list(envs or [])
-    if library is not None:
-        from dataclaw.envcraft.synth.library import library_packages
-
-        found = [str(folder) for _, folder in library_packages(library)]
-        if not found:
-            raise ConfigError(f"library {library} has no passing environment (see {library / 'index.jsonl'})")
-        names += found
-    modules: dict[str, str] = {}
-    graphs = _graphs(names, graph_files or [], modules)
-    env_graph = build_env_graph(graphs) if cross_env > 0 else None
-    with RunStore(out) as store, _usage(store) as ledger:
-        if model is not None:
-            _propose(graphs, env_graph, model, ledger)
-        sampler = ChainSampler(graphs, env_graph)
-        chains = sampler.sample(n, seed, cross_env_fraction=cross_env, min_len=min_len, max_len=max_len)
-        stage = store.stage("chains")
-        added = sum(stage.append(chain_record(c, modules)) for c in chains)
-        stats = chain_stats(chains, graphs)
-        store.update_manifest(chains={"seed": seed, "n": n, "stats": stats})
-    console.print(f"chains: {len(chains)} sampled, {added} new in {out / 'chains.jsonl'}")
-    console.print_json(data=stats)
-    short = {"duplicate_or_no_write_end": n - len(chains)} if n > len(chains) else {}
-    stage_summary([("chains", n, len(chains), short)])
-
-
-@contextlib.contextmanager
-def _usage(store: Any) -> Iterator[Any]:
-    """A usage ledger for this invocation's model calls, saved into the run manifest (``models.usage``,
-    a total over invocations) even when the command fails part-way."""
-    from dataclaw.models import UsageLedger
-
-    ledger = UsageLedger()
-    try:
-        yield ledger
-    finally:
-        if ledger.models():
-            ledger.save(store)
-
-
-def _propose(graphs: list, env_graph: object, model: str, ledger: Any) -> None:  # type: ignore[type-arg]
-    """Add model-proposed (llm_weak) edges to every tool graph and, if given, the env graph."""
-    import asyncio
-
-    from dataclaw.envcraft.graph.propose import describe, propose_env_edges, propose_tool_edges
-    from dataclaw.models import get_model
-
-    chat = get_model(model, ledger=ledger)
-
-    async def run() -> None:
-        for tg in graphs:
-            counts = await propose_tool_edges(tg, chat)
-            console.print(f"{tg.env}: {describe(counts)}")
-        if env_graph is not None:
-            docs = {tg.env: "tools: " + ", ".join(tg.tools()[:40]) for tg in graphs}
-            counts = await propose_env_edges(env_graph, docs, chat)  # type: ignore[arg-type]
-            console.print(f"env graph: {describe(counts)}")
-
-    asyncio.run(run())
+    done = sample_chains(
+        out, envs=envs, graph_files=graph_files, library=library, n=n, seed=seed, min_len=min_len,
+        max_len=max_len, cross_env=cross_env, model=model,
+        on_proposed=lambda graph, counts: console.print(f"{graph}: {describe(counts)}"),
+    )  # fmt: skip
+    console.print(f"chains: {len(done.chains)} sampled, {done.added} new in {out / 'chains.jsonl'}")
+    console.print_json(data=done.stats)
+    stage_summary([done.stage_count])
 
 
 @app.command("synth")
@@ -154,66 +85,18 @@ def synth(
 ) -> None:
     """Ground chains in real sessions, derive and prove verifiers, write user turns: ``tasks.jsonl``."""
     from dataclaw.core.progress import progress_bar
-    from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.runtime.task import ToolTask
-    from dataclaw.envcraft.tasks import GroundStage, SynthStage
-    from dataclaw.pipeline import run_stage
-    from dataclaw.pipeline.registry import make_executor
+    from dataclaw.envcraft.tasks.tool.pipeline import synth_tasks
 
-    if not (run / "chains.jsonl").is_file():
-        raise ConfigError(f"{run} has no chains.jsonl: run `dataclaw tasks sample --out {run}` first")
-    with RunStore(run) as store:
-        chains = list(store.records("chains"))[:limit]
-        with progress_bar("ground") as bar:
-            ground = GroundStage(long_context=long_context, distractors_per_entity=distractors)
-            run_stage(ground, chains, store, make_executor(workers=workers), bar)
-        chain_ids = {c["id"] for c in chains}
-        grounded = [g for g in store.records("grounded") if g["chain_id"] in chain_ids]
-        with progress_bar("synth") as bar, _usage(store) as ledger:
-            cache = str(run / "model_cache.sqlite")
-            stage = SynthStage(model, cache=cache, strict=strict_text, ledger=ledger)
-            run_stage(stage, grounded, store, make_executor(workers=1), bar)
-        grounded_ids = {g["id"] for g in grounded}
-        made = (ToolTask.from_row(t) for t in store.records("tasks"))
-        tasks = [t for t in made if t.metadata["grounded_id"] in grounded_ids]
-        rows = [
-            ("grounded", len(chains), len(grounded), _reasons(store, "grounded", chain_ids)),
-            ("tasks", len(grounded), len(tasks), _reasons(store, "tasks", grounded_ids)),
-        ]
-        store.update_manifest(tasks={"model": model, "chains": len(chains), "tasks": len(tasks)})
-    stage_summary(rows, paper=True)
-
-
-def _reasons(store: object, stage: str, ids: set[str]) -> dict[str, int]:
-    """Reject reasons of ``stage`` counted over the records in ``ids``."""
-    return Counter(r["reason"] for r in store.rejects(stage) if r["record_id"] in ids)  # type: ignore[attr-defined]
+    counts = synth_tasks(
+        run, model, workers=workers, limit=limit, distractors=distractors, long_context=long_context,
+        strict_text=strict_text, progress=progress_bar,
+    )  # fmt: skip
+    stage_summary(counts, paper=True)
 
 
 # ---- quality and rollouts: audit | calibrate | rollout --------------------------------------------------
 
 _TASKS_HELP = "tasks.jsonl, a run directory holding one, or a folder of claw tasks (tasks/<id>.yaml …)."
-
-
-def _run_model(spec: str, run: Path, ledger: Any) -> Any:
-    """A model whose answers are cached in the run directory and whose usage goes to the run's ledger."""
-    from dataclaw.models import get_model
-
-    return get_model(spec, cache=run / "model_cache.sqlite", ledger=ledger)
-
-
-def _rollout_config(max_turns: int, timeout: float, max_tokens: int, strict: bool, **sampling: Any) -> object:
-    from dataclaw.envcraft.rollout import RolloutConfig
-
-    try:
-        return RolloutConfig(
-            max_turns=max_turns,
-            timeout_s=timeout,
-            max_tokens=max_tokens,
-            strict_tool_calls=strict,
-            **sampling,
-        )
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
 
 
 def _rollout_table(title: str, s: dict) -> None:
@@ -230,21 +113,12 @@ def _rollout_table(title: str, s: dict) -> None:
     console.print(table)
 
 
-def _unloadable(loaded: Any, store: Any, stage: str, source: Path) -> list[dict[str, Any]]:
-    """Record every task that cannot be loaded as a reject of ``stage`` and list them; when not one task
-    could be loaded, a ConfigError (exit 1: a run over nothing is not a success)."""
-    from dataclaw.envcraft.quality.runs import reject_unloadable
-
-    broken = reject_unloadable(loaded, store, stage)
+def _print_unloadable(broken: list[dict[str, Any]], run: Path) -> None:
+    """The tasks that could not be loaded (the first ten; the rest are in the run's rejects)."""
     for b in broken[:10]:
         console.print(f"unloadable: {b['id']} [{b['reason']}] {b['message']}", markup=False, highlight=False)
     if len(broken) > 10:
-        console.print(f"… {len(broken) - 10} more unloadable tasks in {store.root / 'rejects.jsonl'}")
-    if not loaded.tasks:
-        why = Counter(b["reason"] for b in broken)
-        detail = ", ".join(f"{k}={v}" for k, v in why.most_common()) or "the folder holds none"
-        raise ConfigError(f"no task could be loaded from {source} ({detail}; rejects in {store.root})")
-    return broken
+        console.print(f"… {len(broken) - 10} more unloadable tasks in {run / 'rejects.jsonl'}")
 
 
 def _num(x: float | None) -> str:
@@ -274,13 +148,11 @@ def audit(
 
     Prints a summary (verdicts, reasons, warnings, pass rate, slowest tasks); every report is in
     ``code_audit.jsonl`` and every failure in ``rejects.jsonl`` of the run directory."""
-    import asyncio
     import tempfile
-    import time
 
     from dataclaw.core.progress import progress_bar
-    from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.quality.runs import audit_by_code, default_workers, load_task_source, rubric_tasks
+    from dataclaw.envcraft.quality.runs import default_workers, load_task_source
+    from dataclaw.envcraft.quality.task_audit import CodeAudit, audit_tasks
 
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
@@ -289,69 +161,27 @@ def audit(
     if not loaded.tasks and not loaded.broken:
         raise ConfigError(f"no tasks found in {tasks}")
     run = out or Path(tempfile.mkdtemp(prefix="dataclaw-audit-"))
-    with executor_scope(executor), RunStore(run) as store:
-        before = store.stage("code_audit").ids()
-        t0 = time.perf_counter()
-        with progress_bar("audit") as bar:
-            rows = audit_by_code(
-                loaded,
-                store,
-                floor=floor,
-                policy=SandboxPolicy(unsafe=unsafe),
-                progress=bar,
-                workers=n_workers,
-            )
-        took = time.perf_counter() - t0
-        resumed = sum(1 for r in rows if r["id"] in before and "layout" not in r)
-        if verbose and rows:
-            _audit_table(rows, floor)
-        summary = _audit_summary(rows, floor=floor, workers=n_workers, seconds=took, resumed=resumed)
-        failed = len(rows) - sum(r["passed"] for r in rows)
-        if model:
-            with _usage(store) as ledger:
-                chat = _run_model(model, run, ledger)
-                with progress_bar("rubric") as bar:
-                    verdicts = asyncio.run(rubric_tasks(chat, loaded.tasks, store, progress=bar))
-            kept = sum(v["qualified"] for v in verdicts)
-            stage_summary(
-                [("rubric", len(loaded.tasks), kept, _reasons(store, "rubric", {v["id"] for v in verdicts}))]
-            )
-            failed += len(loaded.tasks) - kept
-        store.update_manifest(
-            audit={
-                "source": str(tasks),
-                "floor": floor,
-                "model": model,
-                "workers": n_workers,
-                "summary": summary,
-            }
-        )
+
+    def show(code: CodeAudit) -> None:
+        if verbose and code.rows:
+            _audit_table(code.rows, floor)
+        _print_audit_summary(code.summary, floor=floor, workers=n_workers)
+
+    with executor_scope(executor):
+        done = audit_tasks(
+            tasks, loaded, run, floor=floor, workers=n_workers, model=model,
+            policy=SandboxPolicy(unsafe=unsafe), progress=progress_bar, on_code_audit=show,
+        )  # fmt: skip
+    if done.rubric is not None:
+        stage_summary([done.rubric])
     console.print(f"records: {run / 'code_audit.jsonl'} (reports), {run / 'rejects.jsonl'} (failures)")
-    if strict and failed:
+    if strict and done.failed:
         raise typer.Exit(1)
 
 
-def _verdict(row: dict[str, Any]) -> str:
-    """One word per task: pass, FAIL (the task is broken), DEFECT (its verifier failed: repair it),
-    unloadable (its files do not form a task), error (the audit itself crashed on it)."""
-    if row.get("layout"):
-        return "unloadable"
-    if row.get("error"):
-        return "error"
-    if row["passed"]:
-        return "pass"
-    return "DEFECT" if row.get("defect") else "FAIL"
-
-
-def _warnings(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """A report's warnings: uncertain heuristics that do not fail the task (a ``warnings`` list, or checks
-    marked ``severity: warning``)."""
-    out = [w if isinstance(w, dict) else {"message": str(w)} for w in row.get("warnings") or []]
-    out += [c for c in row.get("checks", []) if c.get("severity") == "warning"]
-    return out
-
-
 def _audit_table(rows: list[dict[str, Any]], floor: float) -> None:
+    from dataclaw.envcraft.quality.task_audit import verdict, warnings
+
     table = Table(title=f"code audit (floor {floor:g})", show_lines=True)
     for col in ("task", "verdict", "untouched", "solution", "failed checks", "warnings"):
         table.add_column(col)
@@ -361,11 +191,11 @@ def _audit_table(rows: list[dict[str, Any]], floor: float) -> None:
         )
         warned = "\n".join(
             f"{w.get('name', 'warning')} [{w.get('reason', '-')}]: {w.get('message', '')}"
-            for w in _warnings(r)
+            for w in warnings(r)
         )
         table.add_row(
             r["id"],
-            _verdict(r),
+            verdict(r),
             _num(r.get("untouched_score")),
             _num(r.get("solved_score")),
             why or "-",
@@ -374,63 +204,40 @@ def _audit_table(rows: list[dict[str, Any]], floor: float) -> None:
     console.print(table)
 
 
-def _audit_summary(
-    rows: list[dict[str, Any]], *, floor: float, workers: int, seconds: float, resumed: int
-) -> dict[str, Any]:
-    """Print the audit's summary: tasks per verdict, per failure reason and per warning, the pass rate and
-    the slowest tasks; return the same numbers (they go into the run manifest)."""
-    verdicts = Counter(_verdict(r) for r in rows)
-    failing: Counter[str] = Counter()
-    warned: Counter[str] = Counter()
-    example: dict[str, str] = {}
-    for r in rows:
-        for reason in dict.fromkeys(str(c["reason"]) for c in r["checks"] if not c["passed"]):
-            failing[reason] += 1
-            example.setdefault(reason, r["id"])
-        for reason in dict.fromkeys(str(w.get("reason") or w.get("name") or "warning") for w in _warnings(r)):
-            warned[reason] += 1
-            example.setdefault(reason, r["id"])
-    n, passed = len(rows), verdicts.get("pass", 0)
-    n_warnings = sum(len(_warnings(r)) for r in rows)
-    audited = n - resumed - verdicts.get("unloadable", 0)
-    rate = audited / seconds if seconds > 0 and audited else None
-    timed = sorted((r for r in rows if r.get("duration_s") is not None), key=lambda r: -r["duration_s"])
+def _print_audit_summary(s: AuditSummary, *, floor: float, workers: int) -> None:
+    """The audit's summary: tasks per verdict, per failure reason and per warning, the pass rate, the
+    slowest tasks and the pace."""
+    from dataclaw.envcraft.quality.task_audit import VERDICTS
+
+    n, passed = s.tasks, s.verdicts.get("pass", 0)
     line = f"pass rate {passed}/{n} = {passed / n:.1%}" if n else "no tasks"
-    line += f"; {n_warnings} warnings on {sum(1 for r in rows if _warnings(r))} tasks"
+    line += f"; {s.n_warnings} warnings on {s.warned_tasks} tasks"
     title = f"code audit of {n} tasks (floor {floor:g})"
     table = Table(title=title, min_width=len(title) + 2)
     for col in ("verdict", "tasks", "share"):
         table.add_column(col)
-    for name in ("pass", "FAIL", "DEFECT", "unloadable", "error"):
-        if verdicts.get(name) or name in ("pass", "FAIL"):
-            table.add_row(name, str(verdicts.get(name, 0)), f"{verdicts.get(name, 0) / n:.1%}" if n else "-")
+    for name in VERDICTS:
+        if s.verdicts.get(name) or name in ("pass", "FAIL"):
+            table.add_row(
+                name, str(s.verdicts.get(name, 0)), f"{s.verdicts.get(name, 0) / n:.1%}" if n else "-"
+            )
     console.print(table)
     console.print(line)
+    failing, warned = Counter(s.reasons), Counter(s.warnings)
     if failing or warned:
         reasons = Table(title="reasons (tasks per reason; a task may have several)")
         for col in ("reason", "failed", "warned", "e.g."):
             reasons.add_column(col)
         for reason in sorted({*failing, *warned}, key=lambda k: (-failing[k], -warned[k], k)):
-            reasons.add_row(reason, str(failing[reason] or "-"), str(warned[reason] or "-"), example[reason])
+            reasons.add_row(
+                reason, str(failing[reason] or "-"), str(warned[reason] or "-"), s.examples[reason]
+            )
         console.print(reasons)
-    slowest = [(r["id"], r["duration_s"]) for r in timed[:5]]
-    if slowest:
-        console.print("slowest: " + ", ".join(f"{tid} {sec:.1f} s" for tid, sec in slowest))
-    pace = f"{audited} audited in {seconds:.1f} s with {workers} workers"
-    pace += f" ({rate:.2f} tasks/s)" if rate else ""
-    console.print(pace + (f"; {resumed} resumed from the run directory" if resumed else ""))
-    return {
-        "tasks": n,
-        "verdicts": dict(verdicts),
-        "reasons": dict(failing),
-        "warnings": dict(warned),
-        "pass_rate": round(passed / n, 4) if n else None,
-        "audited": audited,
-        "resumed": resumed,
-        "seconds": round(seconds, 2),
-        "tasks_per_s": round(rate, 3) if rate else None,
-        "slowest": slowest,
-    }
+    if s.slowest:
+        console.print("slowest: " + ", ".join(f"{tid} {sec:.1f} s" for tid, sec in s.slowest))
+    pace = f"{s.audited} audited in {s.seconds:.1f} s with {workers} workers"
+    pace += f" ({s.tasks_per_s:.2f} tasks/s)" if s.tasks_per_s else ""
+    console.print(pace + (f"; {s.resumed} resumed from the run directory" if s.resumed else ""))
 
 
 @app.command("rollout")
@@ -464,46 +271,24 @@ def rollout(
 
     The -n samples of a task are independent (each sends its own seed); trajectories keep per-turn usage, reasoning text and, asked for, logprobs and token ids.
     """  # noqa: E501 - typer keeps the docstring's line breaks
-    import asyncio
-
     from dataclaw.core.progress import progress_bar
-    from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality.runs import load_task_source
-    from dataclaw.envcraft.rollout.run import rollout_summary, rollout_tasks
+    from dataclaw.envcraft.quality.task_runs import rollout_config, rollout_run
 
     if samples < 1:
         raise ConfigError(f"-n must be at least 1, got {samples}")
     sampling = {"temperature": temperature, "top_p": top_p, "seed": seed}
-    config = _rollout_config(
+    config = rollout_config(
         max_turns, timeout, max_tokens, strict_calls, **sampling, logprobs=logprobs, token_ids=token_ids
     )
     loaded = load_task_source(tasks, limit)
-    with executor_scope(executor), RunStore(out) as store, _usage(store) as ledger:
-        broken = _unloadable(loaded, store, "rollouts", tasks)
-        chat = _run_model(model, out, ledger)
-        with progress_bar("rollouts") as bar:
-            recs = asyncio.run(
-                rollout_tasks(
-                    chat,
-                    loaded.tasks,
-                    store,
-                    config,
-                    samples=samples,
-                    concurrency=concurrency,
-                    # an explicit seed is part of each rollout's id: a rerun with another seed is new work
-                    seeds=(lambda j: seed + j) if seed is not None else (lambda j: None),
-                    policy=SandboxPolicy(unsafe=unsafe),
-                    progress=bar,
-                )
-            )
-        summary = {**rollout_summary(recs), "unloadable": len(broken)}
-        store.update_manifest(
-            rollout={
-                "model": model, "samples": samples, "summary": summary,
-                "sampling": {**sampling, "max_tokens": max_tokens},
-            }
+    with executor_scope(executor):
+        done = rollout_run(
+            tasks, out, model, config, samples=samples, concurrency=concurrency, loaded=loaded,
+            policy=SandboxPolicy(unsafe=unsafe), progress=progress_bar,
+            on_unloadable=lambda broken: _print_unloadable(broken, out),
         )  # fmt: skip
-    _rollout_table("rollouts", summary)
+    _rollout_table("rollouts", done.summary)
 
 
 @app.command("calibrate")
@@ -525,47 +310,21 @@ def calibrate(
     executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
     """Difficulty calibration: k rollouts per task, keep 0 < p < 1; verifier failures go to repair."""
-    import asyncio
-
     from dataclaw.core.progress import progress_bar
-    from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.quality import CalibrationConfig
-    from dataclaw.envcraft.quality.runs import calibrate_tasks, load_task_source
-    from dataclaw.envcraft.rollout.run import rollout_summary
+    from dataclaw.envcraft.quality.runs import load_task_source
+    from dataclaw.envcraft.quality.task_runs import calibrate_run, calibration_config, rollout_config
 
-    try:
-        cal_config = CalibrationConfig(k=k, success_threshold=threshold, concurrency=concurrency)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    config = _rollout_config(max_turns, timeout, 4096, False)
+    cal_config = calibration_config(k, threshold, concurrency)
+    config = rollout_config(max_turns, timeout, 4096, False)
     loaded = load_task_source(tasks, limit)
-    with executor_scope(executor), RunStore(out) as store, _usage(store) as ledger:
-        broken = _unloadable(loaded, store, "calibration", tasks)
-        chat = _run_model(model, out, ledger)
-        fixer = _run_model(repair_model, out, ledger) if repair_model else None
-        with progress_bar("calibration rollouts") as bar:
-            rows = asyncio.run(
-                calibrate_tasks(
-                    chat,
-                    loaded.tasks,
-                    store,
-                    cal_config,
-                    config,
-                    repair_model=fixer,
-                    policy=SandboxPolicy(unsafe=unsafe),
-                    progress=bar,
-                )
-            )
-        summary = {**rollout_summary(list(store.records("rollouts"))), "unloadable": len(broken)}
-        store.update_manifest(calibrate={"model": model, "k": k, "threshold": threshold})
-    _rollout_table("calibration rollouts", summary)
-    kept = sum(r["verdict"] == "keep" for r in rows)
-    reasons = Counter(r["verdict"] for r in rows if r["verdict"] != "keep")
-    reasons.update(f"unloadable: {b['reason']}" for b in broken)
-    repaired = sum(1 for r in rows if (r.get("repair") or {}).get("ok"))
-    if repaired:
-        reasons["repaired (see repaired_tasks.jsonl)"] = repaired
-    stage_summary([("calibration", len(rows) + len(broken), kept, reasons)])
+    with executor_scope(executor):
+        done = calibrate_run(
+            tasks, out, model, cal_config, config, repair_model=repair_model, loaded=loaded,
+            policy=SandboxPolicy(unsafe=unsafe), progress=progress_bar,
+            on_unloadable=lambda broken: _print_unloadable(broken, out),
+        )  # fmt: skip
+    _rollout_table("calibration rollouts", done.summary)
+    stage_summary([done.stage_count])
 
 
 @app.command("claw-synth")
@@ -583,45 +342,17 @@ def claw_synth(
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
 ) -> None:
     """Claw workspace tasks from chains (C.5 one-pass generation), then the code audit of each (C.6)."""
-    import asyncio
-    import json
-
     from dataclaw.core.progress import progress_bar
-    from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.quality.runs import audit_by_code, default_workers, load_task_source
-    from dataclaw.envcraft.tasks.claw.generate import synth_claw_tasks
+    from dataclaw.envcraft.tasks.claw.pipeline import claw_synth as run_claw_synth
 
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
-    if not chains.is_file():
-        raise ConfigError(f"{chains} is not a file (expected a chains JSONL)")
-    try:
-        recs = [json.loads(x) for x in chains.read_text(encoding="utf-8").splitlines() if x.strip()][:limit]
-    except ValueError as exc:
-        raise ConfigError(f"{chains}: not JSONL ({exc})") from None
-    root = out / "claw_tasks"
-    with RunStore(out) as store, _usage(store) as ledger:
-        chat = _run_model(model, out, ledger)
-        with progress_bar("generate") as bar:
-            ids = asyncio.run(synth_claw_tasks(chat, recs, root, store, bar))
-        loaded = load_task_source(root) if ids else None
-        policy = SandboxPolicy(unsafe=unsafe)
-        n = workers or default_workers()
-        rows = audit_by_code(loaded, store, floor=floor, policy=policy, workers=n) if loaded else []
-        wanted = set(ids)
-        rows = [r for r in rows if r["id"] in wanted]
-        store.update_manifest(claw_synth={"chains": str(chains), "model": model})
-        gen_reasons = Counter(r["reason"] for r in store.rejects("claw_generate"))
-    passed = sum(r["passed"] for r in rows)
-    audit_reasons = Counter(str(c["reason"]) for r in rows for c in r["checks"] if not c["passed"])
-    stage_summary(
-        [
-            ("claw_generate", len(recs), len(ids), gen_reasons),
-            ("code_audit", len(ids), passed, audit_reasons),
-        ],
-        paper=True,
-    )
-    console.print(f"tasks in {root}; audit records in {out / 'code_audit.jsonl'}")
+    done = run_claw_synth(
+        chains, out, model, limit=limit, floor=floor, workers=workers, policy=SandboxPolicy(unsafe=unsafe),
+        progress=progress_bar,
+    )  # fmt: skip
+    stage_summary(done.counts, paper=True)
+    console.print(f"tasks in {done.root}; audit records in {out / 'code_audit.jsonl'}")
 
 
 # ---- import: published task sets → task records -------------------------------------------------------

@@ -1,11 +1,12 @@
-"""`tasks audit` bookkeeping: the console summary (verdicts, reasons, warnings, pass rate, slowest tasks)
-and an audit that crashes on one task."""
+"""`tasks audit` bookkeeping: the summary (verdicts, reasons, warnings, pass rate, slowest tasks), its
+console form, and an audit that crashes on one task."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
 from dataclaw.cli import tasks as tasks_cli
+from dataclaw.envcraft.quality.task_audit import summarize_audit, verdict
 
 
 def _row(
@@ -36,13 +37,17 @@ def test_summary_counts_verdicts_reasons_and_warnings_and_names_the_slowest(monk
         {"id": "t5", "passed": False, "defect": False, "layout": "missing_file",
          "checks": [{"name": "layout", "passed": False, "reason": "missing_file", "message": "no builder"}]},
     ]  # fmt: skip
-    summary = tasks_cli._audit_summary(rows, floor=0.0, workers=2, seconds=2.0, resumed=1)
+    summarized = summarize_audit(rows, seconds=2.0, resumed=1)
+    tasks_cli._print_audit_summary(summarized, floor=0.0, workers=2)
+    summary = summarized.to_dict()
     text = console.export_text()
+    assert [verdict(r) for r in rows] == ["pass", "pass", "FAIL", "DEFECT", "unloadable"]
     assert summary["verdicts"] == {"pass": 2, "FAIL": 1, "DEFECT": 1, "unloadable": 1}
     assert summary["reasons"] == {"builder_crash": 1, "verifier_crash": 1, "missing_file": 1}
     assert summary["warnings"] == {"path_uncertain": 2}
     assert summary["pass_rate"] == 0.4 and summary["audited"] == 3 and summary["tasks_per_s"] == 1.5
-    assert summary["slowest"][0] == ("t2", 9.0)
+    assert summary["slowest"][0] == ("t2", 9.0) and summary["seconds"] == 2.0
+    assert summarized.examples["path_uncertain"] == "t2" and summarized.warned_tasks == 2
     assert "pass rate 2/5 = 40.0%; 2 warnings on 2 tasks" in text
     assert "slowest: t2 9.0 s, t3 2.0 s" in text and "1 resumed" in text
     for word in ("unloadable", "DEFECT", "path_uncertain", "missing_file"):

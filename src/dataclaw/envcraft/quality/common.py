@@ -1,12 +1,30 @@
 """What the task quality runs, the calibration and the rubric share: a task's id and the code checks of a
-tool task (so :mod:`.runs` imports :mod:`.calibrate` and :mod:`.rubric`, and neither imports it back)."""
+tool task (so :mod:`.runs` imports :mod:`.calibrate` and :mod:`.rubric`, and neither imports it back), and
+the raw → kept count of a stage every task run reports."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, NamedTuple
 
+from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout.harness import task_of
 from dataclaw.envcraft.runtime.task import ToolTask
+
+
+class StageCount(NamedTuple):
+    """One stage of a task run: records in (``raw``), records out (``kept``), and why the rest were not
+    kept (reason → count). What the ``tasks`` commands print as their pipeline table."""
+
+    stage: str
+    raw: int
+    kept: int
+    reasons: dict[str, int]
+
+
+def reject_reasons(store: RunStore, stage: str, ids: set[str]) -> dict[str, int]:
+    """Reject reasons of ``stage`` counted over the records in ``ids`` (this call's, not the whole run's)."""
+    return dict(Counter(r["reason"] for r in store.rejects(stage) if r["record_id"] in ids))
 
 
 def task_id(task: Any) -> str:
