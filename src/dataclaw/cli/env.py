@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,17 +26,6 @@ app = typer.Typer(
 _DEFAULT_ROOT = Path(".envcraft_state")
 
 
-def env_package(name: str) -> Any:
-    """An archetype by name (in-process), else a package folder or import name, opened in its sandboxed
-    env worker (``dataclaw.envcraft.worker``): its code never runs in this process."""
-    from dataclaw.envcraft import archetypes
-    from dataclaw.envcraft.runtime.resolve import resolve_env
-    from dataclaw.envcraft.worker import open_environment
-
-    ref = resolve_env(name)
-    return archetypes.get(ref.archetype) if ref.archetype else open_environment(ref)
-
-
 def _echo_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
@@ -49,72 +39,46 @@ def list_(
     ] = None,
 ) -> None:
     """List the built-in archetype environments, or a synthesised library's environments."""
-    from dataclaw.envcraft import archetypes
+    from dataclaw.envcraft.envs import archetype_rows
 
     if library is not None:
         _list_library(library, as_json)
         return
-    rows = []
-    for name in archetypes.names():
-        try:  # one broken package is reported in its row, not allowed to hide the others
-            pkg = archetypes.get(name)
-            n_scenarios, n_tools = len(pkg.env_cls.scenarios()), len(pkg.env_cls.tools)
-        except Exception as exc:  # noqa: BLE001 - shown to the user as that archetype's status
-            rows.append({"name": name, "tools": 0, "scenarios": 0, "description": f"failed to load: {exc}"})
-            continue
-        doc = " ".join((pkg.env_cls.__doc__ or "").split())  # the whole summary, not its first line
-        rows.append({"name": pkg.name, "tools": n_tools, "scenarios": n_scenarios, "description": doc})
+    rows = archetype_rows()
     if as_json:
-        _echo_json(rows)
+        _echo_json([asdict(r) for r in rows])
         return
     table = Table("name", "tools", "scenarios", "description")
     for r in rows:
-        table.add_row(r["name"], str(r["tools"]), str(r["scenarios"]), r["description"])
+        table.add_row(r.name, str(r.tools), str(r.scenarios), r.description)
     Console().print(table)
 
 
 def _list_library(library: Path, as_json: bool) -> None:
     """The passing packages of a library, from its index (nothing of theirs is imported or run)."""
-    from dataclaw.envcraft.synth.library import library_packages, read_index
+    from dataclaw.envcraft.envs import library_rows
 
-    rows = [
-        {"name": r["env"], "path": r["path"], "tools": r["tools"], "scenarios": r["scenarios"],
-         "archetypes": r["archetypes"], "scenario": r["scenario_id"], "package": r["package"],
-         "folder": str(folder), "description": r["scenario_name"]}
-        for r, folder in library_packages(library)
-    ]  # fmt: skip
-    failed = sum(1 for r in read_index(library) if not r["passed"])
+    listing = library_rows(library)
     if as_json:
-        _echo_json(rows)
+        _echo_json([asdict(r) for r in listing.rows])
         return
+    failed = listing.failed
     table = Table(
         "name", "path", "tools", "scenarios", "archetypes", "package",
-        title=f"{library}: {len(rows)} environments",
+        title=f"{library}: {len(listing.rows)} environments",
         caption=f"{failed} failed (reasons in {library / 'index.jsonl'})" if failed else None,
     )  # fmt: skip
-    for r in rows:
-        tools, scenarios = str(r["tools"]), str(r["scenarios"])
-        table.add_row(r["name"], r["path"], tools, scenarios, ", ".join(r["archetypes"]), r["package"])
+    for r in listing.rows:
+        table.add_row(r.name, r.path, str(r.tools), str(r.scenarios), ", ".join(r.archetypes), r.package)
     Console().print(table)
 
 
 @app.command()
 def show(name: str = typer.Argument(..., help="Archetype name, import name or package folder.")) -> None:
     """Describe an environment: bindings, scenarios, evaluator dimensions and tools."""
-    pkg = env_package(name)
-    env_cls = pkg.env_cls
-    prefix = env_cls.prefix()
-    _echo_json({
-        "name": pkg.name,
-        "module": pkg.module,
-        "description": " ".join((env_cls.__doc__ or "").split()),
-        "cli": f"python -m {pkg.module} <command>",
-        "bindings": [f"{prefix}_SESSION_ID", f"{prefix}_STATE_ROOT", f"{prefix}_SCENARIO_ID"],
-        "scenarios": {sid: sc.title for sid, sc in env_cls.scenarios().items()},
-        "evaluator": {d.name: d.weight for d in env_cls.evaluator.dimensions},
-        "tools": {s.name: s.side_effect for s in env_cls.tools},
-        "layout_problems": pkg.layout_problems(),
-    })  # fmt: skip
+    from dataclaw.envcraft.envs import describe_env
+
+    _echo_json(describe_env(name))
 
 
 @app.command()
@@ -123,29 +87,12 @@ def tools(
     fmt: str = typer.Option("unified", "--format", help="unified (EnvCraft C.3) or openai."),
 ) -> None:
     """Print the tool schemas of an environment as JSON."""
-    env_cls = env_package(name).env_cls
+    from dataclaw.envcraft.envs import open_package
+
+    env_cls = open_package(name).env_cls
     if fmt not in ("unified", "openai"):
         raise ConfigError(f"--format must be 'unified' or 'openai', not {fmt!r}")
     _echo_json(env_cls.tools.unified_schemas() if fmt == "unified" else env_cls.tools.openai_schemas())
-
-
-def _parse_args(spec: Any, pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs → typed params: JSON for non-strings, raw text for string parameters."""
-    params: dict[str, Any] = {}
-    by_name = {p.name: p for p in spec.params}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise ConfigError(f"--arg {pair!r}: expected key=value")
-        param = by_name.get(key)
-        if param is not None and param.schema.get("type") == "string":
-            params[key] = raw
-            continue
-        try:
-            params[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            params[key] = raw  # let the tool's validation name what is wrong
-    return params
 
 
 @app.command()
@@ -169,22 +116,12 @@ def call(
     evaluate: bool = typer.Option(False, "--evaluate", help="Also print the session's evaluation."),
 ) -> None:
     """Call one tool in a persistent poke session (created from a scenario on first use)."""
-    from dataclaw.envcraft.worker import persistent_env
+    from dataclaw.envcraft.envs import poke
 
-    env_cls = env_package(name).env_cls
-    scenarios = env_cls.scenarios()
-    scenario_id = scenario or next(iter(scenarios))
-    with persistent_env(env_cls, state_root / env_cls.name) as env:
-        sid = session or f"poke-{scenario_id}"
-        if fresh and env.store.exists(sid):
-            env.delete_session(sid)
-        if not env.store.exists(sid):
-            env.create_session(scenario_id, sid)
-        tool = tool if tool in env_cls.tools else tool.replace("-", "_")  # accept CLI spelling too
-        params = _parse_args(env_cls.tools.get(tool), arg or []) if tool in env_cls.tools else {}
-        out = env.call(sid, tool, **params)
-        if evaluate:
-            out = {**out, "evaluation": env.evaluate_session(sid)}
+    out = poke(
+        name, tool, arg, state_root=state_root, scenario=scenario, session=session, fresh=fresh,
+        evaluate=evaluate,
+    )  # fmt: skip
     _echo_json(out)
     if out["status"] != "ok":
         raise SystemExit(1)  # the JSON above is the message; only the exit status is left to set
@@ -193,29 +130,13 @@ def call(
 @app.command()
 def contract(name: str = typer.Argument(..., help="Archetype name, import name or package folder.")) -> None:
     """Run the runtime contract test-suite against an environment package."""
-    from dataclaw.envcraft.runtime.contract import run_contract
+    from dataclaw.envcraft.envs import check_contract
 
-    pkg = env_package(name)
-    if not getattr(pkg, "builtin", True):  # not our code: the contract suite runs in the sandbox
-        from dataclaw.envcraft.audit import DynamicOptions, audit_package
-        from dataclaw.envcraft.audit.dynamic import INSTANTIATE
-        from dataclaw.envcraft.audit.model import CheckStatus
-
-        checks = audit_package(pkg.folder, options=DynamicOptions(run_tests=False)).checks
-        checks = [c for c in checks if c.status is not CheckStatus.SKIPPED]
-        for c in checks:
-            typer.echo(f"{'PASS' if c.ok else 'FAIL'} {c.name}: {c.detail}")
-        suite = [c for c in checks if c.name != INSTANTIATE]
-        passed = sum(c.ok for c in suite)
-        typer.echo(f"{pkg.name}: {passed}/{len(suite)} contract checks passed (in the sandbox)")
-        if not all(c.ok for c in checks):
-            raise SystemExit(1)
-        return
-    report = run_contract(pkg)
-    for check in report.checks:
+    outcome = check_contract(name)
+    for check in outcome.checks:
         typer.echo(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
-    typer.echo(report.summary().splitlines()[0])
-    if not report.passed:
+    typer.echo(outcome.summary)
+    if not outcome.passed:
         raise SystemExit(1)
 
 
@@ -239,6 +160,7 @@ def audit(
     """Audit environment packages: static AST rules + contract checks and own tests in the sandbox."""
     from dataclaw.envcraft.audit import DynamicOptions
     from dataclaw.envcraft.audit.report import (
+        audit_all,
         check_sandbox,
         render_table,
         resolve_targets,
@@ -252,14 +174,7 @@ def audit(
     if workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     with executor_scope(executor):  # each package in its own fresh sandbox workspace
-        from functools import partial
-
-        from dataclaw.envcraft.audit import audit_package
-        from dataclaw.pipeline.registry import make_executor
-
-        audit = partial(audit_package, options=opts, dynamic=not static_only)
-        done = dict(make_executor(workers=workers).calls(audit, targets, max(1, min(workers, len(targets)))))
-    reports = [done[t] for t in targets]
+        reports = audit_all(targets, opts, dynamic=not static_only, workers=workers)
     render_table(reports)
     if json_out is not None:
         write_json(reports, json_out)
@@ -279,10 +194,11 @@ def graph(
     """Tool dependency graph of an environment (tiered edges, read/write tools), EnvCraft §4.1."""
     import asyncio
 
+    from dataclaw.envcraft.envs import open_package
     from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
     from dataclaw.envcraft.graph.propose import describe, propose_tool_edges
 
-    tg = load_tool_graph(name) if name.endswith(".json") else build_tool_graph(env_package(name))
+    tg = load_tool_graph(name) if name.endswith(".json") else build_tool_graph(open_package(name))
     if model is not None:
         from dataclaw.models import get_model
 

@@ -270,3 +270,13 @@ def test_floor_spec_drops_a_counter_that_repeats_a_collection_name() -> None:
     assert [(f.name, f.kind) for f in fixed.state_fields] == [("carts", "collection")]
     assert fixes == ["state field 'carts' (counter) dropped: the name of a collection"]
     assert floor_spec(fixed) == (fixed, [])
+
+
+def test_env_list_rows_of_a_library_are_its_passing_packages_and_the_failed_are_counted(lib) -> None:
+    from dataclaw.envcraft.envs import library_rows
+
+    listing = library_rows(lib["root"])
+    assert [r.folder for r in listing.rows] == [str(p) for _, p in library_packages(lib["root"])]
+    assert listing.failed == 2  # the unknown scenario and the empty description
+    row = listing.rows[0]
+    assert row.scenario == VALID[0] and row.path == "compile" and row.package.startswith("envs/compile/")

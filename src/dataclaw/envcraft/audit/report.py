@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +46,15 @@ def check_sandbox(unsafe: bool) -> None:
 
 
 def audit_all(
-    paths: list[Path],
-    options: DynamicOptions,
-    *,
-    dynamic: bool = True,
-    on_report: Callable[[AuditReport], None] | None = None,
+    paths: list[Path], options: DynamicOptions, *, dynamic: bool = True, workers: int = 1
 ) -> list[AuditReport]:
-    """Audit each package in turn (each in its own fresh sandbox workspace)."""
-    reports = []
-    for path in paths:
-        report = audit_package(path, options=options, dynamic=dynamic)
-        reports.append(report)
-        if on_report is not None:
-            on_report(report)
-    return reports
+    """Audit each package, ``workers`` at once on the current executor, each in its own fresh sandbox
+    workspace; the reports come back in the order of ``paths``."""
+    from dataclaw.pipeline.registry import make_executor
+
+    audit = partial(audit_package, options=options, dynamic=dynamic)
+    done = dict(make_executor(workers=workers).calls(audit, paths, max(1, min(workers, len(paths)))))
+    return [done[p] for p in paths]
 
 
 def to_json(reports: list[AuditReport]) -> dict[str, Any]:
