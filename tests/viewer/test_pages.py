@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from dataclaw.viewer.site import Site
 
 
@@ -151,3 +153,14 @@ def test_an_unknown_stage_file_and_other_files_get_a_generic_json_view(quickstar
     assert "tailor_score" in site.render("r/0/scores/p1.html")
     assert "new_field" in site.render("r/0/scores/0.html")
     assert "A.4.4" in site.render("r/0/view/scoring.json.html")
+
+
+def test_a_stage_file_shown_by_two_kinds_is_refused() -> None:
+    """A second page kind for a stage already shown would silently replace the first: refused instead."""
+    from dataclaw.core.errors import ConfigError
+    from dataclaw.viewer.kinds import KINDS, Kind, kind_of, register
+
+    owner = kind_of("samples")
+    with pytest.raises(ConfigError, match=f"stage 'samples' is already shown by kind '{owner.name}'"):
+        register(Kind(name="my_samples", title="Mine", stages=("samples",)))
+    assert kind_of("samples") is owner and "my_samples" not in KINDS

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dataclaw.core.errors import ConfigError
 from dataclaw.core.registry import Registry
 from dataclaw.viewer.markup import esc, json_block, kv, short, table
 
@@ -59,6 +60,13 @@ _BY_STAGE: dict[str, Kind] = {}
 
 
 def register(kind: Kind) -> Kind:
+    """Add a page kind; a stage file claimed by another kind is refused, like a duplicate name."""
+    taken = {stage: _BY_STAGE[stage].name for stage in kind.stages if _BY_STAGE.get(stage, kind) is not kind}
+    if taken:
+        stage, owner = next(iter(taken.items()))
+        raise ConfigError(
+            f"viewer page kind '{kind.name}': stage '{stage}' is already shown by kind '{owner}'"
+        )
     KINDS.register(kind.name, kind)
     for stage in kind.stages:
         _BY_STAGE[stage] = kind
