@@ -154,3 +154,20 @@ def test_the_checks_see_cycles_and_violations(tmp_path: Path, monkeypatch) -> No
     assert set(graph.successors("dataclaw.core.a")) == {"dataclaw.core.b"}
     assert set(graph.successors("dataclaw.core.b")) == {"dataclaw.core.a", "dataclaw.tailor.x"}
     assert set(graph.successors("dataclaw.tailor.x")) == set()
+
+
+def test_the_map_names_every_package() -> None:
+    """docs/architecture.md's layout names every package folder (archetype and import-template packages,
+    which are environments rather than dataclaw code, excepted), so a new folder cannot go unmapped."""
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    layout = doc.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    missing = []
+    for init in sorted((SRC / "dataclaw").rglob("__init__.py")):
+        rel = init.parent.relative_to(SRC / "dataclaw")
+        if rel.parts and (rel.parts[:2] == ("envcraft", "archetypes") and len(rel.parts) > 2):
+            continue
+        if any(part.endswith("_package") for part in rel.parts):
+            continue
+        if rel.parts and f"{rel.name}/" not in layout:
+            missing.append(str(rel))
+    assert not missing, f"packages missing from docs/architecture.md's layout: {missing}"
