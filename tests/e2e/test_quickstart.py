@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dataclaw.cli.quickstart import TASK_SCHEMA
+from dataclaw.models.demo import TASK_SCHEMA
 
 pytestmark = pytest.mark.slow
 EXE = Path(sys.executable).parent / "dataclaw"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 from dataclaw.cli.app import _run
-from dataclaw.cli.quickstart import PARTS, TASK_SCHEMA
+from dataclaw.cli.quickstart import PARTS
 from dataclaw.core.store import RunStore
 from dataclaw.models import UsageLedger, get_model
+from dataclaw.models.demo import TASK_SCHEMA
 from dataclaw.models.structured import CHECK_PROMPT
 from support.openai_server import KindResponder, OpenAIServer, Reply
 

@@ -6,7 +6,6 @@ fakes work: a part that cannot run says why and the command fails.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dataclaw.core.errors import ConfigError
-
 DEFAULT_MODEL = "local:smollm2-135m"
 
-# (name, function(out_dir, model) -> summary rows). Appended to by each engine's part below.
+# (name, function(out_dir, model) -> summary rows): each part calls one engine's demonstration on the
+# bundled examples and words its result. Appended to below.
 Part = Callable[[Path, str], dict[str, Any]]
 PARTS: list[tuple[str, Part]] = []
 
@@ -44,7 +42,7 @@ def quickstart(
     console.print(f"output written under [bold]{out.resolve()}[/bold]")
 
 
-# --- part "model": the model layer answers a small structured question about a bundled example ---------
+# --- the parts: each calls its engine's demonstration and words the result -----------------------------
 
 
 def _examples_dir() -> Path:
@@ -54,41 +52,14 @@ def _examples_dir() -> Path:
 
 
 EXAMPLES = _examples_dir()
-TASK_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "task": {"type": "string", "maxLength": 120},
-        "action": {"enum": ["pick up", "place", "push", "pull", "open", "close", "pour", "other"]},
-        "object": {"type": "string", "maxLength": 40},
-        "location": {"type": "string", "maxLength": 40},
-        "steps": {
-            "type": "array",
-            "items": {"type": "string", "maxLength": 60},
-            "minItems": 2,
-            "maxItems": 4,
-        },
-    },
-    "required": ["task", "action", "object", "location", "steps"],
-    "additionalProperties": False,
-}
 
 
 def _model_part(out: Path, model: str) -> dict[str, Any]:
-    """Describe the LeRobot G1 task (examples/lerobot_g1/tasks.jsonl) as schema-valid JSON → answer.json."""
-    from dataclaw.models import get_model
-    from dataclaw.models.structured import ask_json
+    """The model layer answers a small structured question about the LeRobot G1 task
+    (examples/lerobot_g1/tasks.jsonl) as schema-valid JSON → answer.json."""
+    from dataclaw.models.demo import describe_robot_task
 
-    tasks_file = EXAMPLES / "lerobot_g1" / "tasks.jsonl"
-    if not tasks_file.is_file():
-        raise ConfigError(f"bundled example {tasks_file} is missing")
-    task = json.loads(tasks_file.read_text(encoding="utf-8").splitlines()[0])["task"]
-    prompt = (
-        f'A humanoid robot dataset has this task: "{task}"\n'
-        "Describe the task as JSON: the task, the main action verb, the object, where the object is, "
-        "and 2 to 4 short steps the robot performs."
-    )
-    chat = get_model(model, cache=out / "responses.sqlite")  # a rerun into the same --out answers from cache
-    done = ask_json(chat, prompt, TASK_SCHEMA, out=out / "answer.json", temperature=0, max_tokens=400)
+    done = describe_robot_task(EXAMPLES / "lerobot_g1" / "tasks.jsonl", model, out)
     return {
         "model": done.model,
         "latency_s": round(done.latency_s, 2),
@@ -101,15 +72,11 @@ def _model_part(out: Path, model: str) -> dict[str, Any]:
 PARTS.append(("model", _model_part))
 
 
-# --- part "ingest": Tailor reads the bundled examples into streams, anchors and candidates --------------
 def _ingest_part(out: Path, model: str) -> dict[str, Any]:
     """``dataclaw tailor ingest`` on every example a stream reader recognises (no model involved)."""
-    from dataclaw.tailor.pipeline import IngestConfig, discover_inputs, ingest
+    from dataclaw.tailor.pipeline import quickstart_ingest
 
-    inputs = discover_inputs(EXAMPLES)
-    if not inputs:
-        raise ConfigError(f"no bundled Tailor examples (recordings, datasets, videos) found in {EXAMPLES}")
-    summary = ingest(inputs, out, IngestConfig(workers=2))
+    inputs, summary = quickstart_ingest(EXAMPLES, out)
     return {
         "inputs": ", ".join(p.name for p in inputs),
         "streams": summary.streams,
@@ -123,28 +90,12 @@ def _ingest_part(out: Path, model: str) -> dict[str, Any]:
 PARTS.append(("ingest", _ingest_part))
 
 
-# --- part "tailor": the whole Tailor pipeline on bundled examples with the model -------------------------
 def _tailor_part(out: Path, model: str) -> dict[str, Any]:
     """``dataclaw tailor run``: a robot episode and a video → fault-recovery, subtask and video-gen samples
-    (ingest → synthesis → validation → materialisation → JSONL export). The embedded model is weak, so
-    many answers are rejected by validation; the reasons are listed."""
-    from dataclaw.tailor.pipeline import IngestConfig
-    from dataclaw.tailor.synthesis.route import RouteConfig
-    from dataclaw.tailor.pipeline import TailorRunConfig, tailor_run
+    with the model; the reasons of the answers validation rejected are listed."""
+    from dataclaw.tailor.pipeline import quickstart_run
 
-    inputs = [EXAMPLES / "lerobot_g1", EXAMPLES / "videos" / "dj_video1.mp4"]
-    missing = [str(p) for p in inputs if not p.exists()]
-    if missing:
-        raise ConfigError(f"bundled Tailor examples are missing: {', '.join(missing)}")
-    config = TailorRunConfig(
-        route=RouteConfig.omni(model),
-        intents=["robot_fault_recovery", "describe_current_subtask", "video_generation_segment"],
-        ingest=IngestConfig(workers=2, extractors=["proprio", "shots", "motion"]),
-        max_per_kind=1,
-        concurrency=2,
-        workers=2,
-    )
-    summary = tailor_run(inputs, out, config)
+    summary = quickstart_run(EXAMPLES, out, model)
     usage = summary["usage"]
     return {
         "requests": summary["requests"],
@@ -161,48 +112,19 @@ def _tailor_part(out: Path, model: str) -> dict[str, Any]:
 PARTS.append(("tailor", _tailor_part))
 
 
-# --- part "envcraft": archetype env → chains → tasks → audit → rollouts with the model → rewards ---------
 def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
-    """EnvCraft on one archetype and the bundled claw tasks: sample tool chains, ground them into verified
-    tool tasks (text by the model), audit the claw workspace tasks by code, then let the model act as the
-    agent on both kinds. The embedded model is weak: rewards are mostly 0, and that is the honest result."""
-    import asyncio
-    from collections import Counter
+    """EnvCraft on one archetype and the bundled claw tasks: chains → tool tasks, the claw tasks' code
+    audit, and the model as the agent on both kinds."""
+    from dataclaw.envcraft.quickstart import tasks_demo
 
-    from dataclaw.core.store import RunStore
-    from dataclaw.envcraft import archetypes
-    from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
-    from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
-    from dataclaw.envcraft.rollout import RolloutConfig
-    from dataclaw.envcraft.rollout.run import rollout_summary, rollout_tasks
-    from dataclaw.envcraft.tasks import GroundStage, SynthStage, chain_record
-    from dataclaw.models import get_model
-    from dataclaw.pipeline import run_stage
-
-    env, cache = "temporal_scheduling", out / "model_cache.sqlite"
-    with RunStore(out) as store:
-        for chain in ChainSampler([build_tool_graph(archetypes.get(env))]).sample(
-            4, seed=0, min_len=2, max_len=4
-        ):
-            store.stage("chains").append(chain_record(chain))
-        run_stage(GroundStage(), list(store.records("chains")), store)
-        run_stage(SynthStage(model, cache=str(cache)), list(store.records("grounded")), store)
-        tool_tasks = list(store.records("tasks"))[:2]
-        claw = load_task_source(EXAMPLES / "claw_tasks")
-        audits = {r["id"]: r for r in audit_by_code(claw, store)}
-        claw_ok = [t for t in claw.tasks if audits[t.task_id]["passed"]]
-        agent = get_model(model, cache=cache)
-        config = RolloutConfig(max_turns=4, timeout_s=180, max_tokens=256)
-        recs = asyncio.run(rollout_tasks(agent, [*tool_tasks, *claw_ok], store, config, concurrency=1))
-        n_chains, n_grounded = len(store.stage("chains")), len(store.stage("grounded"))
-        why = Counter(r["reason"] for r in store.rejects() if r["stage"] in ("grounded", "tasks"))
-    s = rollout_summary(recs)
+    d = tasks_demo(EXAMPLES, out, model)
     return {
-        "chains → grounded → tool tasks": f"{n_chains} → {n_grounded} → {len(tool_tasks)}",
-        "chain/task rejects": ", ".join(f"{k} {v}" for k, v in why.most_common()) or "none",
-        "claw tasks audited": f"{len(claw_ok)}/{len(claw.tasks)} pass",
-        "rewards": ", ".join(f"{r['task_id'].rsplit('/', 1)[-1]}={r['reward']:.2f}" for r in recs) or "none",
-        "mean reward": s["mean_reward"],
+        "chains → grounded → tool tasks": f"{d.chains} → {d.grounded} → {len(d.tool_tasks)}",
+        "chain/task rejects": ", ".join(f"{k} {v}" for k, v in d.rejects) or "none",
+        "claw tasks audited": f"{d.claw_passed}/{d.claw_total} pass",
+        "rewards": ", ".join(f"{r['task_id'].rsplit('/', 1)[-1]}={r['reward']:.2f}" for r in d.rollouts)
+        or "none",
+        "mean reward": d.summary["mean_reward"],
         "run": out,
     }
 
@@ -210,57 +132,21 @@ def _envcraft_part(out: Path, model: str) -> dict[str, Any]:
 PARTS.append(("envcraft", _envcraft_part))
 
 
-# --- part "envsynth": two catalogue scenarios → specs by the model → compiled, audited envs → tasks ------
-SYNTH_SCENARIOS = ("support_ticketing", "monitoring_logging")
-
-
 def _envsynth_part(out: Path, model: str) -> dict[str, Any]:
-    """``dataclaw env synth`` on two catalogue scenarios (the model writes the specs, the compiler the
-    packages, the sandboxed audit judges them) into ``LIB/``, then tool tasks in the passing environments
-    (chains sampled, grounded in the packages' sandboxed env workers, verifiers proven, text by the model)."""
-    from dataclaw.core.store import RunStore
-    from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
-    from dataclaw.envcraft.scenarios import load_catalogue
-    from dataclaw.envcraft.synth.library import (
-        Requests,
-        SynthConfig,
-        library_packages,
-        summarize,
-        synthesize,
-    )
-    from dataclaw.envcraft.tasks import GroundStage, SynthStage, chain_record
-    from dataclaw.envcraft.worker import open_environment
-    from dataclaw.pipeline import run_stage
+    """``dataclaw env synth`` on two catalogue scenarios into ``LIB/``, then tool tasks in the passing
+    environments."""
+    from dataclaw.envcraft.quickstart import synth_demo
 
-    lib, run = out / "LIB", out / "tasks"
-    catalogue = load_catalogue()
-    rows = synthesize(
-        lib, Requests(scenarios=[catalogue.get(s) for s in SYNTH_SCENARIOS]), SynthConfig(model)
-    )
-    s = summarize(rows)
-    pkgs = library_packages(lib)
-    n_tasks = n_chains = 0
-    if pkgs:
-        modules, graphs = {}, []
-        for _, folder in pkgs:
-            handle = open_environment(folder)  # the package's sandboxed env worker
-            graphs.append(build_tool_graph(handle))
-            modules[graphs[-1].env] = str(folder)
-        with RunStore(run) as store:
-            for chain in ChainSampler(graphs).sample(4, seed=0, min_len=2, max_len=4):
-                store.stage("chains").append(chain_record(chain, modules))
-            run_stage(GroundStage(), list(store.records("chains")), store)
-            grounded = list(store.records("grounded"))[:2]
-            run_stage(SynthStage(model, cache=str(run / "model_cache.sqlite")), grounded, store)
-            n_chains, n_tasks = len(store.stage("chains")), len(store.stage("tasks"))
-    failed = [f"{r['scenario_id']}: {r['reasons'][0]['code']}" for r in rows if not r["passed"]]
+    d = synth_demo(out, model)
+    s = d.summary
+    failed = [f"{r['scenario_id']}: {r['reasons'][0]['code']}" for r in d.rows if not r["passed"]]
     return {
         "scenarios → passing envs": f"{s['raw']} → {s['passed']} (paper: 324 → 139 = 42.9%)",
-        "envs": ", ".join(f"{r['env']} ({r['tools']} tools)" for r, _ in pkgs) or "none",
+        "envs": ", ".join(f"{r['env']} ({r['tools']} tools)" for r, _ in d.packages) or "none",
         "failed": ", ".join(failed) or "none",
         "spec tokens": f"{s['tokens']['prompt']} in / {s['tokens']['completion']} out",
-        "chains → tool tasks": f"{n_chains} → {n_tasks}",
-        "library": lib,
+        "chains → tool tasks": f"{d.chains} → {d.tasks}",
+        "library": d.library,
     }
 
 

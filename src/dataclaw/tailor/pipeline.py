@@ -615,3 +615,39 @@ def _synthesize_and_publish(
             "media": media,
             "intent_choices": [r for r in store.records(CHOICES)],
         }
+
+
+# ------------------------------------------------------------------------------------------------
+# the quickstart: the bundled examples through ingest, and through the whole run with a model
+
+QUICKSTART_INTENTS = ("robot_fault_recovery", "describe_current_subtask", "video_generation_segment")
+"""What the quickstart's run asks of a robot episode and a video."""
+
+
+def quickstart_ingest(examples: Path, out: Path) -> tuple[list[Path], IngestSummary]:
+    """Ingest every input under ``examples`` a stream reader recognises into ``out`` (no model involved);
+    returns the inputs and the summary."""
+    inputs = discover_inputs(examples)
+    if not inputs:
+        raise ConfigError(f"no bundled Tailor examples (recordings, datasets, videos) found in {examples}")
+    return inputs, ingest(inputs, out, IngestConfig(workers=2))
+
+
+def quickstart_run(examples: Path, out: Path, model: str) -> dict[str, Any]:
+    """The whole run on a bundled robot episode and video with ``model``: fault-recovery, subtask and
+    video-generation samples (ingest → synthesis → validation → materialisation → JSONL export), one per
+    candidate kind. A weak model's answers are mostly rejected by validation, with their reasons; returns
+    :func:`tailor_run`'s summary."""
+    inputs = [examples / "lerobot_g1", examples / "videos" / "dj_video1.mp4"]
+    missing = [str(p) for p in inputs if not p.exists()]
+    if missing:
+        raise ConfigError(f"bundled Tailor examples are missing: {', '.join(missing)}")
+    config = TailorRunConfig(
+        route=RouteConfig.omni(model),
+        intents=list(QUICKSTART_INTENTS),
+        ingest=IngestConfig(workers=2, extractors=["proprio", "shots", "motion"]),
+        max_per_kind=1,
+        concurrency=2,
+        workers=2,
+    )
+    return tailor_run(inputs, out, config)
