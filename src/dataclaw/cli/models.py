@@ -21,52 +21,27 @@ def check(
     """Probe the endpoint once per capability (chat, JSON schema, tools, images) and print what works,
     then send one tiny structured request with the model string as given (no cache). Exit status 1 when
     the model cannot answer or that request fails."""
-    from dataclaw.models.errors import ModelError
-    from dataclaw.models.probe import probe_endpoint
-    from dataclaw.models.structured import check_model
+    from dataclaw.models.structured import check_endpoint
 
-    caps = probe_endpoint(spec, refresh=True)  # a dead endpoint, wrong key or model: one line, exit 1
-    result: dict[str, object] = {
-        "model": caps.model,
-        "capabilities": {
-            name: {"ok": ok, "detail": detail, "latency_s": caps.latency_s.get(name)}
-            for name, ok, detail in caps.rows()
-        },
-        "server": caps.json_schema,
-    }
-    failed = None
-    try:
-        done = check_model(spec)
-    except ModelError as exc:
-        failed = str(exc)
-        result["check"] = {"ok": False, "error": failed}
-    else:
-        result["check"] = {
-            "ok": True,
-            "latency_s": round(done.latency_s, 3),
-            "prompt_tokens": done.usage.prompt_tokens,
-            "completion_tokens": done.usage.completion_tokens,
-            "cost_usd": done.cost_usd,
-            "priced": done.priced,
-            "answer": done.parsed,
-        }
+    result = check_endpoint(spec)  # a dead endpoint, wrong key or model: one line, exit 1
+    caps, done = result.capabilities, result.done
     if as_json:
-        typer.echo(json.dumps(result))
+        typer.echo(json.dumps(result.to_dict()))
     else:
         typer.echo(f"model: {caps.model}")
         for name, ok, detail in caps.rows():
             latency = caps.latency_s.get(name)
             when = f"{latency:6.2f}s" if latency is not None else " " * 7
             typer.echo(f"  {name:<12} {'yes' if ok else 'no':<4} {when}  {detail}".rstrip())
-        if failed is None:
+        if done is not None:
             price = f"${done.cost_usd:.6f}" + ("" if done.priced else " unpriced")
             tokens = f"{done.usage.prompt_tokens} + {done.usage.completion_tokens} tokens"
             typer.echo(
                 f"  {'check':<12} yes  {done.latency_s:6.2f}s  answer {done.parsed} ({tokens}, {price})"
             )
         else:
-            typer.echo(f"  {'check':<12} no            {failed}")
-    if failed is not None:
+            typer.echo(f"  {'check':<12} no            {result.error}")
+    if not result.ok:
         raise typer.Exit(1)
 
 

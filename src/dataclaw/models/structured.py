@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataclaw.models.client import Model
 from dataclaw.models.registry import get_model
 from dataclaw.models.types import Completion, Message
+
+if TYPE_CHECKING:
+    from dataclaw.models.probe import Capabilities
 
 CHECK_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -61,3 +65,55 @@ def check_model(spec: str, **options: Any) -> Completion:
     that its JSON validates."""
     model = get_model(spec, cache=False, **options)
     return ask_json(model, CHECK_PROMPT, CHECK_SCHEMA, temperature=0, max_tokens=32)
+
+
+@dataclass
+class ModelCheck:
+    """What ``dataclaw models check`` finds: the endpoint's capabilities (one probe per capability) and the
+    answer to one tiny structured request with the model string as given, or why it failed."""
+
+    capabilities: Capabilities
+    done: Completion | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the model, each capability (ok, detail, latency), the server, the check."""
+        caps = self.capabilities
+        check: dict[str, Any] = {"ok": False, "error": self.error}
+        if self.done is not None:
+            done = self.done
+            check = {
+                "ok": True,
+                "latency_s": round(done.latency_s, 3),
+                "prompt_tokens": done.usage.prompt_tokens,
+                "completion_tokens": done.usage.completion_tokens,
+                "cost_usd": done.cost_usd,
+                "priced": done.priced,
+                "answer": done.parsed,
+            }
+        return {
+            "model": caps.model,
+            "capabilities": {
+                name: {"ok": ok, "detail": detail, "latency_s": caps.latency_s.get(name)}
+                for name, ok, detail in caps.rows()
+            },
+            "server": caps.json_schema,
+            "check": check,
+        }
+
+
+def check_endpoint(spec: str) -> ModelCheck:
+    """Probe ``spec``'s endpoint afresh (a dead endpoint, wrong key or model is a ModelError), then
+    :func:`check_model` it; a failed check is recorded, not raised."""
+    from dataclaw.models.errors import ModelError
+    from dataclaw.models.probe import probe_endpoint
+
+    caps = probe_endpoint(spec, refresh=True)
+    try:
+        return ModelCheck(caps, check_model(spec), None)
+    except ModelError as exc:
+        return ModelCheck(caps, None, str(exc))
