@@ -6,7 +6,7 @@ import contextlib
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from dataclaw.cli._importers import ImportOptions, list_importers, run_import_cl
 from dataclaw.cli._options import with_options
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox.cli import UNSAFE_OPTION
+
+if TYPE_CHECKING:
+    from dataclaw.envcraft.synth.run import LibraryRun
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -356,33 +359,17 @@ def synth(
     Passing packages land in LIB/envs/<path>/, failed ones in LIB/failed/<path>/ with their reasons in
     the index; use the library with `env list --library LIB` and `tasks sample --library LIB`.
     """
-    from dataclaw.envcraft.audit.report import check_sandbox
-    from dataclaw.envcraft.scenarios import load_catalogue
-    from dataclaw.envcraft.synth.library import PATHS, SynthConfig, resolve_requests, synthesize
+    from dataclaw.envcraft.synth.run import SynthRequest, synth_library
 
-    paths = PATHS if path == "both" else (path,)
-    if path not in (*PATHS, "both"):
-        raise ConfigError(f"--path must be compile, codegen or both, not {path!r}")
-    if not (scenario or all_ or description is not None):
-        raise ConfigError("say what to synthesise: --scenario ID, --all or --description TEXT")
-    if repair_rounds < 0 or workers < 1 or timeout <= 0:
-        raise ConfigError("--repair-rounds must be at least 0, --workers at least 1, --timeout positive")
-    check_sandbox(unsafe)
-    requests = resolve_requests(
-        load_catalogue(extra or []), scenario or [], all_=all_, descriptions=description or [], paths=paths
-    )
-    config = SynthConfig(
-        model=model,
-        paths=paths,
-        repair_rounds=repair_rounds,
-        bounds=spec_bounds,
-        workers=workers,
+    request = SynthRequest(
+        model=model, scenarios=tuple(scenario or ()), all_=all_,
+        descriptions=None if description is None else tuple(description), extra=tuple(extra or ()),
+        path=path, repair_rounds=repair_rounds, spec_bounds=spec_bounds, workers=workers, timeout_s=timeout,
         unsafe=unsafe,
-        timeout_s=timeout,
-    )
+    )  # fmt: skip
     with executor_scope(executor), _phases() as progress:
-        rows = synthesize(out, requests, config, progress=progress)
-    _synth_summary(out, rows)
+        run = synth_library(out, request, progress=progress)
+    _synth_summary(run)
 
 
 @contextlib.contextmanager
@@ -406,28 +393,15 @@ def _phases() -> Any:
         yield update
 
 
-def _synth_summary(lib: Path, rows: list[dict[str, Any]]) -> None:
+def _synth_summary(run: LibraryRun) -> None:
     """Raw → passed per path and per archetype, the failures, tokens and cost; the paper's rate beside."""
-    from dataclaw.envcraft.synth.library import summarize
-
-    s = summarize(rows)
-    paper = s["paper"]
-    caption = (
-        f"all {s['raw']} → {s['passed']}"
-        + (f" = {s['pass_rate']:.1%}" if s["raw"] else "")
-        + f" · paper (Table 2) {paper['raw']} → {paper['passed']} = {paper['pass_rate']:.1%}"
-        + f" · tokens {s['tokens']['prompt']} in / {s['tokens']['completion']} out, ${s['cost_usd']:.4f}"
-    )
-    table = Table(title=f"env synth: {lib}", caption=caption)
+    table = Table(title=f"env synth: {run.lib}", caption=run.headline())
     for col in ("", "raw", "passed", "pass rate"):
         table.add_column(col)
-    for group, key in (("path", "per_path"), ("archetype", "per_archetype")):
-        for name, r in s[key].items():
-            rate = f"{r['pass_rate']:.1%}" if r["raw"] else "-"
-            table.add_row(f"{group} {name}", str(r["raw"]), str(r["passed"]), rate)
+    for r in run.rates():
+        rate = f"{r.pass_rate:.1%}" if r.raw else "-"
+        table.add_row(f"{r.kind} {r.name}", str(r.raw), str(r.passed), rate)
     Console().print(table)
-    for r in rows:
-        if not r["passed"]:
-            why = "; ".join(f"{x['code']}: {x['message']}" for x in r["reasons"])[:300]
-            typer.echo(f"failed {r['scenario_id'] or '(request)'} [{r['path']}]: {why}")
-    typer.echo(f"index: {lib / 'index.jsonl'}")
+    for f in run.failures():
+        typer.echo(f"failed {f.scenario} [{f.path}]: {f.why}")
+    typer.echo(f"index: {run.index}")
