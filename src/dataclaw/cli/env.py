@@ -195,30 +195,23 @@ def graph(
     ] = None,
 ) -> None:
     """Tool dependency graph of an environment (tiered edges, read/write tools), EnvCraft §4.1."""
-    import asyncio
+    from dataclaw.envcraft.graph.build import env_tool_graph
 
-    from dataclaw.envcraft.envs import open_package
-    from dataclaw.envcraft.graph import build_tool_graph, load_tool_graph
-    from dataclaw.envcraft.graph.propose import describe, propose_tool_edges
-
-    tg = load_tool_graph(name) if name.endswith(".json") else build_tool_graph(open_package(name))
-    if model is not None:
-        from dataclaw.models import get_model
-
-        counts = asyncio.run(propose_tool_edges(tg, get_model(model)))
-        typer.echo(describe(counts), err=True)
+    made = env_tool_graph(name, model=model, out=out)
+    if made.proposal is not None:
+        typer.echo(made.proposal, err=True)
     if out is not None:
-        tg.save(out)
         typer.echo(f"wrote {out}")
+    tg = made.graph
     if as_json:
         _echo_json(tg.to_json())
         return
     table = Table(title=f"{tg.env}: {tg.stats()['tools']} tools, {tg.graph.number_of_edges()} edges")
     for col in ("source", "target", "tier", "weight", "relationship"):
         table.add_column(col)
-    for a, b, d in sorted(tg.graph.edges(data=True), key=lambda e: (-e[2]["weight"], e[0], e[1])):
-        role = "w" if tg.is_write(b) else "r"
-        table.add_row(a, f"{b} ({role})", d.get("tier", ""), str(d["weight"]), str(d.get("relationship", "")))
+    for e in tg.edge_rows():
+        role = "w" if e.target_writes else "r"
+        table.add_row(e.source, f"{e.target} ({role})", e.tier, str(e.weight), e.relationship)
     Console().print(table)
 
 

@@ -65,6 +65,19 @@ def kind_matches(kind: str, noun: str) -> bool:
     return noun == kind or noun.endswith("_" + kind)
 
 
+@dataclass(frozen=True)
+class EdgeRow:
+    """One edge of a tool graph as a reader scans it: ``target_writes`` says whether the target is a write
+    tool."""
+
+    source: str
+    target: str
+    target_writes: bool
+    tier: str
+    weight: float
+    relationship: str
+
+
 @dataclass
 class ToolGraph:
     """A tool dependency graph of one environment plus its read/write partition."""
@@ -119,6 +132,14 @@ class ToolGraph:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return path
+
+    def edge_rows(self) -> list[EdgeRow]:
+        """Every edge, heaviest first (then by source and target)."""
+        edges = sorted(self.graph.edges(data=True), key=lambda e: (-e[2]["weight"], e[0], e[1]))
+        return [
+            EdgeRow(a, b, self.is_write(b), d.get("tier", ""), d["weight"], str(d.get("relationship", "")))
+            for a, b, d in edges
+        ]
 
     def stats(self) -> dict[str, Any]:
         tiers = Counter(d.get("tier", "?") for _, _, d in self.graph.edges(data=True))
