@@ -1,4 +1,5 @@
-"""What ``tailor inspect`` shows of a run directory, as data: one row per stream."""
+"""What ``tailor inspect`` and ``tailor run`` show of a run directory, as data: one row per stream, the
+rejects grouped by stage and reason."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 from dataclaw.core.errors import Reject
 from dataclaw.core.store import RunStore
-from dataclaw.tailor.pipeline import stream_rows
+from dataclaw.tailor.pipeline import RejectGroup, group_rejects, rejects_by_stage, stream_rows
 
 
 def test_stream_rows_count_anchors_and_candidates_by_kind_and_name_a_stream_s_reject(tmp_path: Path) -> None:
@@ -26,3 +27,24 @@ def test_stream_rows_count_anchors_and_candidates_by_kind_and_name_a_stream_s_re
     }  # fmt: skip
     assert second["duration_s"] == 0.0 and second["anchors"] == {}
     assert second["reject"] == "candidates:no_candidates"
+
+
+def test_group_rejects_counts_each_stage_and_reason_with_its_first_message() -> None:
+    rejects = [
+        {"stage": "validate", "reason": "bad_json", "message": "first"},
+        {"stage": "ingest", "reason": "unreadable", "message": "only"},
+        {"stage": "validate", "reason": "bad_json", "message": "second"},
+    ]
+    assert group_rejects(rejects) == [
+        RejectGroup("ingest", "unreadable", 1, "only"),
+        RejectGroup("validate", "bad_json", 2, "first"),
+    ]
+    assert group_rejects([]) == []
+
+
+def test_rejects_by_stage_splits_stage_reason_keys() -> None:
+    counts = {"synthesize:model_error": 2, "validate:bad_json": 3, "validate:missing_field": 1}
+    assert rejects_by_stage(counts) == {
+        "synthesize": {"model_error": 2},
+        "validate": {"bad_json": 3, "missing_field": 1},
+    }

@@ -5,7 +5,6 @@ candidates; ``inspect`` summarises a run directory; ``run`` goes from inputs to 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from inspect import signature
@@ -259,14 +258,13 @@ def inspect(
 
 def _print_rejects(console: Console, rejects: list[dict[str, Any]]) -> None:
     """Rejects grouped by stage and reason, with one example message each."""
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in rejects:
-        grouped[(r["stage"], r["reason"])].append(r)
+    from dataclaw.tailor.pipeline import group_rejects
+
     table = Table(title=f"rejects ({len(rejects)})")
     for col in ("stage", "reason", "count", "example"):
         table.add_column(col, overflow="fold")
-    for (stage, reason), items in sorted(grouped.items()):
-        table.add_row(stage, reason, str(len(items)), items[0]["message"])
+    for g in group_rejects(rejects):
+        table.add_row(g.stage, g.reason, str(g.count), g.example)
     console.print(table)
 
 
@@ -347,7 +345,7 @@ def run(
     for name in wanted["intents"]:  # a typo fails now, not after the whole ingest
         catalog.resolve(name)
     from dataclaw.models.ledger import render_summary
-    from dataclaw.tailor.pipeline import tailor_run
+    from dataclaw.tailor.pipeline import rejects_by_stage, tailor_run
     from dataclaw.tailor.synthesis.route import RouteConfig
 
     routing = RouteConfig.from_file(route) if route else RouteConfig.from_cli(model, expert)
@@ -365,8 +363,9 @@ def run(
     table.add_column("stage")
     table.add_column("records", justify="right")
     table.add_column("rejects", overflow="fold")
+    by_stage = rejects_by_stage(summary["rejects"])
     for name, count in summary["counts"].items():
-        reasons = {k.split(":", 1)[1]: v for k, v in summary["rejects"].items() if k.startswith(f"{name}:")}
+        reasons = by_stage.get(name, {})
         table.add_row(name, str(count), ", ".join(f"{k} {v}" for k, v in reasons.items()))
     Console().print(table)
     for choice in summary["intent_choices"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -43,23 +43,13 @@ def bench(
     """Score predictions against references with the DataClaw0-val metric (paper A.4.4): Table 1's
     Field / Semantic / Sequence per domain, Fuzzy and Overall, plus per-sample breakdowns in JSON."""
     from dataclaw.core.progress import progress_bar
-    from dataclaw.tailor.intents.registry import IntentCatalog
-    from dataclaw.tailor.scoring.bench import CachedEmbedder, default_cache_path, evaluate, load_metric_config
+    from dataclaw.tailor.scoring.bench import run_bench
 
-    cfg = load_metric_config(config)
-    catalog = IntentCatalog.builtin()
-    for path in intent_file or []:
-        catalog.add_file(path)
-    cache = None if no_embed_cache else (embed_cache or default_cache_path())
-    embedder = CachedEmbedder(cache=cache)
-    try:
-        with progress_bar("embedding texts") as update:
-            report = evaluate(pred, ref, config=cfg, catalog=catalog, embedder=embedder, progress=update)
-    finally:
-        embedder.close()
-    target = out or (pred / "bench.json" if pred.is_dir() else pred.with_name(pred.name + ".bench.json"))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    scored = run_bench(
+        pred, ref, out=out, config=config, intent_files=intent_file or (), embed_cache=embed_cache,
+        cache_embeddings=not no_embed_cache, progress=progress_bar,
+    )  # fmt: skip
+    report, target = scored.report, scored.path
     if as_json:
         typer.echo(json.dumps({"table": report["table"], "counts": report["counts"], "out": str(target)}))
         return
@@ -78,8 +68,7 @@ def bench(
         f"{c['scored']} scored ({c['gate_passed']} pass the schema gate, {c['unanswered']} unanswered) of "
         f"{c['references']} references; {c['predictions']} predictions. Total = S_total (gated)."
     )
-    for reason, count in sorted(c["rejects"].items()):
-        example = next(r["message"] for r in report["rejects"] if f"{r['stage']}:{r['reason']}" == reason)
+    for reason, count, example in scored.reject_examples():
         console.print(f"  rejected {count} {reason}: e.g. {example}")
     console.print(f"per-sample scores → {target}")
 
@@ -105,17 +94,9 @@ def cost(
     break-even volume against each API, the sensitivity grid (Table 8) and the Fig. 14 plot."""
     from dataclaw.tailor.scoring import cost as C
 
-    cfg = C.load_config(config)
-    measured: dict[str, Any] | None = None
-    if from_run is not None:
-        cfg, measured = C.from_run(cfg, from_run)
-    report = C.report(cfg)
-    report["measured"] = measured
-    if not no_plot:
-        report["plot"] = str(C.plot(cfg, plot_path))
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    made = C.run_cost(config, run_dir=from_run, plot_path=None if no_plot else plot_path, out=out)
+    cfg, report = made.config, made.report
+    measured = report["measured"]
     if as_json:
         typer.echo(json.dumps(report))
         return

@@ -284,6 +284,36 @@ def stream_rows(store: RunStore, rejects: list[dict[str, Any]] | None = None) ->
     ]
 
 
+@dataclass(frozen=True)
+class RejectGroup:
+    """The rejects of one stage for one reason: how many, and one example message."""
+
+    stage: str
+    reason: str
+    count: int
+    example: str
+
+
+def group_rejects(rejects: list[dict[str, Any]]) -> list[RejectGroup]:
+    """A run's reject records grouped by (stage, reason), sorted; each with its first message."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rejects:
+        grouped[(r["stage"], r["reason"])].append(r)
+    return [
+        RejectGroup(stage, reason, len(items), items[0]["message"])
+        for (stage, reason), items in sorted(grouped.items())
+    ]
+
+
+def rejects_by_stage(rejects: dict[str, int]) -> dict[str, dict[str, int]]:
+    """A summary's reject counts by ``stage:reason`` → per stage, reason → count (in the given order)."""
+    out: dict[str, dict[str, int]] = {}
+    for key, count in rejects.items():
+        stage, _, reason = key.partition(":")
+        out.setdefault(stage, {})[reason] = count
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # the whole run
 

@@ -143,3 +143,14 @@ def test_cli_tables_json_and_plot(tmp_path: Path, capsys) -> None:
     assert _run(["tailor", "cost", "--config", str(bad), "--no-plot"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and "throughput_per_gpu_hour" in err and len(err.strip().splitlines()) == 1
+
+
+def test_run_cost_takes_a_run_s_measures_and_writes_the_report(tmp_path: Path, paper: C.CostConfig) -> None:
+    run = write_run(tmp_path / "run", calls=40, prompt=40 * 9000, completion=40 * 900, samples=25)
+    out = tmp_path / "out" / "cost.json"
+    made = C.run_cost(run_dir=run, out=out)
+    assert made.report["measured"]["input_per_call"] == 9000
+    assert made.config.corpus.calls_per_retained == pytest.approx(1.6)
+    assert "plot" not in made.report and json.loads(out.read_text()) == made.report
+    plain = C.run_cost()
+    assert plain.report["measured"] is None and plain.report == C.report(paper) | {"measured": None}

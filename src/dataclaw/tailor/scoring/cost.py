@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -267,6 +268,40 @@ def report(config: CostConfig) -> dict[str, Any]:
         "backbones": {b: backbone_cost(config, b).model_dump() for b in config.backbones},
         "sensitivity": [r.model_dump() for r in sensitivity(config)],
     }
+
+
+@dataclass
+class CostRun:
+    """The config a cost report was made from and the report (``measured``: what a run supplied, or None;
+    ``plot``: the plot's path when one was drawn)."""
+
+    config: CostConfig
+    report: dict[str, Any]
+
+
+def run_cost(
+    config: str | Path | None = None,
+    *,
+    run_dir: str | Path | None = None,
+    plot_path: str | Path | None = None,
+    out: str | Path | None = None,
+) -> CostRun:
+    """Everything ``tailor cost`` does: the ``config`` file over the paper's values (:func:`load_config`),
+    the measured tokens and yield of the run ``run_dir`` over those (:func:`from_run`), the report, the
+    Fig. 14 plot to ``plot_path`` and the report as JSON to ``out`` (each when given)."""
+    cfg = load_config(config)
+    measured: dict[str, Any] | None = None
+    if run_dir is not None:
+        cfg, measured = from_run(cfg, run_dir)
+    out_report = report(cfg)
+    out_report["measured"] = measured
+    if plot_path is not None:
+        out_report["plot"] = str(plot(cfg, plot_path))
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(out_report, indent=1) + "\n", encoding="utf-8")
+    return CostRun(cfg, out_report)
 
 
 def fmt_samples(n: float | None) -> str:
