@@ -201,3 +201,33 @@ def test_train_sft_runs_two_steps_on_cpu_and_writes_the_loss_curve(
     assert config["model_name_or_path"] == summary["checkpoint"] and config["stage"] == "sft"
     assert config["learning_rate"] == 2e-5 and config["max_steps"] == 2 and config["cutoff_len"] == 128
     assert f"llamafactory-cli train {run / 'llamafactory_sft.yaml'}" in output.out
+
+
+def test_recipe_argv_names_each_option_once_with_absolute_paths(tmp_path: Path, monkeypatch) -> None:
+    from dataclaw.train.trainer import recipe_argv
+
+    monkeypatch.chdir(tmp_path)
+    argv = recipe_argv(Path("py"), Path("r.py"), data=Path("d.jsonl"), max_length=256, learning_rate=2e-5)
+    data = str(tmp_path / "d.jsonl")
+    assert argv == ["py", "r.py", "--data", data, "--max-length", "256", "--learning-rate", "2e-05"]
+
+
+@needs_trl
+def test_prepare_sft_writes_the_chat_data_and_the_llamafactory_config(
+    export_dir: Path, tmp_path: Path
+) -> None:
+    """What `train sft` trains on, without training: the export's conversations as chat messages, the
+    LLaMA-Factory config for the same export, and the recipe's command line pointing at both."""
+    from dataclaw.train.sft import prepare_sft
+    from dataclaw.train.trainer import SFT_RECIPE
+
+    out = tmp_path / "sft"
+    plan = prepare_sft(export_dir, out, steps=3, max_length=64, python=TRAIN_PY, cache=tmp_path / "cache")
+    rows = [json.loads(line) for line in plan.data_file.read_text(encoding="utf-8").splitlines()]
+    assert [[(m["role"], m["content"]) for m in row["messages"]] for row in rows] == [list(c) for c in CHATS]
+    assert plan.media == 0 and plan.python == TRAIN_PY
+    config = yaml.safe_load(plan.llamafactory_config.read_text(encoding="utf-8"))
+    assert config["max_steps"] == 3 and config["cutoff_len"] == 64
+    assert plan.argv[:2] == [str(TRAIN_PY), str(SFT_RECIPE)]
+    assert plan.argv[plan.argv.index("--data") + 1] == str(plan.data_file.resolve())
+    assert plan.argv[plan.argv.index("--steps") + 1] == "3"

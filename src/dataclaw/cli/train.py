@@ -14,7 +14,6 @@ export with ``llamafactory-cli train``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -22,13 +21,13 @@ import typer
 from rich.console import Console
 
 from dataclaw.core.errors import ConfigError
-from dataclaw.train.llamafactory import llamafactory_config
+from dataclaw.train.sft import prepare_sft
 from dataclaw.train.trainer import (
     GRPO_RECIPE,
-    SFT_RECIPE,
     TRAIN_PYTHON_ENV,
     default_cache_dir,
     policy_path,
+    recipe_argv,
     run_recipe,
     train_python,
 )
@@ -75,32 +74,21 @@ def grpo(
     export_dir = out / "export"
     result = export_tasks(tasks, "trl", export_dir, group=env)
     console.print(f"exported {result.tasks} tasks of [bold]{result.group}[/] to {export_dir}")
-    argv = [
-        str(py),
-        str(GRPO_RECIPE),
-        "--export",
-        str(export_dir.resolve()),
-        "--out",
-        str(out.resolve()),
-        "--model",
-        str(policy),
-        "--cache",
-        str((cache or default_cache_dir()).resolve()),
-        "--steps",
-        str(steps),
-        "--num-generations",
-        str(num_generations),
-        "--max-completion-length",
-        str(max_completion_length),
-        "--max-tool-calls",
-        str(max_tool_calls),
-        "--learning-rate",
-        str(learning_rate),
-        "--beta",
-        str(beta),
-        "--seed",
-        str(seed),
-    ]
+    argv = recipe_argv(
+        py,
+        GRPO_RECIPE,
+        export=export_dir,
+        out=out,
+        model=policy,
+        cache=cache or default_cache_dir(),
+        steps=steps,
+        num_generations=num_generations,
+        max_completion_length=max_completion_length,
+        max_tool_calls=max_tool_calls,
+        learning_rate=learning_rate,
+        beta=beta,
+        seed=seed,
+    )
     console.print(f"training in {py} …")
     summary = run_recipe(argv, "GRPO")
     rewards = ", ".join("-" if r is None else f"{r:.3f}" for r in summary["rewards"])
@@ -139,67 +127,34 @@ def sft(
     metrics.jsonl, loss_curve.png and the matching LLaMA-Factory config. It proves the wiring."""
     if steps < 1 or max_length < 16:
         raise ConfigError("--steps must be >= 1 and --max-length >= 16")
-    from dataclaw.train.checkpoint import checkpoint_path
-    from dataclaw.train.sharegpt import read_sharegpt
-
-    data = read_sharegpt(export_dir, dataset)
-    py = train_python(train_python_flag)
-    policy = policy_path(model)
-    out.mkdir(parents=True, exist_ok=True)
-    data_file = out / "sft.jsonl"
-    with data_file.open("w", encoding="utf-8") as fh:
-        for messages in data.conversations:
-            fh.write(json.dumps({"messages": messages}, ensure_ascii=False) + "\n")
-    media = sum(data.media.values())
+    plan = prepare_sft(
+        export_dir,
+        out,
+        dataset=dataset,
+        model=model,
+        steps=steps,
+        max_length=max_length,
+        learning_rate=learning_rate,
+        seed=seed,
+        python=train_python_flag,
+        cache=cache,
+    )
+    data = plan.data
     note = (
-        f" ({media} listed images/videos stay as <image>/<video> text: the recipe is text-only)"
-        if media
+        f" ({plan.media} listed images/videos stay as <image>/<video> text: the recipe is text-only)"
+        if plan.media
         else ""
     )
     console.print(
         f"read {len(data.conversations)} conversations of [bold]{data.name}[/] from {data.file}{note}",
         soft_wrap=True,
     )
-    cache_dir = (cache or default_cache_dir()).resolve()
-    lf_config = out / "llamafactory_sft.yaml"
-    lf_config.write_text(
-        llamafactory_config(
-            checkpoint=checkpoint_path(policy, cache_dir),
-            export_dir=export_dir.resolve(),
-            dataset=data.name,
-            out=out.resolve(),
-            steps=steps,
-            max_length=max_length,
-            lr=learning_rate,
-        ),
-        encoding="utf-8",
-    )
-    argv = [
-        str(py),
-        str(SFT_RECIPE),
-        "--data",
-        str(data_file.resolve()),
-        "--out",
-        str(out.resolve()),
-        "--model",
-        str(policy),
-        "--cache",
-        str(cache_dir),
-        "--steps",
-        str(steps),
-        "--max-length",
-        str(max_length),
-        "--learning-rate",
-        str(learning_rate),
-        "--seed",
-        str(seed),
-    ]
-    console.print(f"training in {py} …")
-    summary = run_recipe(argv, "SFT")
+    console.print(f"training in {plan.python} …")
+    summary = run_recipe(plan.argv, "SFT")
     losses = ", ".join(f"{x:.4f}" for x in summary["losses"])
     console.print(
         f"SFT: {summary['steps']} steps on {summary['samples']} conversations in {summary['wall_s']} s; "
         f"loss per step: {losses}\n  metrics: {summary['metrics']}\n  curve:   {summary['curve']}\n"
-        f"  LLaMA-Factory, same export: llamafactory-cli train {lf_config}",
+        f"  LLaMA-Factory, same export: llamafactory-cli train {plan.llamafactory_config}",
         soft_wrap=True,  # paths stay whole, to copy
     )

@@ -93,3 +93,12 @@ def run_recipe(argv: list[str], what: str) -> dict:
     if code != 0 or summary is None:
         raise ConfigError(f"the {what} run failed (exit {code}); its output is above")
     return summary
+
+
+def recipe_argv(python: Path, recipe: Path, **options: object) -> list[str]:
+    """The command line running ``recipe`` in ``python``: one ``--kebab-case VALUE`` per option, in the
+    order given, paths made absolute (the recipe runs with the same working directory, but says where)."""
+    argv = [str(python), str(recipe)]
+    for key, value in options.items():
+        argv += [f"--{key.replace('_', '-')}", str(value.resolve() if isinstance(value, Path) else value)]
+    return argv
