@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dataclaw.core.moved import keep_old_names
 from dataclaw.models.backends.base import backend_factory, parse_spec, take_option
 from dataclaw.models.backends.replay import RecordingBackend
 from dataclaw.models.cache import ResponseCache
@@ -79,3 +80,15 @@ def get_model(
         ledger=ledger,
         drop_images=drop_images,
     )
+
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "BACKENDS": "dataclaw.models.backends.base",
+        "BackendFactory": "dataclaw.models.backends.base",
+        "refuse_unknown_options": "dataclaw.models.backends.base",
+        "register_backend": "dataclaw.models.backends.base",
+    },
+)

@@ -13,6 +13,7 @@ import jsonschema
 from jsonschema.validators import validator_for
 
 from dataclaw.core.ids import canonical_json
+from dataclaw.core.moved import keep_old_names
 from dataclaw.models.errors import InvalidSchemaError, ModelOutputError
 
 
@@ -100,3 +101,14 @@ def parse_tool_arguments(tool_calls: list[dict[str, Any]]) -> list[dict[str, Any
         else:
             out.append({**call, "parse_error": f"the arguments {problem}"})
     return out
+
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "PROBE_ORDER": "dataclaw.models.servers",
+        "SchemaForm": "dataclaw.models.servers",
+        "schema_fields": "dataclaw.models.servers",
+    },
+)

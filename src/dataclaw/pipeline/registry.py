@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 
+from dataclaw.core.moved import keep_old_names
 from dataclaw.pipeline.executors.base import EXECUTORS, Executor, ExecutorSettings
 from dataclaw.pipeline.stage import Stage
 
@@ -46,3 +47,12 @@ def make_executor(
     executor = EXECUTORS.get(settings.name).from_settings(settings, workers, concurrency)
     executor.check(list(stages))
     return executor
+
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "register_executor": "dataclaw.pipeline.executors.base",
+    },
+)

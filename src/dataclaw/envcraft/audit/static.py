@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dataclaw.core import pyast
+from dataclaw.core.moved import keep_old_names
 from dataclaw.envcraft.audit.model import Finding
 from dataclaw.envcraft.audit.package import (
     RUNTIME,
@@ -426,3 +427,13 @@ def _unsafe_errors(pkg: PackageSource) -> Iterator[Finding]:
                     )
                 elif isinstance(node, ast.Name) and node.id == "__file__":
                     yield finding("S012", mod.rel, node.lineno, f"tool {fn.name} uses __file__ (a host path)")
+
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "Checker": "dataclaw.envcraft.audit.rules",
+        "Rule": "dataclaw.envcraft.audit.rules",
+    },
+)

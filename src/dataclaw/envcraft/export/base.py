@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from dataclaw import __version__
 from dataclaw.core.errors import ConfigError
+from dataclaw.core.moved import keep_old_names
 from dataclaw.envcraft.export.episode import MANIFEST, REWARD_MODES, TASKS_FILE
 from dataclaw.envcraft.runtime.task import CLAW_KIND, TaskRowError, ToolTask, read_task_rows, write_tool_tasks
 
@@ -288,3 +289,12 @@ def docstring_literal(text: str, indent: str) -> str:
     lines = text.splitlines()
     body = "\n".join((indent + ln) if ln else "" for ln in lines[1:])
     return f'{indent}"""{lines[0]}\n{body}\n{indent}"""' if len(lines) > 1 else f'{indent}"""{text}"""'
+
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "REQUIRED": "dataclaw.envcraft.runtime.task",
+    },
+)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import stable_hash
+from dataclaw.core.moved import keep_old_names
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.quality.common import task_id, tool_task_problems
 from dataclaw.envcraft.rollout import RolloutConfig
@@ -368,3 +369,13 @@ async def calibrate_tasks(
 
 def _task_record(task: Any) -> dict[str, Any]:
     return task.to_record() if hasattr(task, "to_record") else ToolTask.of(task).to_row()
+
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "HOST_ATTEMPTS": "dataclaw.envcraft.rollout.run",
+        "rollout_summary": "dataclaw.envcraft.rollout.run",
+    },
+)

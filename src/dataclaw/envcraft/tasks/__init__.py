@@ -15,7 +15,10 @@ keep_old_paths(
         },
         "dataclaw.envcraft.tasks.workspace": "dataclaw.envcraft.tasks.claw.workspace",
         "dataclaw.envcraft.tasks.claw_generate": "dataclaw.envcraft.tasks.claw.generate",
-        "dataclaw.envcraft.tasks.workspace_audit": "dataclaw.envcraft.tasks.claw.audit",
+        "dataclaw.envcraft.tasks.workspace_audit": tuple(
+            f"dataclaw.envcraft.tasks.claw.audit{part}"
+            for part in ("", ".report", ".static", ".paths", ".fields", ".consistency", ".dynamic")
+        ),
     }
 )
 

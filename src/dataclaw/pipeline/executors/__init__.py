@@ -4,6 +4,7 @@ here registered with ``@register_executor``; more come from entry points (``data
     from dataclaw.pipeline.executors import LocalExecutor, register_executor
 """
 
+from dataclaw.core.moved import keep_old_names
 from dataclaw.pipeline.executors.base import (
     EXECUTORS,
     INTERNAL_ERROR,
@@ -44,3 +45,12 @@ __all__ = [
     "scratch_tempdir",
     "worker_crashed",
 ]
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "BREAKS_BEFORE_ANY_RESULT": "dataclaw.pipeline.executors.local",
+        "CRASHES_TO_REJECT": "dataclaw.pipeline.executors.local",
+    },
+)

@@ -27,6 +27,7 @@ Modules, in the order a compilation runs: :mod:`.plan` (the package model: colle
 :mod:`.package` (:func:`compile_package`, the entry point).
 """
 
+from dataclaw.core.moved import keep_old_names
 from dataclaw.envcraft.synth.compile.mechanics import MECHANICS, Mechanic, mechanic
 from dataclaw.envcraft.synth.compile.package import compile_package, is_claw_scenario, package_name
 from dataclaw.envcraft.synth.compile.plan import (
@@ -52,3 +53,18 @@ __all__ = [
     "mechanic",
     "package_name",
 ]
+
+# names that moved out of this module in 0.x, readable here for one release
+keep_old_names(
+    __name__,
+    {
+        "Collection": "dataclaw.envcraft.synth.compile.plan",
+        "Param": "dataclaw.envcraft.synth.compile.plan",
+        "ToolPlan": "dataclaw.envcraft.synth.compile.plan",
+        "MAX_TOOL_NAME": "dataclaw.envcraft.synth.compile.plan",
+        "DEFAULT_BASE_TIME": "dataclaw.envcraft.synth.compile.scenarios",
+        "DEFAULT_LIFECYCLE": "dataclaw.envcraft.synth.compile.world",
+        "MIN_MOVABLE": "dataclaw.envcraft.synth.compile.world",
+        "MIN_RECORDS": "dataclaw.envcraft.synth.compile.world",
+    },
+)
