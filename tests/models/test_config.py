@@ -164,7 +164,6 @@ def test_any_json_answer_round_trips_under_the_empty_schema(value):
     assert parse_json_answer(json.dumps(value), {}, "m") == value
 
 
-
 OUT_OF_TREE = """
 from dataclaw.models.backends.base import refuse_unknown_options
 from dataclaw.models.servers import ServerKind
