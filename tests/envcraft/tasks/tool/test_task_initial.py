@@ -61,6 +61,12 @@ def _user_named_ticket_chain() -> dict:
     pytest.fail("no grounding of get_ticket → update_ticket with a user-named ticket in 40 seeds")
 
 
+def _final(env_cls: type, task: dict, calls: list[dict]) -> dict:
+    from dataclaw.envcraft.tasks.tool.execute import run_calls
+
+    return run_calls(env_cls, task["scenario_id"], task["initial_state"], calls)[1]
+
+
 def test_distractors_are_near_duplicates_and_the_verifier_guards_them() -> None:
     env_cls = archetypes.get(TICKETS).env_cls
     g = _user_named_ticket_chain()
@@ -74,15 +80,23 @@ def test_distractors_are_near_duplicates_and_the_verifier_guards_them() -> None:
     assert {k: v for k, v in tickets[twin].items() if v != twin} == {
         k: v for k, v in tickets[ticket].items() if v != ticket
     }
-    verifier, check = build_verifier(aug)
-    assert check["gold"] == 1.0 and check["initial"] < 1.0
-    guard = [a for a in verifier["assertions"] if a["why"] == "distractor"]
-    assert [a["path"] for a in guard] == [f"/tickets/{d['id']}" for d in aug["added_distractors"]]
+    verifier, check = build_verifier(aug, env_cls)
+    assert check["gold"] == 1.0 and check["initial"] == 0.0
+    # one guard keeps every record the task does not name, the added distractors included
+    (guard,) = [a for a in verifier["assertions"] if a["op"] == "unchanged"]
+    assert {f"/tickets/{d['id']}" for d in aug["added_distractors"]} <= set(guard["value"]["units"])
     task = {**_task(aug), "id": "task:twin", "env": TICKETS, "verifier": verifier}
     assert replay_task(task)["score"] == 1.0
-    # the same update applied to the twin instead of the named ticket fails the task
+    # the same update applied to the twin instead of the named ticket fails the task, and the guard says
+    # which record was touched
     wrong = [dict(c, params={**c["params"], "ticket_id": twin}) for c in task["gold_chain"]]
-    assert replay_task(task, wrong)["score"] < 1.0
+    result = evaluate(verifier, _final(env_cls, task, wrong))
+    assert result["score"] <= 0.5 and not result["passed"]
+    assert f"/tickets/{twin}" in result["changed"]
+    # without a guard (tasks made before guards existed) each distractor had its own assertion
+    legacy, _ = build_verifier(aug, env_cls, guard=False)
+    pinned = [a["path"] for a in legacy["assertions"] if a["why"] == "distractor"]
+    assert pinned == [f"/tickets/{d['id']}" for d in aug["added_distractors"]]
 
 
 def test_an_entity_the_agent_must_find_gets_a_sibling_copy_not_a_twin() -> None:

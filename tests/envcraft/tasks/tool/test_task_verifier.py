@@ -130,3 +130,133 @@ def test_a_derived_verifier_always_passes_the_state_it_came_from(initial, final,
     if v["assertions"]:
         assert evaluate(v, final)["score"] == 1.0
     assert not any(a["path"].startswith("/untouched") for a in v["assertions"])
+
+
+# ---- the guard: nothing else changed -------------------------------------------------------------
+
+
+def _guarded_pair() -> tuple[dict, dict]:
+    initial = {
+        "tickets": {
+            "T-1": {"status": "open", "updated_at": "2026-03-02T09:00:00+00:00", "title": "VPN"},
+            "T-2": {"status": "open", "updated_at": "2026-03-02T09:00:00+00:00", "title": "Mail"},
+        },
+        "audit_log": [{"op": "seed"}],
+        "notes": [],
+        "counters": {"next": 3},
+        "auth": {"current_user": None},
+        "actions": [],
+        "meta": {"base_time": "2026-03-02T09:00:00+00:00", "action_index": 0},
+        "session_id": "s",
+    }
+    final = json_copy(initial)
+    final["tickets"]["T-1"].update(status="resolved", updated_at="2026-03-02T09:01:00+00:00")
+    final["tickets"]["T-3"] = {"status": "open", "title": "new", "updated_at": "2026-03-02T09:02:00+00:00"}
+    final["audit_log"].append({"op": "resolve"})
+    final["counters"]["next"] = 4
+    final["actions"] = [{"tool": "resolve"}]
+    final["meta"]["action_index"] = 2
+    return initial, final
+
+
+def json_copy(value: dict) -> dict:
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def _verifier() -> dict:
+    from dataclaw.envcraft.tasks.tool.verifier import Allowance
+
+    initial, final = _guarded_pair()
+    allow = Allowance(counters=frozenset({"counters"}), logs=frozenset({"audit_log"}))
+    return derive_verifier(initial, final, ["tickets", "audit_log", "counters"], guard=True, allow=allow)
+
+
+def _apply(change) -> dict:
+    _, final = _guarded_pair()
+    change(final)
+    return final
+
+
+def test_a_guarded_verifier_passes_gold_and_another_run_of_the_same_work() -> None:
+    v = _verifier()
+    initial, final = _guarded_pair()
+    assert [a["op"] for a in v["assertions"]][-1] == "unchanged" and not check_verifier(v)
+    assert not [a for a in v["assertions"] if a.get("why") == "entity count"]
+    assert evaluate(v, final)["passed"]
+    assert evaluate(v, initial)["score"] == 0.0
+
+    def other_run(s: dict) -> None:  # more calls: other clock values, a longer log, counters, actions
+        s["tickets"]["T-1"]["updated_at"] = "2026-03-02T09:07:00+00:00"
+        s["tickets"]["T-4"] = s["tickets"].pop("T-3")
+        s["audit_log"] += [{"op": "read"}, {"op": "noop"}]
+        s["counters"]["next"] = 9
+        s["actions"] *= 5
+        s["meta"]["action_index"] = 9
+        s["session_id"] = "elsewhere"
+
+    assert evaluate(v, _apply(other_run))["passed"]
+
+
+@pytest.mark.parametrize(
+    ("harm", "where"),
+    [
+        (lambda s: s["tickets"]["T-2"].update(status="cancelled"), "/tickets/T-2"),
+        (lambda s: s["tickets"]["T-2"].update(updated_at="2026-03-02T10:00:00+00:00"), "/tickets/T-2"),
+        (lambda s: s["tickets"]["T-1"].update(title="renamed"), "/tickets/T-1"),
+        (lambda s: s["tickets"].pop("T-2"), "/tickets/T-2"),
+        (lambda s: s["tickets"].update({"T-9": {"status": "open"}}), "/tickets (+1 records)"),
+        (lambda s: s["audit_log"][0].update(op="forged"), "/audit_log"),
+        (lambda s: s["notes"].append({"text": "spam"}), "/notes (+1 entries)"),
+        (lambda s: s["auth"].update(current_user="admin"), "/auth"),
+        (lambda s: s["meta"].update(base_time="2020-01-01T00:00:00+00:00"), "/meta"),
+    ],
+)
+def test_the_guard_catches_every_collateral_change(harm, where) -> None:
+    out = evaluate(_verifier(), _apply(harm))
+    assert not out["passed"] and out["score"] == 0.5
+    assert where in out["changed"]
+
+
+def test_a_verifier_without_a_guard_scores_as_before() -> None:
+    initial, final = _guarded_pair()
+    legacy = derive_verifier(initial, final, ["tickets", "audit_log", "counters"])
+    assert "unchanged" not in {a["op"] for a in legacy["assertions"]}
+    harmed = _apply(lambda s: s["tickets"]["T-2"].update(status="cancelled"))
+    n = len(legacy["assertions"])
+    assert evaluate(legacy, harmed) == {"score": 1.0, "passed": True, "results": [True] * n}
+
+
+def test_malformed_guards_and_guard_only_verifiers_are_refused() -> None:
+    guard = _verifier()["assertions"][-1]
+    assert check_verifier(_v(guard)) == ["verifier has only guards: nothing says what must change"]
+    goal = {"path": "/x", "op": "exists"}
+    assert check_verifier(_v(goal, {"path": "", "op": "unchanged", "value": {}}))
+    assert check_verifier(_v(goal, {**guard, "penalty": 0}))
+    out = evaluate(_v(goal, {**guard, "value": {"units": {"/x": "0"}}}), {"x": 1})
+    assert out["score"] == 0.5 and out["changed"] == ["/x"] and not out["passed"]
+
+
+def test_the_allowance_comes_from_the_tools_declared_fields() -> None:
+    from types import SimpleNamespace as Spec
+
+    from dataclaw.envcraft import archetypes
+    from dataclaw.envcraft.tasks.tool.verifier import allowance
+
+    state = {"tickets": {"T-1": {}}, "audit_log": [], "messages": [], "counters": {"n": 1}, "auth": {"u": 0}}
+    tools = [
+        Spec(side_effect="write", state_fields_affected=("tickets", "audit_log", "counters")),
+        Spec(side_effect="write", state_fields_affected=("messages", "counters")),  # a message is primary
+        Spec(side_effect="write", state_fields_affected=("auth",)),
+        Spec(side_effect="read", state_fields_affected=("notes",)),
+    ]
+    got = allowance(tools, state)
+    assert got.logs == {"audit_log"} and got.counters == {"counters"}
+    env = archetypes.get("workflow_orchestration").env_cls
+    import tempfile
+
+    e = env(tempfile.mkdtemp())
+    s0 = e.get_session_state(e.create_session(sorted(env.scenarios())[0]))
+    got = allowance(list(env.tools), s0)
+    assert got.logs == {"execution_log", "deregistered"} and got.counters == {"counters"}

@@ -10,7 +10,8 @@ made) and plausible *distractors*: near-duplicates of the entities the chain tou
 
 The gold chain is replayed on the augmented state; when a step fails or a tool-derived value is no
 longer in the output it came from, the distractors are dropped (the task keeps the plain state). The
-verifier derived from S0 → gold final state also asserts that every added distractor is left untouched,
+verifier derived from S0 → gold final state also guards that nothing else changed (every added
+distractor and every other record keeps its content: the ``unchanged`` guard of :mod:`.verifier`),
 and it is proven: the gold final state scores 1.0, the untouched S0 scores < 1.0.
 """
 
@@ -24,7 +25,10 @@ from dataclaw.envcraft.tasks.tool.composite import SEP
 from dataclaw.envcraft.tasks.tool.execute import TAIL_NUMBER, TOOL, USER, harvest, next_free, run_calls
 from dataclaw.envcraft.tasks.tool.synth import SynthError, SynthReason, classify
 from dataclaw.envcraft.tasks.tool.verifier import (
+    GUARD_OPS,
     VERIFIER_VERSION,
+    Allowance,
+    allowance,
     derive_verifier,
     entity_collection,
     evaluate,
@@ -188,33 +192,55 @@ def distractors(grounded: dict[str, Any], members: list[str] | None = None) -> d
     return out
 
 
-def derive(grounded: dict[str, Any], named: list[str]) -> dict[str, Any]:
-    """The state-diff verifier; a group's ``env/field`` write fields are derived per environment and
-    their paths prefixed with ``/env``."""
+def env_allowance(env_cls: Any, state: dict[str, Any], env: str | None = None) -> Allowance:
+    """The counters and logs a guard leaves free in ``env_cls`` (member ``env`` of a group), from its
+    tools' declared state fields (:func:`~.verifier.allowance`); none when the class has no tool specs."""
+    members = getattr(env_cls, "members", None)
+    cls = members[env] if env and members else env_cls
+    tools = getattr(cls, "tools", None)
+    if tools is None:
+        return Allowance()
+    return allowance(list(tools), state)
+
+
+def derive(
+    grounded: dict[str, Any], named: list[str], env_cls: Any = None, guard: bool = True
+) -> dict[str, Any]:
+    """The state-diff verifier with its guard (nothing else changed, :func:`~.verifier.derive_guard`);
+    a group's ``env/field`` write fields are derived per environment and their paths prefixed with
+    ``/env``, with one guard per member environment (also the members the chain never calls)."""
     initial, final, fields = grounded["initial_state"], grounded["final_state"], grounded["write_fields"]
     by_env: dict[str, list[str]] = {}
     for f in fields:
         env, _, local = f.rpartition("/")
         by_env.setdefault(env, []).append(local)
+    members = list(getattr(env_cls, "members", {}) or {}) or [e for e in by_env if e]
     if list(by_env) == [""]:
-        return derive_verifier(initial, final, fields, named_ids=named)
+        allow = env_allowance(env_cls, initial) if guard else None
+        return derive_verifier(initial, final, fields, named_ids=named, guard=guard, allow=allow)
     assertions = []
-    for env, local in by_env.items():
-        part = derive_verifier(initial[env], final[env], local, named_ids=named)
+    for env in dict.fromkeys([*by_env, *members]):
+        local = by_env.get(env, [])
+        allow = env_allowance(env_cls, initial[env], env) if guard else None
+        part = derive_verifier(initial[env], final[env], local, named_ids=named, guard=guard, allow=allow)
         assertions += [{**a, "path": pointer([env]) + a["path"]} for a in part["assertions"]]
     return {"version": VERIFIER_VERSION, "assertions": assertions}
 
 
-def build_verifier(grounded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
-    """Derive the verifier (+ untouched-distractor assertions) and prove it: gold final state → 1.0,
-    untouched initial state → < 1.0."""
+def build_verifier(
+    grounded: dict[str, Any], env_cls: Any = None, *, guard: bool = True
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Derive the verifier and prove it: gold final state → 1.0, untouched initial state → < 1.0. With
+    ``guard`` (the default) it carries the ``unchanged`` guard, which also keeps the added distractors
+    as they were; without, each untouched distractor gets its own ``eq`` assertion (tasks made before
+    guards existed). ``env_cls`` names the counters and logs the guard leaves free."""
     user, _ = classify(grounded["steps"])
     named = [r["value"] for r in user if isinstance(r["value"], str)]
     initial, final = grounded["initial_state"], grounded["final_state"]
-    verifier = derive(grounded, named)
-    if not verifier["assertions"]:
+    verifier = derive(grounded, named, env_cls, guard)
+    if not [a for a in verifier["assertions"] if a["op"] not in GUARD_OPS]:
         raise SynthError(SynthReason.VERIFIER_EMPTY, "the chain changed none of its declared state fields")
-    for d in grounded.get("added_distractors", []):
+    for d in [] if guard else grounded.get("added_distractors", []):
         where = _entity_path(d)
         before, after = resolve(initial, pointer(where)), resolve(final, pointer(where))
         if after == before:

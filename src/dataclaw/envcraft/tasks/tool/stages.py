@@ -86,7 +86,7 @@ class GroundStage(Stage):
         try:
             grounded = ground_chain(env_cls, list(item["steps"]), seed, long_context=self.long_context)
             grounded = build_initial_state(env_cls, grounded, seed, per_entity=self.per_entity)
-            verifier, check = build_verifier(grounded)
+            verifier, check = build_verifier(grounded, env_cls)
         except (GroundingError, SynthError) as exc:
             return self.reject(item, exc.reason, str(exc))
         kinds = distractors(grounded, envs if len(envs) > 1 else None)

@@ -9,12 +9,33 @@ post-execution state, never the action trace, and has no code to sandbox, so it 
 gold chain, restricted to the state fields the chain's write tools declare; values that depend on how
 many actions were taken (timestamps, versions, counter-generated ids) are left out so any correct
 solution passes.
+
+**Nothing else changed: the guard.** Those assertions say what must change; one ``unchanged`` assertion
+(a *guard*, :func:`derive_guard`) says that nothing else did. Its ``value`` holds a content digest of every
+*unit* of the state the gold run leaves alone (each record of a collection keyed by id, each other
+top-level field, the entries a list held at the start), with the leaves the gold run changed cut out
+(``strip``: the other assertions check those, or they are clock values); a collection may gain only as
+many new keys as the gold run created (``collections``). What the guard never compares is explicit and
+listed in the assertion (``allow``): the runtime's own bookkeeping (:data:`RUNTIME_ALLOWED`: the action log,
+the clock, the session id), *counters* and *logs* — found from the tools' declared
+``state_fields_affected`` (:func:`allowance`), not by name: a log is a list every write tool that
+declares it declares next to a record collection (so an entry in it is the trace of a write judged on
+the records themselves); it may grow (``grow``), but the entries it held stay. A counter is a map of
+integers every declaring tool declares next to what it counts.
+
+Score: the fraction of the other (*goal*) assertions that hold, multiplied by ``1 - penalty`` for each
+guard that fails (``penalty`` is stored in the guard, 0.5 when derived): the gold chain plus a write to
+a record the task never names scores ``0.5`` and never passes, doing nothing scores ``0``. A verifier
+without a guard (every task made before guards existed) scores exactly as before.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 VERIFIER_VERSION = 1
@@ -23,6 +44,14 @@ SKIP_FIELDS = frozenset({"actions", "meta", "session_id", "scenario_id", "create
 _VOLATILE_KEY = re.compile(r"(^|_)(at|time|timestamp|version|revision|updated|created|index|seq)$")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 _MISSING = object()
+
+RUNTIME_ALLOWED = ("/actions", "/meta/action_index", "/session_id")
+"""What the runtime itself changes on every call (``Environment.call`` logs the call in ``actions`` and
+advances the clock's ``meta.action_index``; restoring a state rebinds ``session_id``): never guarded."""
+GUARD_OPS = frozenset({"unchanged"})
+"""Assertions that do not score by holding but cost when they fail (see :func:`evaluate`)."""
+DEFAULT_GUARD_PENALTY = 0.5
+"""The share of the score a failed guard takes away when :func:`derive_guard` makes it."""
 
 
 def pointer(parts: Iterable[str]) -> str:
@@ -83,7 +112,226 @@ OPS: dict[str, Callable[[Any, Any], bool]] = {
     "count_gte": lambda a, v: (_count(a) or 0) >= v,
     "match": lambda a, v: any(_matches(item, v) for item in _items(a)),
     "no_match": lambda a, v: not any(_matches(item, v) for item in _items(a)),
+    "unchanged": lambda a, v: not changed_units(a, v),
 }
+
+
+# ---- the guard: nothing else changed ------------------------------------------------------------------
+
+
+def digest(value: Any) -> str:
+    """A short content hash of a JSON value (canonical JSON: sorted keys, no spaces); ``"absent"`` for a
+    value that is not there."""
+    if value is _MISSING:
+        return "absent"
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _split(path: str) -> list[str]:
+    return [] if path in ("", "/") else [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _strip_tree(paths: Iterable[str]) -> dict[str, Any]:
+    """JSON pointers as a nested dict whose leaves are ``None`` (cut here), for :func:`_cut`."""
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
+        parts = _split(path)
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if nxt is None:
+                break
+            node = nxt
+        else:
+            if parts:
+                node[parts[-1]] = None
+    return tree
+
+
+def _cut(value: Any, tree: dict[str, Any] | None) -> Any:
+    """``value`` without the leaves of ``tree`` (a copy only where something is cut)."""
+    if not tree or not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k in tree:
+            sub = tree[k]
+            if sub is None:
+                continue
+            out[k] = _cut(v, sub)
+        else:
+            out[k] = v
+    return out
+
+
+def _subtree(tree: dict[str, Any], parts: list[str]) -> dict[str, Any] | None:
+    node: Any = tree
+    for part in parts:
+        if not isinstance(node, dict) or part not in node:
+            return {}
+        node = node[part]
+        if node is None:
+            return None
+    return node
+
+
+def _unit_value(state: Any, path: str, spec: Mapping[str, Any], tree: dict[str, Any]) -> Any:
+    value = resolve(state, path)
+    keep = (spec.get("lists") or {}).get(path)
+    if keep is not None and isinstance(value, list):
+        value = value[: keep["keep"]]
+    sub = _subtree(tree, _split(path))
+    return "<stripped>" if sub is None else _cut(value, sub)
+
+
+def changed_units(state: Any, spec: Any) -> list[str]:
+    """The units of ``state`` (the guard's subtree) a guard's ``spec`` finds changed: a record or field
+    whose digest differs (or is gone), a collection with more new keys than allowed, a list longer than
+    allowed. Empty: nothing else changed. A malformed spec is one finding, never an exception."""
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("units"), Mapping):
+        return ["<malformed guard>"]
+    if state is _MISSING or not isinstance(state, dict):
+        return ["<no state>"]
+    tree = _strip_tree(spec.get("strip") or [])
+    out = [p for p, d in spec["units"].items() if digest(_unit_value(state, p, spec, tree)) != d]
+    for path, new in (spec.get("collections") or {}).items():
+        coll = resolve(state, path)
+        if not isinstance(coll, dict):
+            out.append(path)
+            continue
+        prefix = path + "/"
+        tails = [p[len(prefix) :] for p in spec["units"] if p.startswith(prefix)]
+        kept = {t.replace("~1", "/").replace("~0", "~") for t in tails if "/" not in t}
+        extra = sorted(k for k in coll if k not in kept)
+        if len(extra) > int(new):
+            out.append(f"{path} (+{len(extra) - int(new)} records)")
+    for path, rule in (spec.get("lists") or {}).items():
+        value = resolve(state, path)
+        limit = rule.get("max")
+        if isinstance(value, list) and limit is not None and len(value) > int(limit):
+            out.append(f"{path} (+{len(value) - int(limit)} entries)")
+    return out
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """What a guard never compares beyond the runtime's bookkeeping: ``counters`` (top-level maps of
+    integers the tools maintain) and ``logs`` (top-level lists that may grow); both found from the
+    tools' declared fields by :func:`allowance`."""
+
+    counters: frozenset[str] = field(default_factory=frozenset)
+    logs: frozenset[str] = field(default_factory=frozenset)
+
+
+def allowance(tools: Iterable[Any], state: Mapping[str, Any]) -> Allowance:
+    """The counters and logs of an environment, from its write tools' ``state_fields_affected`` and the
+    shapes in ``state`` (its initial state): a **log** is a list that every write tool declaring it
+    declares together with a record collection; a **counter** is a map of integers that every write
+    tool declaring it declares together with a record collection or a list (what it counts)."""
+    declared: dict[str, list[set[str]]] = {}
+    for spec in tools:
+        if getattr(spec, "side_effect", "write") != "write":
+            continue
+        fields = set(getattr(spec, "state_fields_affected", ()) or ())
+        for f in fields:
+            declared.setdefault(f, []).append(fields - {f})
+
+    def collection(f: str) -> bool:
+        v = state.get(f)
+        return isinstance(v, dict) and bool(v) and entity_collection(v)
+
+    def integers(f: str) -> bool:
+        v = state.get(f)
+        return (
+            isinstance(v, dict)
+            and bool(v)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in v.values())
+        )
+
+    logs, counters = set(), set()
+    for f, others in declared.items():
+        if isinstance(state.get(f), list) and all(any(collection(o) for o in rest) for rest in others):
+            logs.add(f)
+        elif integers(f) and all(
+            any(collection(o) or isinstance(state.get(o), list) for o in rest) for rest in others
+        ):
+            counters.add(f)
+    return Allowance(frozenset(counters), frozenset(logs))
+
+
+def _changed_leaves(a: Any, b: Any, path: list[str], out: list[str]) -> None:
+    """JSON pointers of every leaf where ``a`` and ``b`` differ (dicts recursively; a list or scalar
+    that differs, a key added or removed, is one leaf)."""
+    if a == b:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in a.keys() | b.keys():
+            if key not in a or key not in b:
+                out.append(pointer([*path, key]))
+            else:
+                _changed_leaves(a[key], b[key], [*path, key], out)
+        return
+    out.append(pointer(path))
+
+
+def derive_guard(
+    initial: dict[str, Any],
+    final: dict[str, Any],
+    allow: Allowance | None = None,
+    *,
+    penalty: float = DEFAULT_GUARD_PENALTY,
+) -> dict[str, Any]:
+    """The ``unchanged`` assertion for a task whose gold run goes ``initial`` → ``final``: every unit of
+    the state the gold run leaves alone must keep its content (see the module docstring)."""
+    allow = allow or Allowance()
+    skipped = {p for p in RUNTIME_ALLOWED if "/" not in p[1:]}
+    changed: list[str] = []
+    for key in sorted(initial.keys() | final.keys()):
+        if pointer([key]) in skipped or key in allow.counters:
+            continue
+        a, b = initial.get(key, _MISSING), final.get(key, _MISSING)
+        if a is _MISSING or b is _MISSING:
+            changed.append(pointer([key]))
+            continue
+        if isinstance(a, list) and isinstance(b, list) and b[: len(a)] == a:
+            continue  # appended to (or untouched): its first entries are a unit below, its length capped
+        _changed_leaves(a, b, [key], changed)
+    strip = sorted({*changed, *(p for p in RUNTIME_ALLOWED if "/" in p[1:])})
+    tree = _strip_tree(strip)
+    units: dict[str, str] = {}
+    collections: dict[str, int] = {}
+    lists: dict[str, dict[str, Any]] = {}
+    for key in sorted(initial):
+        top = pointer([key])
+        if top in skipped or key in allow.counters or _subtree(tree, [key]) is None:
+            continue
+        a, b = initial[key], final.get(key)
+        if isinstance(a, list) and isinstance(b, list):
+            grows = key in allow.logs
+            if b[: len(a)] != a:
+                continue  # rewritten in place by the gold run: the goal assertions' business
+            lists[top] = {"keep": len(a), "max": None if grows else len(b)}
+            units[top] = digest(a)
+        elif isinstance(b, dict) and entity_collection(a) and entity_collection(b) and (a or b):
+            for rid in sorted(a):
+                if rid in b and _subtree(tree, [key, rid]) is not None:
+                    path = pointer([key, rid])
+                    units[path] = digest(_cut(b[rid], _subtree(tree, [key, rid])))
+            collections[top] = sum(1 for rid in b if rid not in a)
+        else:
+            units[top] = digest(_cut(b, _subtree(tree, [key])))
+    value = {
+        "allow": sorted(
+            [*RUNTIME_ALLOWED, *(pointer([c]) for c in allow.counters)]
+            + [pointer([g]) + " (may grow)" for g in allow.logs]
+        ),
+        "strip": strip,
+        "units": units,
+        "collections": collections,
+        "lists": lists,
+    }
+    return {"path": "", "op": "unchanged", "value": value, "penalty": penalty, "why": "nothing else changed"}
 
 
 def check_verifier(verifier: Any) -> list[str]:
@@ -101,7 +349,19 @@ def check_verifier(verifier: Any) -> list[str]:
             problems.append(f"assertion {i}: path must be a JSON pointer")
         elif a["op"] in ("match", "no_match") and not isinstance(a.get("value"), dict):
             problems.append(f"assertion {i}: {a['op']} needs an object value")
+        elif a["op"] in GUARD_OPS and not (
+            isinstance(a.get("value"), dict) and isinstance(a["value"].get("units"), dict)
+        ):
+            problems.append(f"assertion {i}: {a['op']} needs an object value with units")
+        elif a["op"] in GUARD_OPS and not _penalty_ok(a.get("penalty", 1.0)):
+            problems.append(f"assertion {i}: penalty must be a number in (0, 1]")
+    if not problems and all(isinstance(a, dict) and a.get("op") in GUARD_OPS for a in assertions):
+        problems.append("verifier has only guards: nothing says what must change")
     return problems
+
+
+def _penalty_ok(p: Any) -> bool:
+    return isinstance(p, int | float) and not isinstance(p, bool) and 0 < p <= 1
 
 
 def evaluate(verifier: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
@@ -110,9 +370,20 @@ def evaluate(verifier: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     problems = check_verifier(verifier)
     if problems:
         return {"score": 0.0, "passed": False, "results": [], "error": problems[0]}
-    results = [bool(OPS[a["op"]](resolve(state, a["path"]), a.get("value"))) for a in verifier["assertions"]]
-    score = sum(results) / len(results)
-    return {"score": score, "passed": score == 1.0, "results": results}
+    assertions = verifier["assertions"]
+    results = [bool(OPS[a["op"]](resolve(state, a["path"]), a.get("value"))) for a in assertions]
+    goals = [r for a, r in zip(assertions, results, strict=True) if a["op"] not in GUARD_OPS]
+    score = sum(goals) / len(goals)
+    changed: list[str] = []
+    for a, held in zip(assertions, results, strict=True):
+        if a["op"] in GUARD_OPS and not held:
+            score *= 1.0 - float(a.get("penalty", 1.0))
+            prefix = a["path"] if a["path"] not in ("", "/") else ""
+            changed += [prefix + p for p in changed_units(resolve(state, a["path"]), a["value"])]
+    out: dict[str, Any] = {"score": score, "passed": score == 1.0 and all(results), "results": results}
+    if changed:
+        out["changed"] = changed
+    return out
 
 
 def _volatile(key: str, value: Any) -> bool:
@@ -199,10 +470,15 @@ def derive_verifier(
     *,
     named_ids: Iterable[str] = (),
     max_assertions: int = 40,
+    guard: bool = False,
+    allow: Allowance | None = None,
 ) -> dict[str, Any]:
     """A verifier from the ``initial`` → ``final`` diff over the top-level state ``fields`` (the chain's
     write tools' declared fields, minus runtime bookkeeping). ``named_ids``: ids the user states (a new
-    entity under such a key is asserted at its path; others are found by content)."""
+    entity under such a key is asserted at its path; others are found by content). ``guard``: add the
+    ``unchanged`` guard over the whole state (:func:`derive_guard`, ``allow`` its counters and logs); it
+    then also checks the entity counts, so those assertions (which hold on the untouched state when the
+    gold run only edits records) are left out."""
     out: list[dict[str, Any]] = []
     # values an agent can know without the gold run: what the initial state holds and the user names
     known = frozenset(_scalars(initial, set(named_ids)))
@@ -215,4 +491,7 @@ def derive_verifier(
     # keep the strongest evidence first: entity-level changes, then logs
     order = {"changed": 0, "set": 0, "created": 1, "removed": 1, "entity count": 2, "appended": 2}
     out.sort(key=lambda x: order.get(x.get("why", ""), 3))
-    return {"version": VERIFIER_VERSION, "assertions": out[:max_assertions]}
+    if not guard:
+        return {"version": VERIFIER_VERSION, "assertions": out[:max_assertions]}
+    goals = [a for a in out if a.get("why") != "entity count"][:max_assertions]
+    return {"version": VERIFIER_VERSION, "assertions": [*goals, derive_guard(initial, final, allow)]}
