@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -196,10 +197,38 @@ class Environment:
     def evaluate_session(self, session_id: str) -> dict[str, Any]:
         """Per-dimension scores and ``overall_score`` in [0, 1]; deterministic, changes nothing."""
         state = self.get_session_state(session_id)
-        result = self.evaluator.evaluate(state, self.scenario(state["scenario_id"]))
+        scenario = self.scenario(state["scenario_id"])
+        long_context = bool(state.get("meta", {}).get("long_context", False))
+        initial = self.initial_state(scenario, session_id, long_context=long_context)
+        reference = type(self).reference_state(scenario, long_context)
+        result = self.evaluator.evaluate(state, scenario, initial, reference)
         result["session_id"] = session_id
         result["scenario_id"] = state["scenario_id"]
         return result
+
+    @classmethod
+    def reference_state(cls, scenario: Scenario, long_context: bool = False) -> dict[str, Any] | None:
+        """The state the scenario's reference solution reaches, run once per class and scenario in a
+        throwaway store: what a correct run may change (the evaluator's collateral allowance). ``None``
+        when the scenario has no reference solution."""
+        if not scenario.reference_solution:
+            return None
+        key = (
+            scenario.scenario_id,
+            long_context,
+            orjson.dumps(scenario.__dict__, option=orjson.OPT_SORT_KEYS),
+        )
+        cache = _REFERENCE_STATES.setdefault(cls, {})
+        if key not in cache:
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix=f"envcraft-{cls.name}-ref-") as tmp:
+                env = cls(tmp)
+                sid = env._create(scenario, "reference", long_context)
+                for step in scenario.reference_solution:
+                    env.call(sid, step["tool"], **step.get("params", {}))
+                cache[key] = env.get_session_state(sid)
+        return jsoncopy(cache[key])
 
     # ---- harness interface (C.1 item 8) -------------------------------------------------------------
 
@@ -312,6 +341,11 @@ class Environment:
                     f"replaying action {record.get('index')} ({record.get('tool')}) failed"
                 ) from exc
         _log_action(state, record)
+
+
+_REFERENCE_STATES: weakref.WeakKeyDictionary[type, dict[tuple[Any, ...], dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _temp_root(name: str) -> Path:

@@ -1,4 +1,12 @@
-"""Deterministic, side-effect-free evaluators made of weighted dimensions (Table 15, rule 11)."""
+"""Deterministic, side-effect-free evaluators made of weighted dimensions (Table 15, rule 11).
+
+The guarantee (docs/envcraft.md, "Evaluator guarantee"): dimensions marked ``goal=True`` measure the
+scenario's goal; their *progress* is their score normalised against the scenario's initial state, so an
+agent that does nothing scores 0 on them. Every other dimension ("nothing broken", "rules respected", which
+an idle agent satisfies for free) is paid only in proportion to that progress. So the untouched state and a
+move that makes no progress (a destructive one included) score 0, and full marks need the goal reached with
+every other dimension intact. An evaluator without goal dimensions keeps the plain weighted mean.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dataclaw.envcraft.runtime.environment import Scenario
+
+COLLATERAL_PENALTY = 0.25  # per record outside the reference's footprint that a run changed or created
+RUNTIME_KEYS = frozenset({"actions", "meta", "counters"})
 
 DimensionFn = Callable[[dict[str, Any], "Scenario"], tuple[float, str]]
 
@@ -20,25 +31,29 @@ class Dimension:
     weight: float
     fn: DimensionFn
     description: str
+    goal: bool = False
 
 
 class Evaluator:
-    """A registry of weighted dimensions; ``overall_score`` is their weighted mean."""
+    """A registry of weighted dimensions; ``overall_score`` is their weighted mean, gated on goal progress
+    when some dimensions are marked ``goal`` (see the module docstring)."""
 
     def __init__(self) -> None:
         self._dims: dict[str, Dimension] = {}
 
     def dimension(
-        self, name: str, weight: float, description: str = ""
+        self, name: str, weight: float, description: str = "", *, goal: bool = False
     ) -> Callable[[DimensionFn], DimensionFn]:
-        """Register ``fn`` as a dimension (refuses duplicate names and non-positive weights)."""
+        """Register ``fn`` as a dimension (refuses duplicate names and non-positive weights); ``goal``
+        marks a dimension that measures the scenario's goal (what the others' pay is gated on)."""
         if name in self._dims:
             raise ValueError(f"duplicate evaluation dimension {name!r}")
         if not weight > 0:
             raise ValueError(f"dimension {name!r} needs a positive weight, got {weight!r}")
 
         def wrap(fn: DimensionFn) -> DimensionFn:
-            self._dims[name] = Dimension(name, float(weight), fn, description or (fn.__doc__ or "").strip())
+            text = description or (fn.__doc__ or "").strip()
+            self._dims[name] = Dimension(name, float(weight), fn, text, goal)
             return fn
 
         return wrap
@@ -47,19 +62,96 @@ class Evaluator:
     def dimensions(self) -> list[Dimension]:
         return list(self._dims.values())
 
-    def evaluate(self, state: dict[str, Any], scenario: Scenario) -> dict[str, Any]:
-        """Score ``state`` (the caller passes a private copy) against ``scenario``."""
+    def evaluate(
+        self,
+        state: dict[str, Any],
+        scenario: Scenario,
+        initial: dict[str, Any] | None = None,
+        reference: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Score ``state`` (the caller passes a private copy) against ``scenario``. ``initial`` is the
+        scenario's initial state, which goal progress is measured from (none: from a score of 0);
+        ``reference`` the state its reference solution reaches: with both, every record outside the
+        reference's footprint that changed (or an extra one created) costs ``COLLATERAL_PENALTY``."""
         if not self._dims:
             raise ValueError("evaluator has no dimensions")
+        raw = {d.name: _clip(d.fn(state, scenario)) for d in self._dims.values()}
+        goals = [d for d in self._dims.values() if d.goal]
+        progress, per = 1.0, {}
+        if goals:
+            start = {d.name: _clip(d.fn(initial, scenario))[0] for d in goals} if initial is not None else {}
+            # a goal dimension already met at the start has nothing to measure here: it guards instead
+            active = [d for d in goals if start.get(d.name, 0.0) < 1.0]
+            per = {d.name: _progress(raw[d.name][0], start.get(d.name, 0.0)) for d in active}
+            weight = sum(d.weight for d in active)
+            progress = sum(d.weight * per[d.name] for d in active) / weight if weight else 0.0
         dims: dict[str, Any] = {}
         total = weighted = 0.0
         for dim in self._dims.values():
-            score, reason = dim.fn(state, scenario)
-            score = min(1.0, max(0.0, float(score)))
+            score, reason = raw[dim.name]
+            paid = per[dim.name] if dim.name in per else score * progress
             dims[dim.name] = {"score": round(score, 4), "weight": dim.weight, "reason": reason}
+            if goals:
+                dims[dim.name]["paid"] = round(paid, 4)
             total += dim.weight
-            weighted += dim.weight * score
-        return {"dimensions": dims, "overall_score": round(weighted / total, 4)}
+            weighted += dim.weight * paid
+        overall = weighted / total
+        out: dict[str, Any] = {"dimensions": dims}
+        if goals:
+            out["goal_progress"] = round(progress, 4)
+        if initial is not None and reference is not None:
+            hits = collateral_writes(state, initial, reference)
+            overall *= penalty_score(len(hits), COLLATERAL_PENALTY)
+            out["collateral"] = hits
+        out["overall_score"] = round(overall, 4)
+        return out
+
+
+def _records(*values: Any) -> bool:
+    """Whether every value is a dict of records (``{id: {...}}``)."""
+    return all(isinstance(v, dict) and all(isinstance(r, dict) for r in v.values()) for v in values)
+
+
+def _allowed_list(key: str) -> bool:
+    """Lists a correct run may grow freely: the action log and logs (``*_log``), the documented allowance."""
+    return key in RUNTIME_KEYS or key.endswith("log")
+
+
+def collateral_writes(state: dict[str, Any], initial: dict[str, Any], reference: dict[str, Any]) -> list[str]:
+    """What ``state`` changed outside the reference solution's footprint: records of a top-level
+    collection (``{id: {...}}``) that the reference left as in ``initial`` but ``state`` changed or deleted,
+    more records created than the reference created, and more items appended to a top-level list (logs
+    and the action log excepted) than the reference appended."""
+    hits: list[str] = []
+    for key, before in initial.items():
+        if key in RUNTIME_KEYS:
+            continue
+        now, ref = state.get(key), reference.get(key)
+        if isinstance(before, dict) and _records(before, now if now is not None else {}, ref or {}):
+            now, ref = now or {}, ref or {}
+            for rid, rec in before.items():
+                if ref.get(rid) == rec and now.get(rid) != rec:
+                    hits.append(f"{key}/{rid} {'deleted' if rid not in now else 'changed'}")
+            extra = len(set(now) - set(before)) - len(set(ref) - set(before))
+            if extra > 0:
+                hits.append(f"{key}: {extra} record(s) created beyond the goal")
+        elif isinstance(before, list) and not _allowed_list(key):
+            grown = len(now) if isinstance(now, list) else 0
+            extra = grown - (len(ref) if isinstance(ref, list) else len(before))
+            if extra > 0:
+                hits.append(f"{key}: {extra} item(s) added beyond the goal")
+    return hits
+
+
+def _clip(result: tuple[float, str]) -> tuple[float, str]:
+    score, reason = result
+    return min(1.0, max(0.0, float(score))), reason
+
+
+def _progress(score: float, start: float) -> float:
+    """How far a goal dimension moved from its initial score (< 1) towards 1; 0 when it did not move or
+    fell back."""
+    return max(0.0, (score - start) / (1.0 - start))
 
 
 # ---- helpers over the action log, shared by evaluators ------------------------------------------------

@@ -21,7 +21,7 @@ def _find(state: dict[str, Any], want: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @EVALUATOR.dimension(
-    "goal_state", 0.45, "the expected matches were accepted or rejected, and no others accepted"
+    "goal_state", 0.45, "the expected matches were accepted or rejected, and no others accepted", goal=True
 )
 def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     decisions = scenario.evaluation.get("decisions", [])
@@ -45,7 +45,7 @@ def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     return 1 - len(bad) / len(checks), ("all decisions right" if not bad else "wrong: " + ", ".join(bad))
 
 
-@EVALUATOR.dimension("pool_setup", 0.2, "pools carry the requested criteria, top-K and candidates")
+@EVALUATOR.dimension("pool_setup", 0.2, "pools carry the requested criteria, top-K and candidates", goal=True)
 def pool_setup(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     specs = scenario.evaluation.get("pools", {})
     if not specs:

@@ -24,7 +24,7 @@ def _job_present(state: dict[str, Any], spec: dict[str, Any]) -> bool:
     )
 
 
-@EVALUATOR.dimension("ingest_and_process", 0.2, "the expected inputs were ingested and processed")
+@EVALUATOR.dimension("ingest_and_process", 0.2, "the expected inputs were ingested and processed", goal=True)
 def ingest_and_process(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     specs = scenario.evaluation.get("jobs", [])
     if not specs:
@@ -47,7 +47,9 @@ def aggregate_score(agg: dict[str, Any], groups: list[list[str]]) -> float:
     return good / len(groups) * penalty_score(extra, 0.2)
 
 
-@EVALUATOR.dimension("aggregation", 0.35, "the best current aggregate holds each expected story exactly once")
+@EVALUATOR.dimension(
+    "aggregation", 0.35, "the best current aggregate holds each expected story exactly once", goal=True
+)
 def aggregation(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     groups = scenario.evaluation.get("expected_groups", [])
     if not groups:
@@ -61,7 +63,7 @@ def aggregation(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
 
 
 @EVALUATOR.dimension(
-    "report", 0.3, "a report of a current, correct aggregate in the asked format and content"
+    "report", 0.3, "a report of a current, correct aggregate in the asked format and content", goal=True
 )
 def report(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     spec = scenario.evaluation.get("report")

@@ -55,7 +55,7 @@ def _rule_score(rule: dict[str, Any], spec: dict[str, Any]) -> float:
     return sum(checks) / len(checks)
 
 
-@EVALUATOR.dimension("rule_configuration", 0.35, "the requested rules exist and behave as asked")
+@EVALUATOR.dimension("rule_configuration", 0.35, "the requested rules exist and behave as asked", goal=True)
 def rule_configuration(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     specs = scenario.evaluation.get("new_rules", [])
     if not specs:
@@ -68,7 +68,9 @@ def rule_configuration(state: dict[str, Any], scenario: Scenario) -> tuple[float
     return sum(scores) / len(scores), "; ".join(notes)
 
 
-@EVALUATOR.dimension("existing_rules", 0.2, "existing rules were changed as asked (fields and behaviour)")
+@EVALUATOR.dimension(
+    "existing_rules", 0.2, "existing rules were changed as asked (fields and behaviour)", goal=True
+)
 def existing_rules(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     expected = scenario.evaluation.get("existing_rules", {})
     checks: list[tuple[str, bool]] = []
@@ -109,7 +111,7 @@ def _trace_score(state: dict[str, Any], spec: dict[str, Any]) -> float:
 
 
 @EVALUATOR.dimension(
-    "dispatch_trace", 0.2, "the requested events went through the engine with the right actions"
+    "dispatch_trace", 0.2, "the requested events went through the engine with the right actions", goal=True
 )
 def dispatch_trace(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     specs = scenario.evaluation.get("dispatch", [])

@@ -23,7 +23,9 @@ def _conversation(state: dict[str, Any], scenario: Scenario) -> tuple[dict[str, 
     return conv, state["contexts"][conv["conversation_id"]]
 
 
-@EVALUATOR.dimension("concerns_resolved", 0.25, "the concerns that can be solved were resolved, no others")
+@EVALUATOR.dimension(
+    "concerns_resolved", 0.25, "the concerns that can be solved were resolved, no others", goal=True
+)
 def concerns_resolved(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     """All concerns by default; ``expected_confirmed`` names them when some must go to another team."""
     conv, ctx = _conversation(state, scenario)
@@ -40,7 +42,7 @@ def _matches(adj: dict[str, Any], want: dict[str, Any]) -> bool:
 
 
 @EVALUATOR.dimension(
-    "commitments_backed", 0.2, "promised resolutions were backed by the right account adjustments"
+    "commitments_backed", 0.2, "promised resolutions were backed by the right account adjustments", goal=True
 )
 def commitments_backed(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     customer = scenario.evaluation["customer_id"]
@@ -63,7 +65,10 @@ def commitments_backed(state: dict[str, Any], scenario: Scenario) -> tuple[float
 
 
 @EVALUATOR.dimension(
-    "intent_identified", 0.15, "the agent recorded the latent intent and the customer felt understood"
+    "intent_identified",
+    0.15,
+    "the agent recorded the latent intent and the customer felt understood",
+    goal=True,
 )
 def intent_identified(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     conv, ctx = _conversation(state, scenario)
@@ -92,7 +97,7 @@ def customer_experience(state: dict[str, Any], scenario: Scenario) -> tuple[floa
     return score * penalty_score(over, 0.2), f"final valence {v}, {over} turn(s) beyond patience"
 
 
-@EVALUATOR.dimension("outcome", 0.15, "the conversation ended with the expected outcome")
+@EVALUATOR.dimension("outcome", 0.15, "the conversation ended with the expected outcome", goal=True)
 def outcome(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     conv, _ = _conversation(state, scenario)
     if conv is None:

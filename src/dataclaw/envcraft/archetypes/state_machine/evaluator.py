@@ -17,7 +17,9 @@ def _by_label(state: dict[str, Any], machine_id: str, label: str) -> dict[str, A
     return None
 
 
-@EVALUATOR.dimension("goal_state", 0.45, "entities ended in their expected states with the expected data")
+@EVALUATOR.dimension(
+    "goal_state", 0.45, "entities ended in their expected states with the expected data", goal=True
+)
 def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     ev = scenario.evaluation
     checks: list[tuple[str, Any, Any]] = []
@@ -41,7 +43,9 @@ def _edge_key(t: dict[str, Any]) -> tuple[str, str, str, str]:
     return t["source"], t["target"], t["trigger"], json.dumps(t.get("guard") or {}, sort_keys=True)
 
 
-@EVALUATOR.dimension("machine_definition", 0.25, "declared machines match the requested definition")
+@EVALUATOR.dimension(
+    "machine_definition", 0.25, "declared machines match the requested definition", goal=True
+)
 def machine_definition(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     specs = scenario.evaluation.get("machines", {})
     if not specs:

@@ -34,7 +34,9 @@ def _score(checks: list[tuple[str, bool]], empty: str) -> tuple[float, str]:
     return 1 - len(misses) / len(checks), ("as expected" if not misses else "wrong: " + ", ".join(misses))
 
 
-@EVALUATOR.dimension("queue_state", 0.35, "pending queues hold exactly the events still to be processed")
+@EVALUATOR.dimension(
+    "queue_state", 0.35, "pending queues hold exactly the events still to be processed", goal=True
+)
 def queue_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     checks = []
     for want in scenario.evaluation.get("queues", []):
@@ -57,7 +59,7 @@ def queue_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
 
 
 @EVALUATOR.dimension(
-    "publications", 0.25, "each expected event was published exactly once, with its priority"
+    "publications", 0.25, "each expected event was published exactly once, with its priority", goal=True
 )
 def publications(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     agent = [e for e in state["events"].values() if e.get("origin") == "agent"]
@@ -76,7 +78,9 @@ def publications(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]
     return _score(checks, "no publications expected")
 
 
-@EVALUATOR.dimension("topology", 0.2, "streams and subscriptions have the expected contracts and settings")
+@EVALUATOR.dimension(
+    "topology", 0.2, "streams and subscriptions have the expected contracts and settings", goal=True
+)
 def topology(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     checks = []
     for want in scenario.evaluation.get("streams", []):

@@ -26,7 +26,9 @@ def _find_new(state: dict[str, Any], calendar_id: str, title: str) -> dict[str, 
     return sorted(hits, key=lambda e: e["event_id"])[0] if hits else None
 
 
-@EVALUATOR.dimension("goal_state", 0.5, "events, splits, new bookings and calendars hold their target values")
+@EVALUATOR.dimension(
+    "goal_state", 0.5, "events, splits, new bookings and calendars hold their target values", goal=True
+)
 def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     ev = scenario.evaluation
     checks: list[tuple[str, bool]] = []
@@ -50,7 +52,9 @@ def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     return 1 - len(bad) / len(checks), ("all in place" if not bad else "wrong: " + ", ".join(bad))
 
 
-@EVALUATOR.dimension("conflicts_cleared", 0.2, "no double bookings remain on the calendars in scope")
+@EVALUATOR.dimension(
+    "conflicts_cleared", 0.2, "no double bookings remain on the calendars in scope", goal=True
+)
 def conflicts_cleared(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     scope = scenario.evaluation.get("clear_calendars", [])
     left = sorted(

@@ -17,7 +17,7 @@ def _get(obj: Any, dotted: str) -> Any:
     return obj
 
 
-@EVALUATOR.dimension("goal_state", 0.45, "expected ticket fields hold their target values")
+@EVALUATOR.dimension("goal_state", 0.45, "expected ticket fields hold their target values", goal=True)
 def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     expected = scenario.evaluation.get("expected", {})
     checks = [(tid, f, v) for tid, fields in expected.items() for f, v in fields.items()]
@@ -29,7 +29,9 @@ def goal_state(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     )
 
 
-@EVALUATOR.dimension("documentation", 0.2, "resolution notes and comments carry the required facts")
+@EVALUATOR.dimension(
+    "documentation", 0.2, "resolution notes and comments carry the required facts", goal=True
+)
 def documentation(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     checks: list[tuple[str, bool]] = []
     for tid, words in scenario.evaluation.get("note_keywords", {}).items():

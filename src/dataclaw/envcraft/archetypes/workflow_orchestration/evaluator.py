@@ -34,7 +34,9 @@ def _defined_matches(p: dict[str, Any], want: dict[str, Any]) -> list[str]:
     return misses
 
 
-@EVALUATOR.dimension("pipeline_outcome", 0.4, "pipelines and their stages ended in the expected statuses")
+@EVALUATOR.dimension(
+    "pipeline_outcome", 0.4, "pipelines and their stages ended in the expected statuses", goal=True
+)
 def pipeline_outcome(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     ev = scenario.evaluation
     checks: list[tuple[str, bool]] = []
@@ -61,7 +63,7 @@ def pipeline_outcome(state: dict[str, Any], scenario: Scenario) -> tuple[float, 
 
 
 @EVALUATOR.dimension(
-    "rollback_correctness", 0.2, "exactly the expected compensations, in reverse topological order"
+    "rollback_correctness", 0.2, "exactly the expected compensations, in reverse topological order", goal=True
 )
 def rollback_correctness(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     expected = scenario.evaluation.get("expected_compensations", {})
@@ -77,7 +79,9 @@ def rollback_correctness(state: dict[str, Any], scenario: Scenario) -> tuple[flo
     return 1 - len(wrong) / len(keys), ("correct" if not wrong else "wrong rollback of: " + ", ".join(wrong))
 
 
-@EVALUATOR.dimension("worker_fleet", 0.15, "the worker registry holds exactly the expected changes")
+@EVALUATOR.dimension(
+    "worker_fleet", 0.15, "the worker registry holds exactly the expected changes", goal=True
+)
 def worker_fleet(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     ev = scenario.evaluation
     checks = [(f"{w} registered", w in state["workers"]) for w in ev.get("registered", [])]
@@ -88,7 +92,7 @@ def worker_fleet(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]
     return 1 - len(misses) / len(checks), ("as expected" if not misses else "wrong: " + ", ".join(misses))
 
 
-@EVALUATOR.dimension("coordination", 0.1, "the expected inter-worker messages were sent")
+@EVALUATOR.dimension("coordination", 0.1, "the expected inter-worker messages were sent", goal=True)
 def coordination(state: dict[str, Any], scenario: Scenario) -> tuple[float, str]:
     wanted = scenario.evaluation.get("messages", [])
     if not wanted:

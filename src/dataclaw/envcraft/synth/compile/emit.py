@@ -66,7 +66,8 @@ def package_files(
 ) -> dict[str, str]:
     cls = "".join(w.title() for w in p.env.split("_"))[:60] + "Env"
     dims = "\n".join(
-        T.DIMENSION.substitute(name=name, weight=weight, doc=clean(doc)) for name, weight, doc in DIMENSIONS
+        T.DIMENSION.substitute(name=name, weight=weight, doc=clean(doc), goal=goal)
+        for name, weight, doc, goal in DIMENSIONS
     )
     doc = clean(p.spec.task_description, 300).replace('"', "'")
     return {

@@ -112,6 +112,14 @@ def _forbidden(p: Plan, g: _Goal) -> list[dict[str, Any]]:
     return out
 
 
+def _untouched(p: Plan, coll: str, rid: str) -> dict[str, Any]:
+    """Every record of every collection but the goal's, with its S0 fields: what must not change."""
+    return {
+        name: {r: dict(rec) for r, rec in sorted(p.state[name].items()) if (name, r) != (coll, rid)}
+        for name in sorted(p.collections)
+    }
+
+
 def build_scenario(p: Plan, sc: Any, index: int, claw: bool) -> dict[str, Any]:
     rules = [r.rule for r in sc.scoring_rules] if sc is not None else []
     goal = _rule_goal(p, rules) or _lifecycle_goal(p, index)
@@ -120,7 +128,6 @@ def build_scenario(p: Plan, sc: Any, index: int, claw: bool) -> dict[str, Any]:
     expected: dict[str, Any] = dict(goal.updates)
     if goal.status_path:
         expected[c.status_field] = goal.status_path[-1]
-    others = [r for r in sorted(p.state[c.name]) if r != goal.rid][:3]
     label = rec.get(c.label_field) or goal.rid
     what = ", ".join(f"{k} = {v!r}" for k, v in expected.items())
     concrete = (
@@ -149,7 +156,8 @@ def build_scenario(p: Plan, sc: Any, index: int, claw: bool) -> dict[str, Any]:
         "overrides": {},
         "evaluation": {
             "expected": {c.name: {goal.rid: expected}},
-            "untouched": {c.name: {r: {c.status_field: p.state[c.name][r][c.status_field]} for r in others}},
+            "untouched": _untouched(p, c.name, goal.rid),
+            "record_ids": {name: sorted(p.state[name]) for name in sorted(p.collections)},
             "penalised": list(PENALISED),
             "scoring_rules": [r.model_dump() for r in sc.scoring_rules] if sc is not None else [],
             "gold_facts": gold,

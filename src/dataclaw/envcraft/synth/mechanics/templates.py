@@ -73,7 +73,7 @@ EVALUATOR = Evaluator()
 $dimensions''')
 
 DIMENSION = Template("""
-@EVALUATOR.dimension("$name", $weight, "$doc")
+@EVALUATOR.dimension("$name", $weight, "$doc", goal=$goal)
 def $name(state: dict, scenario: Scenario) -> tuple[float, str]:
     return _dims.$name(state, scenario.evaluation)
 """)
