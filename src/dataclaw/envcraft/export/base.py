@@ -147,6 +147,34 @@ def method_name(tool: str) -> str:
     return name
 
 
+def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter schema with its ``anyOf`` folded in, for trainer formats that read ``type``/``enum``/
+    ``items`` at the top (an imported tool wraps its type in ``anyOf`` so the runtime passes values through
+    unconverted: BFCL's ``{"anyOf": [{"type": "integer"}]}`` is an integer to the agent). Several members
+    become a type list; an enum is kept only when every member has one."""
+    members = schema.get("anyOf")
+    if not isinstance(members, list) or not members:
+        return schema
+    flat = [flat_schema(m) for m in members if isinstance(m, dict)]
+    out = {k: v for k, v in schema.items() if k != "anyOf"}
+    if len(flat) == 1:
+        return {**flat[0], **out}
+    kinds: list[str] = []
+    for m in flat:
+        kind = m.get("type")
+        for k in kind if isinstance(kind, list) else [kind] if kind else []:
+            if k not in kinds:
+                kinds.append(k)
+    if kinds and all(m.get("type") for m in flat):
+        out["type"] = kinds[0] if len(kinds) == 1 else kinds
+    if all("enum" in m for m in flat):
+        out["enum"] = list(dict.fromkeys(v for m in flat for v in m["enum"]))
+    arrays = [m["items"] for m in flat if m.get("type") == "array" and "items" in m]
+    if len(arrays) == 1:
+        out["items"] = arrays[0]
+    return out
+
+
 def check_gold(env_cls: Any, tasks: list[ToolTask]) -> None:
     """Replay every task's gold chain from S0: the verifier must score it 1.0 (a stale task set — the
     environment changed since synthesis — would otherwise train on rewards nobody can earn)."""

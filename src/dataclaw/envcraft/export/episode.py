@@ -57,6 +57,26 @@ class ToolCallError(ValueError):
         self.category = category
 
 
+class _Omitted:
+    """The type of :data:`OMITTED` (one instance; its repr is its name, as the generated code spells it)."""
+
+    _one: _Omitted | None = None
+
+    def __new__(cls) -> _Omitted:
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __repr__(self) -> str:
+        return "OMITTED"
+
+
+OMITTED: Any = _Omitted()
+"""The default of every optional parameter of a generated trainer method: an argument the caller did not
+give is left out of the tool call, so the tool's own default applies (a ``None`` stand-in would override
+it, e.g. BFCL's ``tags=[]``). The method's signature keeps its type hint, so the trainer's schema does too."""
+
+
 def opening_message(task: ToolTask) -> str:
     """The user's first message (:meth:`ToolTask.opening`); an error when the task has none."""
     text = task.opening()
@@ -274,10 +294,11 @@ class Episode:
         return result
 
     def call(self, tool: str, /, **params: Any) -> str:
-        """Run one tool call and return its data as JSON text; a refused call raises
-        :class:`ToolCallError` with the environment's agent-safe message (the trainer shows it to the
-        agent as the tool's error and counts it as a failed call)."""
-        result = self.envelope(tool, params)
+        """Run one tool call (parameters left at :data:`OMITTED` are not sent) and return its data as JSON
+        text; a refused call raises :class:`ToolCallError` with the environment's agent-safe message (the
+        trainer shows it to the agent as the tool's error and counts it as a failed call)."""
+        given = {k: v for k, v in params.items() if v is not OMITTED}
+        result = self.envelope(tool, given)
         if result.get("status") != "ok":
             err = result.get("error") or {}
             raise ToolCallError(tool, str(err.get("category", "error")), str(err.get("message", "failed")))

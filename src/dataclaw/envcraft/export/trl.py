@@ -5,6 +5,9 @@ dataset row (its return text is appended to the prompt's last user message), off
 but ``reset``/``get_reward`` as a tool — the schema comes from the type hints and the Google-style
 docstring (``transformers.utils.get_json_schema``) — and takes ``get_reward()`` as a reward source. The
 generated class is that, per environment group, over :class:`~dataclaw.envcraft.export.episode.Episode`.
+Each method's type hints carry the tool's parameter types and enums (``anyOf``/type lists as unions), its
+docstring the descriptions; an optional parameter defaults to ``OMITTED``, so an argument the model left
+out is not sent and the tool's own default applies (as in process and through VERL).
 
 Files: ``envcraft_trl.py`` (the class, ``envcraft_reward``, ``train_dataset()``), ``dataset.jsonl``
 (``prompt`` = system message + an empty user message that ``reset`` fills, ``task_id``, ``env``,
@@ -38,31 +41,42 @@ def lit(value: Any) -> str:
 
 
 def hint(schema: dict[str, Any]) -> str:
-    """The Python type hint of a tool parameter's JSON schema (the inverse of the runtime's ``@tool``)."""
+    """The Python type hint of a tool parameter's JSON schema (the inverse of the runtime's ``@tool``, and
+    of what ``transformers.utils.get_json_schema`` reads back): ``anyOf`` and type lists become unions, so an
+    imported tool's wrapped types (BFCL's ``{"anyOf": [{"type": "integer"}]}``) keep their type."""
     if "enum" in schema:
         return "Literal[" + ", ".join(lit(v) for v in schema["enum"]) + "]"
+    if isinstance(schema.get("anyOf"), list) and schema["anyOf"]:
+        return _union([hint(s) for s in schema["anyOf"]])
     kind = schema.get("type")
+    if isinstance(kind, list) and kind:
+        return _union([hint({**schema, "type": k}) for k in kind])
     if kind in _SCALAR_HINTS:
         return _SCALAR_HINTS[kind]
+    if kind == "null":
+        return "None"
     if kind == "array":
-        return f"list[{hint(schema['items'])}]" if "items" in schema else "list"
+        return f"list[{hint(schema['items'])}]" if isinstance(schema.get("items"), dict) else "list"
     if kind == "object":
         return "dict"
     return "Any"
 
 
-def _default(value: Any) -> str:
-    return lit(value) if value is None or isinstance(value, str | int | float | bool) else "None"
+def _union(hints: list[str]) -> str:
+    unique = list(dict.fromkeys(hints))
+    return "Any" if "Any" in unique else " | ".join(unique)
 
 
 def method_source(method: str, spec: Any) -> str:
     """One typed, docstringed method that runs tool ``spec`` in the episode."""
     args, docs, call = ["self"], [], []
     for p in sorted(spec.params, key=lambda p: not p.required):  # required first: Python's rule
-        h, default = hint(p.schema), _default(p.default)
-        if p.nullable or (not p.required and default == "None"):
+        h = hint(p.schema)
+        # ``None`` is in the type only where the tool takes it as a value of its own (its default is None),
+        # not because a parameter is optional: an omitted argument is left out, never sent as None
+        if p.nullable and p.default is None and h not in ("Any", "None") and "None" not in h.split(" | "):
             h += " | None"
-        args.append(f"{p.name}: {h}" if p.required else f"{p.name}: {h} = {default}")
+        args.append(f"{p.name}: {h}" if p.required else f"{p.name}: {h} = OMITTED")
         desc = " ".join((p.description or p.schema.get("type", "value")).split())
         docs.append(f"    {p.name}: {desc}")
         call.append(f"{p.name}={p.name}")
@@ -99,7 +113,7 @@ by itself; pass ``envcraft_reward`` as ``reward_funcs`` only when training witho
 from pathlib import Path
 from typing import Any, Literal
 
-from dataclaw.envcraft.export.episode import Episode, TaskSet
+from dataclaw.envcraft.export.episode import OMITTED, Episode, TaskSet
 
 HERE = Path(__file__).resolve().parent
 TASKS = TaskSet(HERE)

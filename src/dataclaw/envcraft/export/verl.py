@@ -24,7 +24,7 @@ import yaml
 
 from dataclaw.core.errors import require
 from dataclaw.envcraft.export import EXPORTERS
-from dataclaw.envcraft.export.base import Exporter, ExportResult, Prepared, write_common
+from dataclaw.envcraft.export.base import Exporter, ExportResult, Prepared, flat_schema, write_common
 from dataclaw.envcraft.export.episode import opening_message
 
 TOOLS_MODULE = "dataclaw_verl_tools"
@@ -169,12 +169,15 @@ def tool_schema(method: str, spec: Any) -> dict[str, Any]:
     ``type``, ``description``, ``enum``: an array's item type goes into its description)."""
     props = {}
     for p in spec.params:
+        schema = flat_schema(p.schema)  # an imported tool's ``anyOf``-wrapped type is its type
         desc = " ".join((p.description or "").split())
-        if p.schema.get("type") == "array" and "items" in p.schema:
-            desc = f"{desc} (a list of {p.schema['items'].get('type', 'value')} values)".strip()
-        prop: dict[str, Any] = {"type": p.schema.get("type", "string"), "description": desc}
-        if "enum" in p.schema:
-            prop["enum"] = list(p.schema["enum"])
+        if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+            item = flat_schema(schema["items"]).get("type", "value")
+            item = " or ".join(item) if isinstance(item, list) else item
+            desc = f"{desc} (a list of {item} values)".strip()
+        prop: dict[str, Any] = {"type": schema.get("type", "string"), "description": desc}
+        if "enum" in schema:
+            prop["enum"] = list(schema["enum"])
         props[p.name] = prop
     return {
         "type": "function",
