@@ -7,7 +7,7 @@ every archetype scenario and every package compiled from the synthesis tests' fi
   step of the reference or of the forbidden actions, aimed at another record of the same collection);
 - ``destructive``: the reference with its last write replaced by a destructive one on the record it
   writes (a cancel/delete/reject-like tool given its ids, or the last write with another enum value);
-- ``destructive_alone``: that destructive move alone, from the initial state.
+- ``destructive_alone``: that destructive move after only the reference steps that make no goal progress.
 
 ``python tests/envcraft/test_evaluator_soundness.py [-v]`` prints the counts per policy (and the rows).
 """
@@ -142,11 +142,23 @@ def policies(env_cls: type[Environment], scenario: Scenario, root: Path) -> dict
             _run(env, sid, prefix)
             if _try(env, sid, step):
                 out["destructive"] = score(env, sid)
-                sid = env.create_session(scenario.scenario_id)
+                sid = _setup(env, scenario, prefix)
                 if _try(env, sid, step):
                     out["destructive_alone"] = score(env, sid)
                 break
     return out
+
+
+def _setup(env: Environment, scenario: Scenario, prefix: list[dict[str, Any]]) -> str:
+    """A fresh session where only the prefix steps that make no goal progress ran (log-ins, reads,
+    opening a conversation): the destructive move then comes with no progress of its own."""
+    sid = env.create_session(scenario.scenario_id)
+    for step in prefix:
+        snap = env.get_session_state(sid)
+        env.call(sid, step["tool"], **step.get("params", {}))
+        if env.evaluate_session(sid).get("goal_progress", 0.0) > 0:
+            env.restore_env_state(snap)
+    return sid
 
 
 def _destructive(env_cls: type[Environment], target: dict[str, Any]) -> list[dict[str, Any]]:
@@ -266,6 +278,7 @@ def test_a_destructive_move_on_the_target_fails(rows: dict[str, list[dict[str, A
     assert len(ran) >= (5 if kind == "archetypes" else 10)
     assert not (bad := [r for r in ran if r["destructive"] >= PASS_THRESHOLD]), _fmt(bad)
     alone = [r for r in rows[kind] if r["destructive_alone"] is not None]
+    assert len(alone) >= (3 if kind == "archetypes" else 10)
     assert not (bad := [r for r in alone if r["destructive_alone"] != 0.0]), _fmt(bad)
 
 
