@@ -43,6 +43,56 @@ def check_schema(schema: Any) -> Any:
     return _checked_validator(canonical)
 
 
+GRAMMAR_MAX_REPEAT = 256
+"""The largest length bound (and integer range turned into an enum) a grammar is given. llama.cpp writes
+``maxLength: n`` as n nested optional groups, and its sampler recurses once per level: around 1000 levels
+overflow the C stack (a segfault that takes the whole process down)."""
+
+_GRAMMAR_DROPPED = ("pattern", "format")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_SUBSCHEMAS = (
+    "items", "prefixItems", "additionalProperties", "anyOf", "oneOf", "allOf", "not", "if", "then", "else",
+    "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+)  # fmt: skip
+
+
+def grammar_schema(schema: Any) -> Any:
+    """``schema`` as a grammar-constrained decoder can hold it: ``pattern``/``format`` and minimum lengths
+    above :data:`GRAMMAR_MAX_REPEAT` dropped, maximum lengths (strings, arrays) capped at it, a small integer
+    range written as an ``enum`` (llama.cpp ignores ``minimum``/``maximum``). Only the caps are stricter
+    than ``schema``; everything dropped is checked when the answer is validated against the full
+    ``schema`` afterwards."""
+    if isinstance(schema, list):  # anyOf, prefixItems …
+        return [grammar_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in _GRAMMAR_DROPPED and isinstance(value, str):
+            continue
+        if key in ("maxLength", "maxItems") and isinstance(value, int) and value > GRAMMAR_MAX_REPEAT:
+            out[key] = GRAMMAR_MAX_REPEAT  # capped: the decoder must also stop (small models ramble)
+            continue
+        if key in ("minLength", "minItems") and isinstance(value, int) and value > GRAMMAR_MAX_REPEAT:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: grammar_schema(v) for k, v in value.items()}
+        elif key in _SUBSCHEMAS:
+            out[key] = grammar_schema(value)
+        else:  # enum, const, default, required …: values, not schemas
+            out[key] = value
+    low, high = out.get("minimum"), out.get("maximum")
+    if (
+        out.get("type") == "integer"
+        and isinstance(low, int)
+        and isinstance(high, int)
+        and 0 <= high - low <= GRAMMAR_MAX_REPEAT
+        and "enum" not in out
+    ):
+        out["enum"] = list(range(low, high + 1))
+    return out
+
+
 def _strip_fences(text: str) -> str:
     """Drop a Markdown code fence around JSON (servers without constrained decoding add them)."""
     s = text.strip()
@@ -60,7 +110,8 @@ def parse_json_answer(text: str | None, schema: dict[str, Any], model: str) -> A
             f"model {model} returned no text where JSON was required", model=model, raw_text=text
         )
     try:
-        value = json.loads(_strip_fences(text))
+        # strict=False: a raw newline inside a string (grammar decoders allow one) is still readable JSON
+        value = json.loads(_strip_fences(text), strict=False)
     except ValueError as exc:
         raise ModelOutputError(
             f"model {model} returned invalid JSON ({exc.msg} at char {exc.pos}): {text[:120]!r}",

@@ -16,6 +16,7 @@ from typing import Any
 
 from dataclaw.core.registry import Registry
 from dataclaw.models.errors import InvalidSchemaError
+from dataclaw.models.schema import grammar_schema
 
 SchemaForm = Callable[[dict[str, Any], str], dict[str, Any]]
 """(schema, name) → top-level fields to merge into the chat-completions request body."""
@@ -83,8 +84,9 @@ def _ollama_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
 
 @register_server_kind("llamacpp")
 def _llamacpp_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    """llama.cpp's own ``llama-server``: top-level ``json_schema`` (converted to a grammar by the server)."""
-    return {"json_schema": schema}
+    """llama.cpp's own ``llama-server``: top-level ``json_schema`` (converted to a grammar by the server,
+    so relaxed into one it can hold; the answer is validated against the full schema)."""
+    return {"json_schema": grammar_schema(schema)}
 
 
 def _string_contents(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,8 +98,9 @@ def _string_contents(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @register_server_kind("llama-cpp-python", messages=_string_contents)
 def _llama_cpp_python_form(schema: dict[str, Any], name: str) -> dict[str, Any]:
     """llama-cpp-python's ``llama_cpp.server``: ``response_format: {type: json_object, schema}``. It ignores
-    a top-level ``json_schema`` and answers HTTP 500 to ``response_format: {type: json_schema}``."""
-    return {"response_format": {"type": "json_object", "schema": schema}}
+    a top-level ``json_schema`` and answers HTTP 500 to ``response_format: {type: json_schema}``. A grammar
+    too, so the schema is relaxed into one it can hold."""
+    return {"response_format": {"type": "json_object", "schema": grammar_schema(schema)}}
 
 
 @register_server_kind("none")

@@ -6,13 +6,17 @@ constrained decoding. It is weak; it exists so every pipeline runs offline on a 
 ``llm`` plugin with dependencies we do not install). ``local:/path/to/model.gguf`` runs any other GGUF.
 
 A model is loaded once per process and shared; llama.cpp is not re-entrant, so calls on one model are
-serialised by a lock and run in a worker thread to keep the event loop free.
+serialised by a lock and run in a worker thread to keep the event loop free. A cancelled call (a rollout
+whose budget ran out) returns at once to its caller, but its thread decodes to the end of the answer
+(``max_tokens`` at most) before the next call gets the model: llama-cpp-python swallows exceptions raised
+in its per-token callbacks, so decoding cannot be stopped from outside.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import importlib.util
 import json
 import os
@@ -22,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.core.errors import ConfigError, require
-from dataclaw.core.ids import stable_hash
+from dataclaw.core.ids import canonical_json, stable_hash
 from dataclaw.core.registry import Registry
 from dataclaw.models.backends.base import refuse_unknown_options, register_backend, take_option
 from dataclaw.models.errors import ModelOutputError, ModelRequestError, UnknownModelError
 from dataclaw.models.images import drop_images
+from dataclaw.models.schema import grammar_schema
 from dataclaw.models.types import Backend, ChatRequest, Generation, Usage
 
 
@@ -142,6 +147,64 @@ def tool_call_schema(tools: list[dict[str, Any]], tool_choice: Any) -> dict[str,
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 
+GRAMMAR_MAX_DEPTH = 300
+"""The deepest nesting of groups a grammar may have before llama.cpp is given it. Its sampler recurses once
+per level and runs on the C stack, in this process: a grammar of ~1000 levels (``maxLength: 1200``)
+segfaults, killing the run; 600 levels still work. The check runs before the grammar is built, so a schema
+too deep for it is this call's :class:`ModelRequestError` (a ``model_error`` reject), never a crash."""
+
+
+def grammar_depth(gbnf: str) -> int:
+    """The deepest nesting of parenthesised groups in a GBNF grammar (quoted literals and character
+    classes skipped)."""
+    depth = deepest = 0
+    quote: str | None = None
+    escaped = False
+    for ch in gbnf:
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch == '"':
+            quote = '"'
+        elif ch == "[":
+            quote = "]"
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
+
+
+@functools.lru_cache(maxsize=128)
+def _checked_grammar(canonical: str) -> str | None:
+    """Why the grammar of the schema serialised as ``canonical`` must not reach llama.cpp, or None."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    try:
+        gbnf = json_schema_to_gbnf(canonical)
+    except (ValueError, KeyError, TypeError, NotImplementedError, RecursionError) as exc:
+        return f"the schema cannot become a grammar ({type(exc).__name__}: {exc})"[:300]
+    depth = grammar_depth(gbnf)
+    if depth > GRAMMAR_MAX_DEPTH:
+        return f"the schema's grammar nests {depth} levels deep (llama.cpp holds {GRAMMAR_MAX_DEPTH})"
+    return None
+
+
+def decoding_schema(schema: dict[str, Any], model_id: str) -> dict[str, Any]:
+    """The schema the grammar is built from: ``schema`` relaxed by :func:`grammar_schema` (the answer is
+    validated against the full one afterwards), refused when its grammar is still too deep to hold."""
+    relaxed = grammar_schema(schema)
+    problem = _checked_grammar(canonical_json(relaxed))
+    if problem:
+        raise ModelRequestError(f"model {model_id}: {problem}", model=model_id)
+    return relaxed
+
+
 class LlamaCppBackend(Backend):
     """A GGUF model in this process."""
 
@@ -178,14 +241,17 @@ class LlamaCppBackend(Backend):
         return await asyncio.to_thread(self._generate_sync, request)
 
     def _generate_sync(self, request: ChatRequest) -> Generation:
-        loaded = self.load()
         use_tools = bool(request.tools) and request.tool_choice != "none"
         schema = (
             tool_call_schema(request.tools or [], request.tool_choice) if use_tools else request.json_schema
         )
         kwargs: dict[str, Any] = {"temperature": 0.0, "max_tokens": self.max_tokens, **request.params}
         if schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+            kwargs["response_format"] = {
+                "type": "json_object",
+                "schema": decoding_schema(schema, self.model_id),
+            }
+        loaded = self.load()
         # chat templates want string contents: text parts joined (images were refused or dropped)
         messages = drop_images(request.messages)
         with loaded.lock:
