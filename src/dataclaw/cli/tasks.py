@@ -102,15 +102,22 @@ _TASKS_HELP = "tasks.jsonl, a run directory holding one, or a folder of claw tas
 def _rollout_table(title: str, s: dict) -> None:
     table = Table(title=title)
     cols = ["tasks", "unloadable", "rollouts", "mean reward", "full reward", "defects", "errors"]
-    cols.append("stop reasons")
+    cols += ["stop reasons", "budget exceeded"]
     for col in cols:
         table.add_column(col)
     fmt = lambda d: ", ".join(f"{k}={v}" for k, v in sorted(d.items())) or "-"  # noqa: E731
     table.add_row(
         str(s["tasks"]), str(s.get("unloadable", 0)), str(s["rollouts"]), str(s["mean_reward"]),
         str(s["full_reward"]), str(s["defects"]), fmt(s["errors"]), fmt(s["stop_reasons"]),
+        str(s.get("budget_exceeded", 0)),
     )  # fmt: skip
     console.print(table)
+    if s.get("wall_s_max") is not None:
+        over = s.get("overrun_s_max")
+        console.print(
+            f"episode wall time {s['wall_s_total']:.1f} s in all, longest {s['wall_s_max']:.1f} s"
+            + (f"; most over its budget {over:.1f} s" if over is not None else "")
+        )
 
 
 def _print_unloadable(broken: list[dict[str, Any]], run: Path) -> None:

@@ -115,15 +115,42 @@ def test_max_turns_ends_the_episode(gold_tool_task) -> None:
     assert traj.reward == 0.0 and traj.error is None
 
 
-def test_the_wall_clock_budget_is_a_timeout_not_a_defect(gold_tool_task) -> None:
-    traj, _ = _roll(
-        lambda req: Reply.tool_call("list_tickets", {}, delay=0.4),
-        ToolTaskHarness(gold_tool_task),
-        RolloutConfig(timeout_s=0.6),
+def _slow_after(calls: list, n_fast: int, delay: float):
+    """The scripted agent, whose answers after the first ``n_fast`` take ``delay`` seconds."""
+    script = scripted_agent(calls)
+
+    def respond(req):
+        reply = script(req)
+        if sum(1 for m in req.body["messages"] if m["role"] == "assistant") >= n_fast:
+            reply.delay = delay
+        return reply
+
+    return respond
+
+
+@pytest.mark.parametrize("n_fast", ["all", "all_but_last"])
+def test_the_budget_stops_the_episode_and_the_state_reached_is_scored(gold_tool_task, n_fast) -> None:
+    import time
+
+    gold = _gold(gold_tool_task)
+    fast = len(gold) if n_fast == "all" else len(gold) - 1
+    t = time.monotonic()
+    traj, server = _roll(
+        _slow_after(gold, fast, delay=20), ToolTaskHarness(gold_tool_task), RolloutConfig(timeout_s=2)
     )
-    assert traj.stop_reason == "timeout"
-    assert traj.error["boundary"] == "timeout"
-    assert traj.reward == 0.0 and not traj.defect
+    took = time.monotonic() - t
+    assert 2 <= traj.wall_s < 2.8 and took < 6, (traj.wall_s, took)  # not the 20 s the model would take
+    assert traj.stop_reason == "budget_exceeded" and traj.budget_exceeded and traj.budget_s == 2
+    assert traj.error is None and not traj.defect
+    assert len(traj.steps) == fast
+    # scored by the verifier: the gold state reached earns its reward, one write short of it does not
+    assert traj.score and traj.reward == (1.0 if n_fast == "all" else 0.0)
+    assert server.request_count == fast + 1
+
+
+def test_a_quick_episode_is_within_its_budget(gold_tool_task) -> None:
+    traj, _ = _roll(scripted_agent(_gold(gold_tool_task)), ToolTaskHarness(gold_tool_task))
+    assert not traj.budget_exceeded and traj.budget_s == 300 and traj.wall_s < 300
 
 
 def test_a_model_failure_is_recorded_once_at_the_model_boundary(gold_tool_task) -> None:
@@ -258,3 +285,33 @@ def test_no_path_string_resolves_outside_the_workspace(tmp_path: Path, path: str
         return
     root = ws.resolve()
     assert host == root or root in host.parents
+
+
+def test_cli_rollout_holds_the_budget_and_totals_it_in_the_summary(gold_tool_task, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(gold_tool_task) + "\n")
+    gold = _gold(gold_tool_task)
+    with OpenAIServer(responder=_slow_after(gold, 1, delay=30)) as server:
+        cmd = [
+            str(Path(sys.executable).parent / "dataclaw"), "tasks", "rollout", str(tasks), "-n", "3",
+            "-o", str(tmp_path / "run"), "--model", f"{server.base_url}::agent", "--timeout", "2",
+        ]  # fmt: skip
+        t = time.monotonic()
+        res = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=120, env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"}
+        )
+        took = time.monotonic() - t
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert took < 20, took  # three 2 s episodes at once, not three 30 s model calls
+    recs = [json.loads(line) for line in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
+    assert len(recs) == 3
+    assert all(r["budget_exceeded"] and r["stop_reason"] == "budget_exceeded" for r in recs)
+    assert all(r["error"] is None and r["score"] and 2 <= r["wall_s"] < 3 for r in recs)
+    summary = json.loads((tmp_path / "run" / "manifest.json").read_text())["rollout"]["summary"]
+    assert summary["budget_exceeded"] == 3 and summary["overrun_s_max"] < 1
+    assert 6 <= summary["wall_s_total"] < 9
+    assert "budget exceeded" in res.stdout and "most over its budget" in res.stdout

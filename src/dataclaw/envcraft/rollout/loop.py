@@ -5,7 +5,12 @@ appended as a ``tool`` message. Recoverable tool errors (bad ids, invalid transi
 stay in the trajectory so a policy can learn to recover. When the model answers without a tool call the
 simulated user says the next of the task's decomposed turns; after the last one (or a ``finish`` call)
 the episode ends and the verifier assigns the reward: binary for tool tasks, [0, 1] for claw tasks.
-Limits: ``max_turns`` model turns (default 32) and a wall-clock ``timeout_s`` (default 300 s).
+Limits: ``max_turns`` model turns (default 32) and a wall-clock ``timeout_s`` (default 300 s). The budget
+holds: at ``timeout_s`` the model call in flight is cancelled (the request is dropped; the embedded model
+stops at its next token), no further tool call starts, the episode ends with stop reason
+``budget_exceeded`` and the state reached is scored by the verifier like any other ending; the trajectory
+records ``budget_exceeded`` and ``budget_s``. A tool call already running is not interrupted (its
+environment is left consistent for the verifier), so the episode ends at most one tool call late.
 
 Fit for RL (issue 14): a tool call whose arguments are not a JSON object is an ``invalid_call``
 observation the model can recover from (``""`` for a tool without parameters is taken as ``{}``), counted
@@ -48,6 +53,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 4096
 STOP_CONTEXT_OVERFLOW = "context_overflow"
+STOP_BUDGET = "budget_exceeded"
 METRIC_KEYS = (
     "tool_calls",
     "tool_errors",
@@ -151,6 +157,10 @@ class Trajectory:
     defect: bool = False
     """The task data failed (verifier error, setup error): not an agent failure (D.6)."""
     wall_s: float = 0.0
+    budget_s: float = 0.0
+    """The wall-clock budget the episode ran under (``timeout_s``)."""
+    budget_exceeded: bool = False
+    """The budget ran out: the episode was stopped there and the state reached was scored."""
     model_s: float = 0.0
     env_s: float = 0.0
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
@@ -170,6 +180,10 @@ def rollout_id(task_id: str, model_id: str, sample: int, seed: int | None = None
     """Deterministic: the same task, model, sample index and seed give the same id (resume key)."""
     key: list[object] = [model_id, sample] if seed is None else [model_id, sample, seed]
     return child_id(task_id, "rollout", key, label=f"s{sample}")
+
+
+class BudgetSpent(RolloutTimeout):
+    """The episode's wall-clock budget ran out: the episode ends, the state reached is scored."""
 
 
 class ContextOverflow(RolloutError):
@@ -270,9 +284,10 @@ class _Run:
         )
 
     def remaining(self) -> float:
+        """Seconds left of the budget; :class:`BudgetSpent` when none are."""
         left = self.config.timeout_s - (time.monotonic() - self.t0)
         if left <= 0:
-            raise RolloutTimeout(f"turn {self.traj.turns} (budget {self.config.timeout_s:g} s)")
+            raise BudgetSpent(f"turn {self.traj.turns} (budget {self.config.timeout_s:g} s)")
         return left
 
     async def env(self, fn: Any, *args: Any) -> Any:
@@ -296,8 +311,10 @@ class _Run:
                 except ContextLengthError as exc:
                     raise ContextOverflow(f"model call at turn {self.traj.turns}", exc) from exc
         except ModelCallError as exc:
-            if isinstance(exc.__cause__, TimeoutError):
-                raise RolloutTimeout(f"waiting for the model at turn {self.traj.turns}") from exc
+            if isinstance(exc.__cause__, TimeoutError):  # wait_for cancelled the call in flight
+                raise BudgetSpent(
+                    f"waiting for the model at turn {self.traj.turns} (budget {self.config.timeout_s:g} s)"
+                ) from exc
             raise
         finally:
             self.traj.model_s += time.perf_counter() - t
@@ -366,6 +383,15 @@ class _Run:
             {"role": "user", "content": turns[0]},
         ]
         said = 1
+        try:
+            return await self._talk(tools, names, turns, said)
+        except BudgetSpent as exc:
+            self.traj.budget_exceeded = True
+            log.info("%s: %s", self.traj.id, exc)
+            return STOP_BUDGET
+
+    async def _talk(self, tools: list[dict[str, Any]], names: set[str], turns: list[str], said: int) -> str:
+        """The turns of :meth:`episode`; raises :class:`BudgetSpent` when the budget runs out."""
         while self.traj.turns < self.config.max_turns:
             self.traj.turns += 1
             try:
@@ -392,6 +418,7 @@ class _Run:
                 return "agent_stopped"
             finished = False
             for call, raw in zip(msg["tool_calls"], raws, strict=True):
+                self.remaining()  # no tool call starts once the budget is spent
                 result = await self.call_tool(self.traj.turns, call, raw, names)
                 finished = finished or (result.finished and call["function"]["name"] in TERMINAL_TOOLS)
             if finished:
@@ -412,11 +439,11 @@ async def run_rollout(
     config = config or RolloutConfig()
     run = _Run(model, harness, config, sample, seed)
     traj = run.traj
+    traj.budget_s = config.timeout_s
     try:
         with boundary(SetupError, "instantiating the task"):
             await run.env(harness.setup)
         traj.stop_reason = await run.episode()
-        run.remaining()
         harness.messages = traj.messages  # claw graders may read the transcript (run_verifier's stdin)
         with boundary(VerifierError, "scoring the final state"):
             scored = await run.env(harness.score)

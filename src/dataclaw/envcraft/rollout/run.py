@@ -142,4 +142,19 @@ def rollout_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": dict(errors),
         "stop_reasons": dict(Counter(r["stop_reason"] for r in records)),
         "mean_turns": round(sum(r["turns"] for r in records) / len(records), 2) if records else None,
+        **budget_totals(records),
+    }
+
+
+def budget_totals(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-run wall-clock totals: episodes' wall time summed and the longest, how many ran out of their
+    budget (stopped there and scored), and the most any episode overran its budget (records older than
+    the budget fields count as within it)."""
+    walls = [float(r.get("wall_s") or 0.0) for r in records]
+    over = [float(r.get("wall_s") or 0.0) - float(r["budget_s"]) for r in records if r.get("budget_s")]
+    return {
+        "wall_s_total": round(sum(walls), 2),
+        "wall_s_max": round(max(walls), 2) if walls else None,
+        "budget_exceeded": sum(1 for r in records if r.get("budget_exceeded")),
+        "overrun_s_max": round(max(0.0, *over), 2) if over else None,
     }
