@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from dataclaw.core.store import is_current
-from envcraft.rollout.rollout_helpers import example_claw_task, tool_task
+from envcraft.quality.quality_helpers import guarded_tool_task
+from envcraft.rollout.rollout_helpers import example_claw_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("require_sandbox")]
 
@@ -137,7 +138,7 @@ def test_serial_and_parallel_audits_agree(task_set: Path, tmp_path: Path):
 
 def test_a_mixed_tasks_jsonl_gets_one_report_per_task(tmp_path: Path):
     claw = example_claw_task("smart_home_energy_cost").to_record()
-    tool = tool_task()
+    tool = guarded_tool_task()
     src = tmp_path / "tasks.jsonl"
     src.write_text(json.dumps(tool) + "\n" + json.dumps(claw) + "\n")
     run = tmp_path / "run"

@@ -29,6 +29,7 @@ from dataclaw.envcraft.tasks.claw.generate import (
 )
 from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask, load_task
 from dataclaw.models import get_model
+from envcraft.quality.quality_helpers import guarded_tool_task
 from envcraft.rollout.rollout_helpers import example_claw_task, scripted_agent, tool_task
 from support.openai_server import OpenAIServer, Reply
 
@@ -249,18 +250,25 @@ def test_code_audit_of_tool_tasks_replays_the_gold_chain(tmp_path: Path) -> None
     from dataclaw.core.store import RunStore
     from dataclaw.envcraft.quality.runs import audit_by_code, load_task_source
 
-    good = tool_task()
+    good = guarded_tool_task()
     wrong = {**good, "id": "task:wrong", "verifier": {"version": 1, "assertions": [
         {"path": "/tickets/T-1001/status", "op": "eq", "value": "no_such_status"}]}}  # fmt: skip
     free = {**good, "id": "task:free", "verifier": {"version": 1, "assertions": [
         {"path": "/tickets/T-1001", "op": "exists"}]}}  # fmt: skip
+    # a verifier that checks only what must change (every task made before guards): collateral is free
+    blind = {**tool_task(), "id": "task:blind"}
     src = tmp_path / "tasks.jsonl"
-    src.write_text("".join(json.dumps(t) + "\n" for t in (good, wrong, free)))
+    src.write_text("".join(json.dumps(t) + "\n" for t in (good, wrong, free, blind)))
     with RunStore(tmp_path / "run") as store:
         rows = {r["id"]: r for r in audit_by_code(load_task_source(src), store)}
-        rejects = {r["record_id"]: r["reason"] for r in store.rejects("code_audit")}
-    assert rows[good["id"]]["passed"]
-    assert rejects == {"task:wrong": "gold_fails", "task:free": "untouched_above_floor"}
+        rejects = {r["record_id"]: r["detail"]["failed"] for r in store.rejects("code_audit")}
+    assert rows[good["id"]]["passed"] and rows[good["id"]]["soundness"]["passed"]
+    assert rows[good["id"]]["soundness"]["figures"]["collateral"]["score"] == 0.5
+    reasons = {tid: [c["reason"] for c in failed] for tid, failed in rejects.items()}
+    assert reasons["task:wrong"][0] == "gold_fails"
+    assert reasons["task:free"][:2] == ["untouched_above_floor", "gamed_by_untouched"]
+    assert "gamed_by_collateral" in reasons["task:blind"]
+    assert rows["task:blind"]["soundness"]["figures"]["collateral"]["score"] == 1.0
 
 
 def test_code_audit_reports_a_broken_task_folder_entry_as_a_layout_reject(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from dataclaw.core.ids import stable_hash
 from dataclaw.core.moved import keep_old_names
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.quality.common import task_id, tool_task_problems
+from dataclaw.envcraft.quality.soundness import SoundnessSettings, run_soundness
 from dataclaw.envcraft.rollout import RolloutConfig
 from dataclaw.envcraft.rollout.run import Progress, require_sandbox, rollout_tasks, trajectories_of
 from dataclaw.envcraft.runtime.task import CLAW_KIND, ToolTask, read_task_rows
@@ -68,8 +69,9 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-CODE_AUDIT_VERSION = 1
-"""Bumped when the code checks change what they conclude: every stored verdict is then redone."""
+CODE_AUDIT_VERSION = 2
+"""Bumped when the code checks change what they conclude: every stored verdict is then redone (2: tool
+tasks run the soundness suite)."""
 
 
 def task_fingerprint(task: Any) -> str:
@@ -89,9 +91,13 @@ def task_fingerprint(task: Any) -> str:
     )
 
 
-def _audit_producer(task: Any, floor: float) -> str:
-    """A task's audit producer: its fingerprint, the floor and the checks' version."""
-    return stable_hash({"task": task_fingerprint(task), "floor": floor, "checks": CODE_AUDIT_VERSION}, 16)
+def _audit_producer(task: Any, floor: float, soundness: SoundnessSettings | None = None) -> str:
+    """A task's audit producer: its fingerprint, the floor, the checks' version (and, for a tool task,
+    the soundness settings)."""
+    key: dict[str, Any] = {"task": task_fingerprint(task), "floor": floor, "checks": CODE_AUDIT_VERSION}
+    if soundness is not None and isinstance(task, ToolTask):
+        key["soundness"] = soundness.to_dict()
+    return stable_hash(key, 16)
 
 
 def audit_by_code(
@@ -102,10 +108,14 @@ def audit_by_code(
     policy: SandboxPolicy | None = None,
     progress: Progress | None = None,
     workers: int = 1,
+    soundness: SoundnessSettings | None = None,
 ) -> list[dict[str, Any]]:
     """Code audit of each task → ``code_audit.jsonl`` (one report per audited task, claw and tool tasks
     alike) and a reject per failed or unloadable task: claw tasks by the C.6 checks in the sandbox (up to
-    ``workers`` tasks at once, each in its own sandboxed runs), tool tasks by :func:`tool_task_problems`.
+    ``workers`` tasks at once, each in its own sandboxed runs), tool tasks by :func:`tool_task_problems`
+    and the soundness suite (:mod:`.soundness`, ``soundness`` its settings, the defaults when None): a
+    check per policy, failed ones with the reason naming the policy that gamed the verifier, and the
+    figures under the report's ``soundness``.
 
     Resumable per task *and per content*: each report carries ``task_producer``, a hash of the task's
     files (:func:`task_fingerprint`), the ``floor`` and :data:`CODE_AUDIT_VERSION`; a report is read back
@@ -117,8 +127,9 @@ def audit_by_code(
     time). Rows come back in task order; each report records its ``duration_s``."""
     from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
 
+    soundness = soundness or SoundnessSettings()
     tasks = [t for t in loaded.tasks if isinstance(t, ToolTask | WorkspaceTask)]
-    producers = {task_id(t): _audit_producer(t, floor) for t in tasks}
+    producers = {task_id(t): _audit_producer(t, floor, soundness) for t in tasks}
     store.set_producer(
         "code_audit",
         {
@@ -160,12 +171,17 @@ def audit_by_code(
         if rec is None or rec.get("kind") != "tool":
             t0 = time.perf_counter()
             checks = tool_task_problems(task)
+            sound = run_soundness(task, soundness) if checks[0]["passed"] else None
+            if sound is not None:
+                # the gold replay is tool_task_problems' check already
+                checks += [c for c in sound.checks() if c["name"] != "soundness:gold"]
             rec = {
                 "id": tid,
                 "kind": "tool",
                 "passed": all(c["passed"] for c in checks),
                 "defect": False,
                 "checks": checks,
+                **({"soundness": sound.to_record()} if sound is not None else {}),
                 "task_producer": producers[tid],
                 "duration_s": round(time.perf_counter() - t0, 3),
             }

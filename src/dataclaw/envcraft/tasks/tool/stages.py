@@ -195,3 +195,26 @@ def replay_task(task: ToolTask | Record, calls: list[dict[str, Any]] | None = No
     result = evaluate(task.verifier, final)
     result["errors"] = sum(r["status"] != "ok" for r in results)
     return result
+
+
+def add_guard(task: ToolTask | Record, env_cls: Any = None) -> ToolTask:
+    """A task made before guards existed, with the ``unchanged`` guard of its gold run added (the gold
+    chain replayed from its initial state, one guard per member of a group; its other assertions kept
+    as they are, so an assertion that pays for doing nothing still does: the soundness suite says so).
+    A task that already has a guard is returned as it is."""
+    from dataclaw.envcraft.tasks.tool.initial import env_allowance
+    from dataclaw.envcraft.tasks.tool.verifier import GUARD_OPS, derive_guard, pointer
+
+    task = ToolTask.of(task)
+    if any(a.get("op") in GUARD_OPS for a in task.verifier.get("assertions", [])):
+        return task
+    env_cls = env_cls or record_env(task)
+    _, initial = run_calls(env_cls, task.scenario_id, task.initial_state, [])
+    _, final = run_calls(env_cls, task.scenario_id, task.initial_state, task.gold_chain)
+    members = list(getattr(env_cls, "members", {}) or {})
+    guards = [
+        {**derive_guard(initial[e], final[e], env_allowance(env_cls, initial[e], e)), "path": pointer([e])}
+        for e in members
+    ] or [derive_guard(initial, final, env_allowance(env_cls, initial))]
+    verifier = {**task.verifier, "assertions": [*task.verifier["assertions"], *guards]}
+    return task.with_verifier(verifier)

@@ -477,8 +477,9 @@ def derive_verifier(
     write tools' declared fields, minus runtime bookkeeping). ``named_ids``: ids the user states (a new
     entity under such a key is asserted at its path; others are found by content). ``guard``: add the
     ``unchanged`` guard over the whole state (:func:`derive_guard`, ``allow`` its counters and logs); it
-    then also checks the entity counts, so those assertions (which hold on the untouched state when the
-    gold run only edits records) are left out."""
+    then also caps the entity counts and list lengths, so the count assertions (an entity count holds on
+    the untouched state when the gold run only edits records; a log length next to a matched entry holds
+    after any write) are left out."""
     out: list[dict[str, Any]] = []
     # values an agent can know without the gold run: what the initial state holds and the user names
     known = frozenset(_scalars(initial, set(named_ids)))
@@ -493,5 +494,12 @@ def derive_verifier(
     out.sort(key=lambda x: order.get(x.get("why", ""), 3))
     if not guard:
         return {"version": VERIFIER_VERSION, "assertions": out[:max_assertions]}
-    goals = [a for a in out if a.get("why") != "entity count"][:max_assertions]
+    # a count any write satisfies (entity counts, log lengths next to the entry they must hold) pays a
+    # policy for doing anything: the guard caps the counts, the entry is matched by content
+    matched = {a["path"] for a in out if a["op"] == "match"}
+    goals = [
+        a
+        for a in out
+        if a.get("why") != "entity count" and not (a["op"] == "count_gte" and a["path"] in matched)
+    ][:max_assertions]
     return {"version": VERIFIER_VERSION, "assertions": [*goals, derive_guard(initial, final, allow)]}

@@ -1,0 +1,459 @@
+"""The soundness suite of a tool task: its reward proven against doing nothing, doing harm and doing extra.
+
+Five policies run from the task's initial state S0 in one session of its environment, each scored by the
+task's own verifier (:func:`dataclaw.envcraft.tasks.tool.verifier.evaluate`):
+
+* ``gold`` — the gold chain: must score 1.0 (and pass).
+* ``untouched`` — no call at all: must score at most ``untouched_max`` (0 by default).
+* ``collateral`` — the gold chain, then **one** write the environment accepts on a record the task never
+  names (a write tool whose id parameter names such a record, its other parameters chosen as grounding
+  chooses them); only writes that change the state beyond the runtime's bookkeeping, counters and logs
+  count. Each must score at most ``1 - collateral_margin``.
+* ``wrong_last_write`` — the gold chain with its last write given another record (an id of the same
+  kind) or another allowed value (an enum member, a value the state holds under that name): each such
+  call that succeeds and ends somewhere else than gold must score below ``pass_threshold``.
+* ``random`` — ``random_episodes`` seeded episodes of ``random_steps`` calls of random tools (reads and
+  writes) with plausible parameters: the mean score must be at most ``random_max_mean``.
+
+A task that fails any is a reject whose reason names the policy that gamed it (:class:`SoundnessReason`);
+the figures (:class:`SoundnessReport`) are stored with the task's audit record. ``dataclaw tasks audit``
+runs the suite for every tool task, and ``dataclaw tasks export`` refuses a task that fails it.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from dataclaw.envcraft.runtime.task import ToolTask
+
+
+class Policy(StrEnum):
+    """The policies of the suite, in the order it runs them."""
+
+    GOLD = "gold"
+    UNTOUCHED = "untouched"
+    COLLATERAL = "collateral"
+    WRONG_LAST_WRITE = "wrong_last_write"
+    RANDOM = "random"
+
+
+class SoundnessReason(StrEnum):
+    """Why a task fails the suite: the policy that gamed its verifier (or the gold chain that fails it)."""
+
+    GOLD_FAILS = "gold_fails"
+    GAMED_BY_UNTOUCHED = "gamed_by_untouched"
+    GAMED_BY_COLLATERAL = "gamed_by_collateral"
+    GAMED_BY_WRONG_LAST_WRITE = "gamed_by_wrong_last_write"
+    GAMED_BY_RANDOM = "gamed_by_random"
+    SUITE_ERROR = "soundness_error"
+
+
+REASONS: dict[Policy, SoundnessReason] = {
+    Policy.GOLD: SoundnessReason.GOLD_FAILS,
+    Policy.UNTOUCHED: SoundnessReason.GAMED_BY_UNTOUCHED,
+    Policy.COLLATERAL: SoundnessReason.GAMED_BY_COLLATERAL,
+    Policy.WRONG_LAST_WRITE: SoundnessReason.GAMED_BY_WRONG_LAST_WRITE,
+    Policy.RANDOM: SoundnessReason.GAMED_BY_RANDOM,
+}
+
+
+@dataclass(frozen=True)
+class SoundnessSettings:
+    """What the suite demands and how much it tries (every figure a user may set)."""
+
+    pass_threshold: float = 1.0
+    """A score at or above this passes (the binary reward's 1.0 by default)."""
+    untouched_max: float = 0.0
+    """The most the untouched initial state may score."""
+    collateral_margin: float = 0.25
+    """Gold + a collateral write must score at most ``1 - collateral_margin``."""
+    max_collateral: int = 8
+    """Collateral writes tried per task at most (seeded sample of what the environment accepts)."""
+    max_wrong: int = 3
+    """Wrong last writes tried per task at most."""
+    random_episodes: int = 8
+    random_steps: int = 0
+    """Calls per random episode; 0: twice the gold chain, at least 4."""
+    random_max_mean: float = 0.1
+    """The most a random policy may score on average ("near 0")."""
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.pass_threshold <= 1:
+            raise ValueError(f"pass_threshold must be in (0, 1], got {self.pass_threshold}")
+        if not 0 < self.collateral_margin <= 1:
+            raise ValueError(f"collateral_margin must be in (0, 1], got {self.collateral_margin}")
+        for name in ("untouched_max", "random_max_mean"):
+            if not 0 <= getattr(self, name) < self.pass_threshold:
+                raise ValueError(f"{name} must be in [0, pass_threshold), got {getattr(self, name)}")
+        for name in ("max_collateral", "max_wrong", "random_episodes", "random_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Figure:
+    """One policy's result: ``score`` (gold, untouched: the score; collateral, wrong: the highest;
+    random: the mean), ``runs`` scored, whether it is sound, and the worst case in words."""
+
+    policy: str
+    score: float | None
+    runs: int
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class SoundnessReport:
+    """The suite's verdict on one task."""
+
+    task_id: str
+    figures: list[Figure] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(f.ok for f in self.figures)
+
+    @property
+    def reasons(self) -> list[SoundnessReason]:
+        if self.error is not None:
+            return [SoundnessReason.SUITE_ERROR]
+        return [REASONS[Policy(f.policy)] for f in self.figures if not f.ok]
+
+    def to_record(self) -> dict[str, Any]:
+        """The figures as stored with the task's audit record (``soundness``)."""
+        out: dict[str, Any] = {
+            "passed": self.passed,
+            "reasons": [str(r) for r in self.reasons],
+            "figures": {f.policy: {"score": f.score, "runs": f.runs, "ok": f.ok} for f in self.figures},
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    def checks(self) -> list[dict[str, Any]]:
+        """One audit check per policy (``soundness:<policy>``), failed ones with the policy's reason."""
+        if self.error is not None:
+            reason = str(SoundnessReason.SUITE_ERROR)
+            return [{"name": "soundness", "passed": False, "reason": reason, "message": self.error}]
+        return [
+            {
+                "name": f"soundness:{f.policy}",
+                "passed": f.ok,
+                "reason": None if f.ok else str(REASONS[Policy(f.policy)]),
+                "message": "" if f.ok else f.detail,
+            }
+            for f in self.figures
+        ]
+
+
+class _Session:
+    """One session of the task's environment, restored to any state before each run of calls."""
+
+    def __init__(self, env_cls: Any, scenario_id: str, root: str) -> None:
+        self.env = env_cls(root)
+        self.sid = self.env.create_session(scenario_id, session_id="soundness")
+
+    def run(self, state: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[list[dict], dict[str, Any]]:
+        self.env.restore_env_state(state)
+        results = [self.env.call(self.sid, c["tool"], **(c.get("params") or {})) for c in calls]
+        return results, self.env.get_session_state(self.sid)
+
+
+def _plain(value: Any, allow: Any) -> Any:
+    """A state without what a write may legitimately change besides records: the runtime's bookkeeping,
+    counters, and what logs appended (their length)."""
+    from dataclaw.envcraft.tasks.tool.verifier import RUNTIME_ALLOWED
+
+    if not isinstance(value, dict):
+        return value
+    tops = {p[1:] for p in RUNTIME_ALLOWED if "/" not in p[1:]}
+    out = {k: v for k, v in value.items() if k not in tops and k not in allow.counters}
+    if isinstance(out.get("meta"), dict):
+        out["meta"] = {k: v for k, v in out["meta"].items() if k != "action_index"}
+    for log in allow.logs:
+        out.pop(log, None)
+    return out
+
+
+class _Views:
+    """The task's state as one environment or as a group of several (``{env: state}``)."""
+
+    def __init__(self, env_cls: Any, initial: dict[str, Any]) -> None:
+        from dataclaw.envcraft.tasks.tool.initial import env_allowance
+
+        self.members = list(getattr(env_cls, "members", {}) or {})
+        self.allow = {
+            e: env_allowance(env_cls, initial[e] if e else initial, e or None) for e in self.members or [""]
+        }
+
+    def plain(self, state: dict[str, Any]) -> Any:
+        if not self.members:
+            return _plain(state, self.allow[""])
+        return {e: _plain(state.get(e), self.allow[e]) for e in self.members}
+
+    def states(self, state: dict[str, Any]) -> list[dict[str, Any]]:
+        return [state[e] for e in self.members] if self.members else [state]
+
+
+def _named(task: ToolTask, initial: dict[str, Any], gold_final: dict[str, Any], views: _Views) -> set[str]:
+    """What the task names: every string in its gold chain's parameters, and the records it creates."""
+    out: set[str] = set()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            out.add(v)
+        elif isinstance(v, list | tuple):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    for call in task.gold_chain:
+        walk(call.get("params") or {})
+    from dataclaw.envcraft.tasks.tool.initial import collections
+
+    for before, after in zip(views.states(initial), views.states(gold_final), strict=True):
+        for name, coll in collections(after).items():
+            out.update(k for k in coll if k not in (before.get(name) or {}))
+    return out
+
+
+def _unnamed_ids(state: dict[str, Any], named: set[str], views: _Views) -> set[str]:
+    from dataclaw.envcraft.tasks.tool.initial import collections
+
+    return {
+        k for s in views.states(state) for coll in collections(s).values() for k in coll if k not in named
+    }
+
+
+def _sources(env_cls: Any, state: dict[str, Any], outputs: list[Any] = ()) -> Any:
+    from dataclaw.envcraft.tasks.tool.execute import Values, _Sources, harvest, reference_values
+
+    try:
+        ref_tool, ref_name = reference_values(env_cls)
+    except Exception:  # noqa: BLE001 - an environment without reference solutions: no literals
+        ref_tool, ref_name = {}, Values()
+    return _Sources(harvest(state), ref_tool, ref_name, [harvest(o) for o in outputs], set())
+
+
+def _fill(spec: Any, src: Any, rng: random.Random, fixed: dict[str, Any], prefer: float = 0.0) -> dict | None:
+    """Parameters for ``spec`` as grounding chooses them, with ``fixed`` ones set; None when a required
+    one has no value."""
+    from dataclaw.envcraft.tasks.tool.execute import choose_param
+
+    params = dict(fixed)
+    for p in spec.params:
+        if p.name in params:
+            continue
+        choice = choose_param(spec, p, src, rng, prefer)
+        if choice is None:
+            if p.required:
+                return None
+            continue
+        params[p.name] = choice[0]
+    return params
+
+
+def _id_params(spec: Any) -> list[Any]:
+    from dataclaw.envcraft.graph.tool_graph import id_kind
+
+    return [p for p in spec.params if id_kind(p.name) and p.schema.get("type") == "string"]
+
+
+def _score(task: ToolTask, state: dict[str, Any]) -> dict[str, Any]:
+    from dataclaw.envcraft.tasks.tool.verifier import evaluate
+
+    return evaluate(task.verifier, state)
+
+
+def _collateral(
+    task: ToolTask, env_cls: Any, sess: _Session, gold_final: dict[str, Any], views: _Views,
+    named: set[str], settings: SoundnessSettings, rng: random.Random,
+) -> Figure:  # fmt: skip
+    from dataclaw.envcraft.tasks.tool.execute import harvest
+
+    unnamed = _unnamed_ids(gold_final, named, views)
+    values = harvest(gold_final)
+    candidates = []
+    for spec in env_cls.tools:
+        if spec.side_effect != "write":
+            continue
+        for p in _id_params(spec):
+            for v in values.lookup(p.name):
+                if isinstance(v, str) and v in unnamed:
+                    candidates.append((spec, p.name, v))
+    rng.shuffle(candidates)
+    src = _sources(env_cls, gold_final)
+    base = views.plain(gold_final)
+    worst: tuple[float, str] | None = None
+    runs = 0
+    for spec, pname, value in candidates[: settings.max_collateral * 4]:
+        if runs >= settings.max_collateral:
+            break
+        params = _fill(spec, src, rng, {pname: value})
+        if params is None:
+            continue
+        (result,), after = sess.run(gold_final, [{"tool": spec.name, "params": params}])
+        if result.get("status") != "ok" or views.plain(after) == base:
+            continue  # refused, or a write that changed nothing a task could care about
+        runs += 1
+        score = _score(task, after)["score"]
+        if worst is None or score > worst[0]:
+            worst = (score, f"{spec.name}({pname}={value!r})")
+    if worst is None:
+        return Figure(Policy.COLLATERAL, None, 0, True, "no collateral write accepted")
+    limit = 1.0 - settings.collateral_margin
+    ok = worst[0] <= limit + 1e-9
+    detail = f"gold + {worst[1]} scores {worst[0]:.3f}" + ("" if ok else f" (> {limit:.3f})")
+    return Figure(Policy.COLLATERAL, round(worst[0], 4), runs, ok, detail)
+
+
+def _wrong_last_write(
+    task: ToolTask, env_cls: Any, sess: _Session, initial: dict[str, Any], gold_final: dict[str, Any],
+    views: _Views, settings: SoundnessSettings, rng: random.Random,
+) -> Figure:  # fmt: skip
+    from dataclaw.envcraft.tasks.tool.execute import harvest
+
+    chain = task.gold_chain
+    writes = [
+        i
+        for i, c in enumerate(chain)
+        if c["tool"] in env_cls.tools and env_cls.tools.get(c["tool"]).modifies_state
+    ]
+    if not writes:
+        return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "the gold chain has no write")
+    k = writes[-1]
+    _, before = sess.run(initial, chain[:k])
+    spec = env_cls.tools.get(chain[k]["tool"])
+    params = dict(chain[k].get("params") or {})
+    values = harvest(before)
+    options = []
+    for p in spec.params:
+        if p.name not in params:
+            continue
+        pool = list(p.schema.get("enum") or []) + values.lookup(p.name)
+        others = [v for v in dict.fromkeys(map(_hashable, pool)) if v != _hashable(params[p.name])]
+        options += [(p.name, _unhashable(v)) for v in others]
+    rng.shuffle(options)
+    base = views.plain(gold_final)
+    worst: tuple[float, str] | None = None
+    runs = 0
+    for name, value in options[: settings.max_wrong * 8]:
+        if runs >= settings.max_wrong:
+            break
+        call = {"tool": spec.name, "params": {**params, name: value}}
+        results, after = sess.run(before, [call, *chain[k + 1 :]])
+        if results[0].get("status") != "ok" or views.plain(after) == base:
+            continue  # refused, or the same end state as gold (not a wrong write)
+        runs += 1
+        score = _score(task, after)["score"]
+        if worst is None or score > worst[0]:
+            worst = (score, f"{spec.name}({name}={value!r})")
+    if worst is None:
+        return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "no other record or value accepted")
+    ok = worst[0] < settings.pass_threshold
+    detail = f"gold with last write {worst[1]} scores {worst[0]:.3f}"
+    return Figure(Policy.WRONG_LAST_WRITE, round(worst[0], 4), runs, ok, detail)
+
+
+def _hashable(v: Any) -> Any:
+    import json
+
+    return (
+        v if isinstance(v, str | int | float | bool) or v is None else "json:" + json.dumps(v, sort_keys=True)
+    )
+
+
+def _unhashable(v: Any) -> Any:
+    import json
+
+    return json.loads(v[5:]) if isinstance(v, str) and v.startswith("json:") else v
+
+
+def _random(
+    task: ToolTask, env_cls: Any, sess: _Session, initial: dict[str, Any], settings: SoundnessSettings,
+) -> Figure:  # fmt: skip
+    tools = list(env_cls.tools)
+    steps = settings.random_steps or max(4, 2 * len(task.gold_chain))
+    scores = []
+    for episode in range(settings.random_episodes):
+        rng = random.Random(f"{settings.seed}:{task.id}:random:{episode}")
+        sess.run(initial, [])
+        outputs: list[Any] = []
+        for _ in range(steps):
+            state = sess.env.get_session_state(sess.sid)
+            spec = rng.choice(tools)
+            params = _fill(spec, _sources(env_cls, state, outputs[-3:]), rng, {}, prefer=0.5)
+            if params is None:
+                continue
+            result = sess.env.call(sess.sid, spec.name, **params)
+            if result.get("status") == "ok":
+                outputs.append(result.get("data"))
+        scores.append(_score(task, sess.env.get_session_state(sess.sid))["score"])
+    if not scores:
+        return Figure(Policy.RANDOM, None, 0, True, "no episode")
+    mean = sum(scores) / len(scores)
+    ok = mean <= settings.random_max_mean + 1e-9
+    detail = f"mean {mean:.3f} over {len(scores)} episodes (max {max(scores):.3f})"
+    return Figure(Policy.RANDOM, round(mean, 4), len(scores), ok, detail)
+
+
+def run_soundness(
+    task: ToolTask | dict[str, Any], settings: SoundnessSettings | None = None, env_cls: Any = None
+) -> SoundnessReport:
+    """The suite on one tool task (its environment loaded as replay loads it unless ``env_cls`` is
+    given). Never raises for the task's own problems: an environment that cannot run it is the report's
+    ``error`` (reason ``soundness_error``)."""
+    from dataclaw.envcraft.tasks.tool.stages import record_env
+
+    settings = settings or SoundnessSettings()
+    task = ToolTask.of(task)
+    report = SoundnessReport(task.id)
+    try:
+        env_cls = env_cls or record_env(task)
+        with tempfile.TemporaryDirectory(prefix="dataclaw-soundness-") as root:
+            sess = _Session(env_cls, task.scenario_id, root)
+            _, initial = sess.run(task.initial_state, [])
+            views = _Views(env_cls, initial)
+            results, gold_final = sess.run(initial, task.gold_chain)
+            gold = _score(task, gold_final)
+            errors = sum(r.get("status") != "ok" for r in results)
+            ok = bool(gold["passed"]) and gold["score"] >= settings.pass_threshold and errors == 0
+            detail = f"gold scores {gold['score']:.3f}" + (f" ({errors} calls failed)" if errors else "")
+            report.figures.append(Figure(Policy.GOLD, round(gold["score"], 4), 1, ok, detail))
+            untouched = _score(task, initial)["score"]
+            ok = untouched <= settings.untouched_max + 1e-9
+            detail = f"the untouched initial state scores {untouched:.3f}"
+            report.figures.append(Figure(Policy.UNTOUCHED, round(untouched, 4), 1, ok, detail))
+            rng = random.Random(f"{settings.seed}:{task.id}")
+            named = _named(task, initial, gold_final, views)
+            report.figures.append(_collateral(task, env_cls, sess, gold_final, views, named, settings, rng))
+            report.figures.append(
+                _wrong_last_write(task, env_cls, sess, initial, gold_final, views, settings, rng)
+            )
+            report.figures.append(_random(task, env_cls, sess, initial, settings))
+    except Exception as exc:  # noqa: BLE001 - failures are data: the task is reported, the run goes on
+        report.error = f"the soundness suite could not run: {type(exc).__name__}: {str(exc)[:200]}"
+    return report
+
+
+def summarize(reports: list[SoundnessReport]) -> dict[str, Any]:
+    """Tasks per policy that gamed them (and that passed), for a run's summary."""
+    from collections import Counter
+
+    gamed = Counter(str(r) for rep in reports for r in rep.reasons)
+    return {
+        "tasks": len(reports),
+        "passed": sum(rep.passed for rep in reports),
+        "reasons": {str(r): gamed.get(str(r), 0) for r in SoundnessReason},
+    }

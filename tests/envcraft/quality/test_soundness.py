@@ -1,0 +1,116 @@
+"""The soundness suite per tool task: each policy's figure, and each way a verifier is gamed caught with
+the reason naming the policy (tasks made by the real pipeline: grounded chains of an archetype)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dataclaw.envcraft import archetypes
+from dataclaw.envcraft.quality.soundness import (
+    Policy,
+    SoundnessReason,
+    SoundnessSettings,
+    run_soundness,
+    summarize,
+)
+from dataclaw.envcraft.tasks import GroundingError, ground_chain
+from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+
+TICKETS = "transactional_workspace"
+
+
+@pytest.fixture(scope="module")
+def grounded() -> dict:
+    """login → update_ticket on a ticket the user names, with distractors (a real grounded chain)."""
+    env_cls = archetypes.get(TICKETS).env_cls
+    for seed in range(40):
+        try:
+            g = ground_chain(env_cls, ["get_ticket", "update_ticket"], seed=seed)
+        except GroundingError:
+            continue
+        if g["steps"][-1]["sources"]["ticket_id"] == "user":
+            return build_initial_state(env_cls, g, seed=seed)
+    pytest.fail("no grounding of get_ticket → update_ticket in 40 seeds")
+
+
+def _task(g: dict, verifier: dict) -> dict:
+    return {
+        "id": "task:t",
+        "env": TICKETS,
+        "scenario_id": g["scenario_id"],
+        "instruction": "Update the ticket.",
+        "initial_state": g["initial_state"],
+        "verifier": verifier,
+        "gold_chain": [{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
+    }
+
+
+def _figures(report) -> dict:
+    return {f.policy: f for f in report.figures}
+
+
+def test_a_guarded_task_passes_every_policy_with_its_figures(grounded: dict) -> None:
+    verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
+    report = run_soundness(_task(grounded, verifier))
+    assert report.passed, [f.detail for f in report.figures if not f.ok]
+    figs = _figures(report)
+    assert list(figs) == [str(p) for p in Policy]
+    assert figs["gold"].score == 1.0 and figs["untouched"].score == 0.0
+    assert figs["collateral"].runs > 0 and figs["collateral"].score <= 0.75
+    assert figs["wrong_last_write"].runs > 0 and figs["wrong_last_write"].score < 1.0
+    assert figs["random"].runs == 8 and figs["random"].score <= 0.1
+    rec = report.to_record()
+    assert (
+        rec["passed"]
+        and rec["reasons"] == []
+        and rec["figures"]["gold"] == {"score": 1.0, "runs": 1, "ok": True}
+    )
+    assert all(c["passed"] for c in report.checks())
+    assert run_soundness(_task(grounded, verifier)).to_record() == rec  # seeded: the same figures again
+
+
+def test_a_verifier_that_only_checks_what_must_change_is_gamed_by_collateral_writes(grounded: dict) -> None:
+    legacy, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls, guard=False)
+    report = run_soundness(_task(grounded, legacy))
+    assert SoundnessReason.GAMED_BY_COLLATERAL in report.reasons
+    collateral = _figures(report)["collateral"]
+    assert collateral.score == 1.0 and "scores 1.000" in collateral.detail
+    failed = [c for c in report.checks() if not c["passed"]]
+    assert any(c["name"] == "soundness:collateral" and c["reason"] == "gamed_by_collateral" for c in failed)
+
+
+def test_a_verifier_that_counts_log_entries_is_gamed_by_every_policy_that_writes(grounded: dict) -> None:
+    gold_log = len(grounded["final_state"]["audit_log"])
+    weak = {"version": 1, "assertions": [{"path": "/audit_log", "op": "count_gte", "value": gold_log}]}
+    report = run_soundness(_task(grounded, weak))
+    assert SoundnessReason.GAMED_BY_COLLATERAL in report.reasons
+    assert SoundnessReason.GAMED_BY_WRONG_LAST_WRITE in report.reasons
+    assert SoundnessReason.GOLD_FAILS not in report.reasons
+
+
+def test_doing_nothing_and_a_broken_gold_chain_are_named(grounded: dict) -> None:
+    free = {"version": 1, "assertions": [{"path": "/tickets", "op": "exists"}]}
+    report = run_soundness(_task(grounded, free))
+    assert SoundnessReason.GAMED_BY_UNTOUCHED in report.reasons
+    assert SoundnessReason.GAMED_BY_RANDOM in report.reasons
+    never = {"version": 1, "assertions": [{"path": "/tickets", "op": "absent"}]}
+    assert run_soundness(_task(grounded, never)).reasons[0] == SoundnessReason.GOLD_FAILS
+
+
+def test_a_task_the_suite_cannot_run_is_a_reject_not_a_crash(grounded: dict) -> None:
+    task = {**_task(grounded, {"version": 1, "assertions": []}), "env": "no_such_env"}
+    report = run_soundness(task)
+    assert report.reasons == [SoundnessReason.SUITE_ERROR] and "could not run" in report.error
+    assert report.checks()[0]["reason"] == "soundness_error"
+    assert summarize([report])["reasons"]["soundness_error"] == 1
+
+
+def test_settings_are_checked_and_tighten_the_suite(grounded: dict) -> None:
+    with pytest.raises(ValueError, match="collateral_margin"):
+        SoundnessSettings(collateral_margin=0)
+    with pytest.raises(ValueError, match="random_max_mean"):
+        SoundnessSettings(random_max_mean=1.0)
+    verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
+    # a guard costs half the score: a margin above one half is more than it can give
+    strict = run_soundness(_task(grounded, verifier), SoundnessSettings(collateral_margin=0.6))
+    assert strict.reasons == [SoundnessReason.GAMED_BY_COLLATERAL]
