@@ -282,12 +282,10 @@ def serve(
 
     catalogue = load_catalogue(name, tasks, limit, policy=SandboxPolicy(unsafe=unsafe))
     app_ = build_app(catalogue, max_sessions=max_sessions, max_steps=max_steps, idle_timeout_s=idle_timeout)
-    skipped = ", ".join(f"{n} of {k}" for k, n in sorted(catalogue.skipped.items()))
-    typer.echo(
-        f"serving {len(catalogue)} {catalogue.kind} of {name} at http://{host}:{port} "
-        f"(OpenEnv: /ws, /mcp, /reset, /{name}/tasks){'; left out: ' + skipped if skipped else ''}",
-        err=True,
-    )
+    from dataclaw.envcraft.serve.startup import startup_lines
+
+    lines = startup_lines(len(catalogue), catalogue.kind, catalogue.env, host, port, catalogue.skipped)
+    typer.echo("\n".join(lines), err=True)
     import uvicorn
 
     # no permessage-deflate: compressing every small step message costs both ends more CPU than it saves

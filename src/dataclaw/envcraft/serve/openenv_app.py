@@ -39,10 +39,9 @@ from openenv.core.env_server import (
 from dataclaw.envcraft.rollout.errors import RolloutError
 from dataclaw.envcraft.rollout.harness import Harness
 from dataclaw.envcraft.serve.catalogue import FINISH_SCHEMA, FINISH_TOOL, SERVE_SYSTEM_PROMPT, Catalogue
+from dataclaw.envcraft.serve.startup import SPLIT
 
 log = logging.getLogger(__name__)
-
-SPLIT = "train"
 
 
 class EpisodeObservation(Observation):
