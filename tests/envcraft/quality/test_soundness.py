@@ -114,3 +114,20 @@ def test_settings_are_checked_and_tighten_the_suite(grounded: dict) -> None:
     # a guard costs half the score: a margin above one half is more than it can give
     strict = run_soundness(_task(grounded, verifier), SoundnessSettings(collateral_margin=0.6))
     assert strict.reasons == [SoundnessReason.GAMED_BY_COLLATERAL]
+
+
+def test_an_export_refuses_a_task_set_a_policy_games(grounded: dict, tmp_path) -> None:
+    import json
+
+    from dataclaw.envcraft.export import ExportError, prepare
+
+    env_cls = archetypes.get(TICKETS).env_cls
+    legacy, _ = build_verifier(grounded, env_cls, guard=False)
+    guarded, _ = build_verifier(grounded, env_cls)
+    src = tmp_path / "tasks.jsonl"
+    src.write_text(json.dumps(_task(grounded, legacy)) + "\n")
+    with pytest.raises(ExportError, match=r"fail the soundness suite: task:t \(.*gamed_by_collateral"):
+        prepare(src)
+    assert prepare(src, soundness=False).tasks  # the user's explicit choice
+    src.write_text(json.dumps(_task(grounded, guarded)) + "\n")
+    assert [t.id for t in prepare(src).tasks] == ["task:t"]

@@ -197,6 +197,24 @@ def check_gold(env_cls: Any, tasks: list[ToolTask]) -> None:
         )
 
 
+def check_soundness(env_cls: Any, tasks: list[ToolTask], settings: Any = None) -> dict[str, Any]:
+    """Run the soundness suite (:mod:`dataclaw.envcraft.quality.soundness`) on every task and refuse the
+    set when any fails it (a reward a policy games by doing nothing, harm or extra must not reach a
+    trainer); returns the suite's summary (tasks per reason) for the export manifest."""
+    from dataclaw.envcraft.quality.soundness import run_soundness, summarize
+
+    reports = [run_soundness(t, settings, env_cls) for t in tasks]
+    bad = [r for r in reports if not r.passed]
+    if bad:
+        named = "; ".join(f"{r.task_id} ({', '.join(map(str, r.reasons))})" for r in bad[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise ExportError(
+            f"{len(bad)} task(s) fail the soundness suite: {named}{more}. A policy that games a reward "
+            "learns the gaming: audit them (`dataclaw tasks audit`), resynthesise them, or pass --no-check"
+        )
+    return summarize(reports)
+
+
 def has_scenario(env_cls: Any, scenario_id: str) -> bool:
     """Whether ``scenario_id`` names a scenario of the environment (one per member for a group, whose
     combined catalogue is capped)."""
@@ -224,9 +242,17 @@ class Prepared:
 
 
 def prepare(
-    tasks_path: str | Path, *, group: str | None = None, reward: str = "binary", check: bool = True
+    tasks_path: str | Path,
+    *,
+    group: str | None = None,
+    reward: str = "binary",
+    check: bool = True,
+    soundness: Any = True,
 ) -> Prepared:
-    """Read, select one group, locate and audit its environments, name its tools, check gold chains."""
+    """Read, select one group, locate and audit its environments, name its tools, check gold chains and
+    (with ``check``) the soundness suite of every task not imported from a published set: ``soundness``
+    True (its default settings), a :class:`~dataclaw.envcraft.quality.soundness.SoundnessSettings`, or
+    False to skip it."""
     from dataclaw.envcraft.tasks.tool.stages import record_env
 
     if reward not in REWARD_MODES:
@@ -250,6 +276,10 @@ def prepare(
         raise ExportError(f"environment {first.group!r}: two tools map to the same method name")
     if check:
         check_gold(env_cls, tasks)
+        # tasks of imported sets carry their publisher's verifiers, which dataclaw cannot remake: their
+        # figures are `tasks audit`'s to report, not a reason to refuse the publisher's own benchmark
+        if soundness is not False and not any(c.imported for c in envs):
+            check_soundness(env_cls, tasks, None if soundness is True else soundness)
     return Prepared(source, first.group, tasks, env_cls, envs, tools, reward)
 
 

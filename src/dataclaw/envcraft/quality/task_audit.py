@@ -19,6 +19,7 @@ from dataclaw.core.progress import ProgressFactory, progress_for
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.quality.common import StageCount, reject_reasons
 from dataclaw.envcraft.quality.runs import LoadedTasks, audit_by_code, rubric_tasks
+from dataclaw.envcraft.quality.soundness import SoundnessSettings
 from dataclaw.envcraft.quality.task_runs import run_model
 from dataclaw.models.ledger import saved_usage
 from dataclaw.sandbox import SandboxPolicy
@@ -146,16 +147,22 @@ def audit_tasks(
     policy: SandboxPolicy | None = None,
     progress: ProgressFactory | None = None,
     on_code_audit: Callable[[CodeAudit], None] | None = None,
+    soundness: SoundnessSettings | None = None,
 ) -> TaskAudit:
     """Audit the tasks ``loaded`` from ``source`` into the run directory ``run`` (resumable): every task by
     code (``workers`` at once; a claw task fails when its untouched workspace scores above ``floor``), then,
     with ``model``, every loadable task by the LLM rubric. ``on_code_audit`` is told the code audit before
-    the rubric starts. The summary goes into the run manifest under ``audit``."""
+    the rubric starts. Tool tasks also run the soundness suite (``soundness``: its settings, the defaults
+    when None; a task a policy games fails with ``gamed_by_<policy>``). The summary goes into the run
+    manifest under ``audit``."""
+    soundness = soundness or SoundnessSettings()
     with RunStore(run) as store:
         before = store.stage("code_audit").ids()
         t0 = time.perf_counter()
         with progress_for(progress, "audit") as bar:
-            rows = audit_by_code(loaded, store, floor=floor, policy=policy, progress=bar, workers=workers)
+            rows = audit_by_code(
+                loaded, store, floor=floor, policy=policy, progress=bar, workers=workers, soundness=soundness
+            )
         took = time.perf_counter() - t0
         resumed = sum(1 for r in rows if r["id"] in before and "layout" not in r)
         code = CodeAudit(rows, summarize_audit(rows, seconds=took, resumed=resumed))
@@ -178,6 +185,7 @@ def audit_tasks(
                 "floor": floor,
                 "model": model,
                 "workers": workers,
+                "soundness": soundness.to_dict(),
                 "summary": code.summary.to_dict(),
             }
         )
