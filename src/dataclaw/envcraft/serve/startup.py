@@ -35,9 +35,11 @@ def endpoints(env: str) -> list[Endpoint]:
         Endpoint("GET", "/health", None, "liveness"),
         Endpoint("GET", "/metadata", None, "the environment's name and description"),
         Endpoint("GET", f"/{env}/splits", None, "Task API: the splits"),
-        Endpoint("POST", f"/{env}/tasks", {"split": SPLIT}, "Task API: the tasks (no verifier, no state)"),
+        Endpoint(
+            "POST", f"/{env}/tasks", {"split": SPLIT}, "Task API: the tasks, without verifiers or states"
+        ),
         Endpoint("POST", "/mcp", tools_list, "MCP JSON-RPC: tools/list, tools/call"),
-        Endpoint("WS", "/ws", None, "OpenEnv sessions: EnvClient / MCPToolClient (reset, step)"),
+        Endpoint("WS", "/ws", None, "OpenEnv sessions: EnvClient or MCPToolClient, reset and step"),
     ]
 
 
