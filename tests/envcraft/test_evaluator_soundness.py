@@ -5,9 +5,11 @@ every archetype scenario and every package compiled from the synthesis tests' fi
 - ``reference``: the scenario's reference solution;
 - ``collateral``: the reference, then one successful write on a record the goal does not name (a write
   step of the reference or of the forbidden actions, aimed at another record of the same collection);
-- ``destructive``: the reference with its last write replaced by a destructive one on the record it
-  writes (a cancel/delete/reject-like tool given its ids, or the last write with another enum value);
-- ``destructive_alone``: that destructive move after only the reference steps that make no goal progress.
+- ``destructive``: the reference with its last write replaced by a destructive or wrong one on the record
+  it writes (a cancel/delete/reject-like tool given its ids, a forbidden action on that record, or the last
+  write with another enum value);
+- ``destructive_alone``: a cancel/delete/reject-like move on that record after only the reference steps
+  that make no goal progress.
 
 ``python tests/envcraft/test_evaluator_soundness.py [-v]`` prints the counts per policy (and the rows).
 """
@@ -28,7 +30,9 @@ from dataclaw.envcraft.runtime.contract import HIGH_SCORE
 from dataclaw.envcraft.runtime.evaluation import COLLATERAL_PENALTY, collateral_writes
 
 PASS_THRESHOLD = HIGH_SCORE  # the contract's bar for a correct workflow
-DESTRUCTIVE = re.compile(r"cancel|delete|remove|reject|decline|fail|terminate|archive|revoke|withdraw|abort")
+DESTRUCTIVE = re.compile(
+    r"cancel|delete|remove|reject|decline|fail|terminate|archive|revoke|withdraw|abort|unsubscribe|deregister|purge"
+)
 RUNTIME_KEYS = {"actions", "meta"}
 
 
@@ -137,14 +141,17 @@ def policies(env_cls: type[Environment], scenario: Scenario, root: Path) -> dict
     if writes:
         last = max(i for i, s in enumerate(scenario.reference_solution) if s in writes)
         prefix = scenario.reference_solution[:last]
-        for step in _destructive(env_cls, writes[-1]):
+        moves = _destructive(env_cls, writes[-1], scenario)
+        for step, _ in moves:
             sid = env.create_session(scenario.scenario_id)
             _run(env, sid, prefix)
             if _try(env, sid, step):
                 out["destructive"] = score(env, sid)
-                sid = _setup(env, scenario, prefix)
-                if _try(env, sid, step):
-                    out["destructive_alone"] = score(env, sid)
+                break
+        for step in [m for m, destructive in moves if destructive]:
+            sid = _setup(env, scenario, prefix)
+            if _try(env, sid, step):
+                out["destructive_alone"] = score(env, sid)
                 break
     return out
 
@@ -161,24 +168,37 @@ def _setup(env: Environment, scenario: Scenario, prefix: list[dict[str, Any]]) -
     return sid
 
 
-def _destructive(env_cls: type[Environment], target: dict[str, Any]) -> list[dict[str, Any]]:
-    """Destructive moves on the record ``target`` writes: cancel/delete-like tools given its id parameters,
-    then ``target`` with one enum parameter set to another value."""
+def _destructive(
+    env_cls: type[Environment], target: dict[str, Any], scenario: Scenario
+) -> list[tuple[dict[str, Any], bool]]:
+    """Moves on the record ``target`` writes, each with whether it is destructive: cancel/delete/reject-like
+    tools given its id parameters (other required ones from the scenario's steps with that tool); then
+    ``target`` with one enum parameter set to another value (destructive when the value is: cancelled,
+    rejected, …) and a forbidden action of the scenario on the same record (wrong)."""
     params = target.get("params", {})
-    out = []
+    ids = {k: v for k, v in params.items() if isinstance(v, str) and k.endswith("_id")}
+    steps = scenario.reference_solution + scenario.forbidden_actions
+    out: list[tuple[dict[str, Any], bool]] = []
     for spec in env_cls.tools:
-        if not spec.modifies_state or not DESTRUCTIVE.search(spec.name):
-            continue
         names = {p.name for p in spec.params}
-        required = {p.name for p in spec.params if p.required}
-        given = {k: v for k, v in params.items() if k in names}
-        if given and required <= set(given) and (spec.name, given) != (target["tool"], params):
-            out.append({"tool": spec.name, "params": given})
+        if not spec.modifies_state or not DESTRUCTIVE.search(spec.name) or not names & set(params):
+            continue
+        seen = [st.get("params", {}) for st in steps if st["tool"] == spec.name]
+        given = {k: v for k, v in {**(seen[0] if seen else {}), **params}.items() if k in names}
+        if {p.name for p in spec.params if p.required} <= set(given) and (spec.name, given) != (
+            target["tool"],
+            params,
+        ):
+            out.append(({"tool": spec.name, "params": given}, True))
+    for step in scenario.forbidden_actions:
+        if step != target and any(step.get("params", {}).get(k) == v for k, v in ids.items()):
+            out.append((step, False))
     spec = env_cls.tools.get(target["tool"])
     for p in spec.params:
         for alt in p.schema.get("enum", []):
             if p.name in params and alt != params[p.name]:
-                out.append({"tool": target["tool"], "params": {**params, p.name: alt}})
+                step = {"tool": target["tool"], "params": {**params, p.name: alt}}
+                out.append((step, bool(DESTRUCTIVE.search(str(alt)))))
     return out
 
 
@@ -275,10 +295,10 @@ def test_a_collateral_write_after_the_reference_costs(
 @pytest.mark.parametrize("kind", ["archetypes", "compiled"])
 def test_a_destructive_move_on_the_target_fails(rows: dict[str, list[dict[str, Any]]], kind: str) -> None:
     ran = [r for r in rows[kind] if r["destructive"] is not None]
-    assert len(ran) >= (5 if kind == "archetypes" else 10)
+    assert len(ran) >= 10
     assert not (bad := [r for r in ran if r["destructive"] >= PASS_THRESHOLD]), _fmt(bad)
     alone = [r for r in rows[kind] if r["destructive_alone"] is not None]
-    assert len(alone) >= (3 if kind == "archetypes" else 10)
+    assert len(alone) >= (1 if kind == "archetypes" else 10)
     assert not (bad := [r for r in alone if r["destructive_alone"] != 0.0]), _fmt(bad)
 
 
@@ -340,6 +360,11 @@ def test_changes_outside_the_reference_footprint_cost_a_penalty_each() -> None:
         "tickets: 1 record(s) created beyond the goal",
         "notes: 1 item(s) added beyond the goal",
     ]
+    # a record the goal keeps (the reference changes it) deleted: collateral too, the goal dimension aside
+    assert collateral_writes(_state(t2="open", t3="open"), initial, reference) == ["tickets/t1 deleted"]
+    # ... or ended instead of completed (a status the reference does not reach)
+    ended = collateral_writes(_state(t1="cancelled", t2="open", t3="open"), initial, reference)
+    assert ended == ["tickets/t1 status → cancelled"]
     # logs and the action log are the documented allowance
     logged = {**reference, "audit_log": ["x", "y"], "actions": [{}]}
     assert collateral_writes(logged, {**initial, "audit_log": []}, {**reference, "audit_log": ["x"]}) == []
