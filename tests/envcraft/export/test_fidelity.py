@@ -12,6 +12,7 @@ import importlib.util
 import json
 import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -145,6 +146,28 @@ def test_an_optional_argument_left_out_is_not_sent_and_an_explicit_one_is(
     getattr(env, method_name(spec.name))(**required)
     getattr(env, method_name(spec.name))(**required, **{p.name: None})
     assert sent == [required, {**required, p.name: None}]
+
+
+@needs_sandbox
+def test_many_replays_in_one_env_worker_keep_working(tmp_path: Path) -> None:
+    """An export's gold check and a fidelity run replay hundreds of tasks in one sandboxed env worker, each
+    in a fresh instance; a dropped instance must give back its sessions' open journals (the worker's
+    descriptor limit is 256: past it every session load failed as an internal problem)."""
+    from dataclaw.envcraft.tasks.tool.execute import run_calls
+    from dataclaw.envcraft.tasks.tool.stages import record_env
+
+    counter = Path(__file__).resolve().parents[1] / "fixtures" / "counter_env"
+    pkg = shutil.copytree(counter, tmp_path / "counter_env")
+    env_cls = record_env({"env": "counter_env", "env_module": str(pkg)})
+    assert getattr(env_cls, "remote", False)  # served by the env worker, as tasks and exports run it
+    scenario = next(s for s in env_cls.scenarios().values() if s.reference_solution)
+    calls = [{"tool": c["tool"], "params": c.get("params", {})} for c in scenario.reference_solution]
+    with tempfile.TemporaryDirectory() as root:
+        e = env_cls(root)
+        initial = e.get_session_state(e.create_session(scenario.scenario_id))
+    for _ in range(300):
+        results, _final = run_calls(env_cls, scenario.scenario_id, initial, calls)
+        assert all(r["status"] == "ok" for r in results), results
 
 
 # ---- BFCL from the real wheel --------------------------------------------------------------------------

@@ -210,7 +210,10 @@ class Server:
 
     def drop(self, req: dict[str, Any]) -> None:
         key = str(req["inst"])
-        self.envs.pop(key, None)
+        env = self.envs.pop(key, None)
+        store = getattr(env, "store", None)
+        if store is not None:  # its cached sessions pin open journals: past the fd limit every load fails
+            store.close()
         if key.isalnum():
             shutil.rmtree(self.state_dir / key, ignore_errors=True)
 
