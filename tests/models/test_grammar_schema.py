@@ -78,3 +78,30 @@ def test_a_refused_grammar_is_a_model_error_of_the_call(monkeypatch):
     schema = {"type": "object", "properties": {"refused_here": {"type": "string", "maxLength": 40}}}
     with pytest.raises(ModelRequestError, match="40 levels deep"):
         local.decoding_schema(schema, "local:x")
+
+
+def test_an_isolated_model_turns_a_crash_of_llama_cpp_into_the_calls_model_error(monkeypatch, tmp_path):
+    """``local:…?isolate=true`` runs llama.cpp in a child process: the grammar that segfaulted `tasks audit`
+    (the depth check switched off here to let it through) kills only the child; the call is a
+    ModelRequestError naming the signal, and the next call gets a fresh child and a valid answer."""
+    pytest.importorskip("llama_cpp", reason="the embedded model needs dataclaw[local]")
+    import asyncio
+
+    from dataclaw.models import get_model
+    from dataclaw.models.backends import local
+
+    monkeypatch.setattr(local, "GRAMMAR_MAX_DEPTH", 10**6)
+    monkeypatch.setattr(local, "grammar_schema", lambda schema: schema)  # the rubric's schema, unrelaxed
+    local._checked_grammar.cache_clear()
+    model = get_model("local:smollm2-135m?isolate=true", cache=False)
+    deep = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 2000}}, "required": ["a"]}
+    small = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    try:
+        with pytest.raises(ModelRequestError, match=r"model process crashed \(signal 11\)"):
+            model.complete_sync("Say hello in JSON.", schema=deep, max_tokens=8)
+        assert (
+            model.complete_sync("Give a number in JSON.", schema=small, max_tokens=12).parsed["a"] is not None
+        )
+    finally:
+        asyncio.run(model.aclose())
+        local._checked_grammar.cache_clear()

@@ -205,6 +205,68 @@ def decoding_schema(schema: dict[str, Any], model_id: str) -> dict[str, Any]:
     return relaxed
 
 
+def _child_main(path: str, n_ctx: int, n_threads: int | None, conn: Any) -> None:
+    """The isolated model process: load the model, then answer ``(messages, kwargs)`` requests until the
+    pipe closes. A crash here (a segfault in llama.cpp) ends only this process."""
+    loaded = load_llama(Path(path), n_ctx, n_threads)
+    while True:
+        try:
+            messages, kwargs = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            conn.send(("ok", loaded.llama.create_chat_completion(messages=messages, **kwargs)))
+        except ValueError as exc:
+            conn.send(("error", str(exc)))
+
+
+class _IsolatedModel:
+    """One llama.cpp model in a child process (``local:…?isolate=true``): any crash of the model is the
+    call's :class:`ModelRequestError`, and the next call starts a fresh child."""
+
+    def __init__(self, path: Path, n_ctx: int, n_threads: int | None) -> None:
+        self.args = (str(path), n_ctx, n_threads)
+        self.lock = threading.Lock()
+        self.proc: Any = None
+        self.conn: Any = None
+
+    def _start(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")  # a fork would copy the parent's threads and llama state
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_child_main, args=(*self.args, child), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def call(self, model_id: str, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            if self.proc is None or not self.proc.is_alive():
+                self._start()
+            try:
+                self.conn.send((messages, kwargs))
+                status, value = self.conn.recv()
+            except (EOFError, OSError, BrokenPipeError):
+                self.proc.join(timeout=5)
+                code = self.proc.exitcode
+                self.proc = None
+                why = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+                raise ModelRequestError(
+                    f"model {model_id}: the model process crashed ({why}); the next call starts a new one",
+                    model=model_id,
+                ) from None
+        if status == "error":
+            raise ModelRequestError(f"model {model_id}: {value}", model=model_id)
+        return value
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            self.conn.close()
+            self.proc.join(timeout=5)
+            if self.proc.is_alive():
+                self.proc.kill()
+
+
 class LlamaCppBackend(Backend):
     """A GGUF model in this process."""
 
@@ -220,12 +282,18 @@ class LlamaCppBackend(Backend):
         n_ctx: int = 4096,
         n_threads: int | None = None,
         max_tokens: int = 512,
+        isolate: bool = False,
     ) -> None:
         super().__init__(model_id, model_id)
         self.path = path
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.max_tokens = max_tokens
+        self.isolated = _IsolatedModel(path, n_ctx, n_threads) if isolate else None
+
+    async def aclose(self) -> None:
+        if self.isolated is not None:
+            await asyncio.to_thread(self.isolated.close)
 
     def load(self) -> _Loaded:
         """Load (once per process) and return the model; the first call takes about a second."""
@@ -251,14 +319,17 @@ class LlamaCppBackend(Backend):
                 "type": "json_object",
                 "schema": decoding_schema(schema, self.model_id),
             }
-        loaded = self.load()
         # chat templates want string contents: text parts joined (images were refused or dropped)
         messages = drop_images(request.messages)
-        with loaded.lock:
-            try:
-                resp = loaded.llama.create_chat_completion(messages=messages, **kwargs)
-            except ValueError as exc:  # prompt longer than the context, grammar the schema cannot become
-                raise ModelRequestError(f"model {self.model_id}: {exc}", model=self.model_id) from None
+        if self.isolated is not None:
+            resp = self.isolated.call(self.model_id, messages, kwargs)
+        else:
+            loaded = self.load()
+            with loaded.lock:
+                try:
+                    resp = loaded.llama.create_chat_completion(messages=messages, **kwargs)
+                except ValueError as exc:  # prompt longer than the context, a schema that is no grammar
+                    raise ModelRequestError(f"model {self.model_id}: {exc}", model=self.model_id) from None
         choice = resp["choices"][0]
         text = choice["message"].get("content")
         usage = Usage(
@@ -291,16 +362,20 @@ class LlamaCppBackend(Backend):
 
 @register_backend("local")
 def _local_factory(scheme: str, rest: str, options: dict[str, Any]) -> Backend:
-    """``local:<bundled name>`` or ``local:/path/to/model.gguf``; options n_ctx, n_threads, max_tokens."""
+    """``local:<bundled name>`` or ``local:/path/to/model.gguf``; options n_ctx, n_threads, max_tokens and
+    isolate (run the model in a child process, so that a crash of llama.cpp is a model error)."""
     spec = f"{scheme}:{rest}"
     n_ctx = take_option(options, "n_ctx", int, 4096, spec)
     n_threads = take_option(options, "n_threads", int, None, spec)
     max_tokens = take_option(options, "max_tokens", int, 512, spec)
-    refuse_unknown_options(options, spec, ["n_ctx", "n_threads", "max_tokens"])
+    isolate = take_option(options, "isolate", bool, False, spec)
+    refuse_unknown_options(options, spec, ["n_ctx", "n_threads", "max_tokens", "isolate"])
     if rest.endswith(".gguf"):
         path = Path(rest)
         if not path.is_file():
             raise ConfigError(f"model {spec}: GGUF file {path} does not exist")
     else:
         path = find_gguf(rest)
-    return LlamaCppBackend(spec, path, n_ctx=n_ctx, n_threads=n_threads, max_tokens=max_tokens)
+    return LlamaCppBackend(
+        spec, path, n_ctx=n_ctx, n_threads=n_threads, max_tokens=max_tokens, isolate=isolate
+    )
