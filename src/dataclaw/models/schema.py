@@ -44,9 +44,10 @@ def check_schema(schema: Any) -> Any:
 
 
 GRAMMAR_MAX_REPEAT = 256
-"""The largest length bound (and integer range turned into an enum) a grammar is given. llama.cpp writes
-``maxLength: n`` as n nested optional groups, and its sampler recurses once per level: around 1000 levels
-overflow the C stack (a segfault that takes the whole process down)."""
+"""The largest length bound (and integer range turned into an enum) a grammar is given. A ``maxLength: n``
+becomes n nested optional groups; llama.cpp's grammar parser refuses the grammar once n passes about 1000
+("number of rules that are going to be repeated ... exceeds sane defaults") and llama-cpp-python then
+decodes with the grammar it failed to build: a segfault that takes the whole process down."""
 
 _GRAMMAR_DROPPED = ("pattern", "format")
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")

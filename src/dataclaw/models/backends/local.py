@@ -148,10 +148,11 @@ def tool_call_schema(tools: list[dict[str, Any]], tool_choice: Any) -> dict[str,
 
 
 GRAMMAR_MAX_DEPTH = 300
-"""The deepest nesting of groups a grammar may have before llama.cpp is given it. Its sampler recurses once
-per level and runs on the C stack, in this process: a grammar of ~1000 levels (``maxLength: 1200``)
-segfaults, killing the run; 600 levels still work. The check runs before the grammar is built, so a schema
-too deep for it is this call's :class:`ModelRequestError` (a ``model_error`` reject), never a crash."""
+"""The deepest nesting of groups a grammar may have before llama.cpp is given it. llama.cpp's parser refuses
+a grammar nested about 1000 levels deep (``maxLength: 1100`` does, 1000 does not) and llama-cpp-python then
+decodes with the grammar it failed to build, a segfault in this process. The check runs before the grammar
+is built, so a schema too deep for it is this call's :class:`ModelRequestError` (a ``model_error``
+reject), never a crash."""
 
 
 def grammar_depth(gbnf: str) -> int:
