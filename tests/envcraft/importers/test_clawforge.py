@@ -16,7 +16,7 @@ from dataclaw.envcraft.importers import Produces, run_import
 from dataclaw.envcraft.importers.clawforge import check_chain, verb_side_effect
 from dataclaw.envcraft.importers.clawforge_api import read_api
 from dataclaw.envcraft.scenarios.catalogue import read_scenario_file
-from dataclaw.envcraft.tasks.tool.verifier import derive_verifier
+from dataclaw.envcraft.tasks.tool.verifier import allowance, derive_verifier
 from dataclaw.envcraft.worker import open_environment
 from dataclaw.sandbox import sandbox_available
 from envcraft.importers import shapes
@@ -134,13 +134,19 @@ def test_graph_sample_audit_and_rollout_work_on_the_imported_environment(
         "id": "task:imported-todo", "env": "todo_management_system", "env_module": str(pkg),
         "scenario_id": "busy_sprint", "persona": {"id": "p0", "description": "a lead"},
         "instruction": "Mark task 2001 as done.", "user_turns": ["Mark task 2001 as done."],
-        "initial_state": initial, "verifier": derive_verifier(initial, final, {"tasks"}),
+        "initial_state": initial, "verifier": derive_verifier(initial, final, {"tasks"}, guard=True,
+                                                              allow=allowance(env_cls.tools, initial)),
         "gold_chain": [{"tool": "update_task_status", "params": {"task_id": 2001, "status": "Done"}}],
         "metadata": {},
     }  # fmt: skip
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "tasks.jsonl").write_text(json.dumps(task) + "\n")
-    assert _run(["tasks", "audit", str(tmp_path / "t"), "-o", str(tmp_path / "a"), "--strict"]) == 0
+    # the audit runs the soundness suite: the guard makes collateral writes cost, but one call on a short
+    # list of tasks and statuses is a task a seeded random policy often completes, and it says so
+    assert _run(["tasks", "audit", str(tmp_path / "t"), "-o", str(tmp_path / "a"), "--strict"]) == 1
+    report = json.loads((tmp_path / "a" / "code_audit.jsonl").read_text().splitlines()[0])
+    assert report["soundness"]["reasons"] == ["gamed_by_random"]
+    assert report["soundness"]["figures"]["collateral"]["ok"] and report["soundness"]["figures"]["gold"]["ok"]
     plan = [("update_task_status", {"task_id": 2001, "status": "Done"})]
 
     def agent(req) -> Reply:
