@@ -18,6 +18,7 @@ from dataclaw.cli._options import with_options
 from dataclaw.cli._summary import console, stage_summary
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.export.cli import export_command
+from dataclaw.envcraft.quality.soundness import SoundnessSettings
 from dataclaw.sandbox import SandboxPolicy
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
@@ -133,7 +134,7 @@ def _num(x: float | None) -> str:
 
 
 @app.command("audit")
-@with_options(executor=ExecutorOptions)
+@with_options(executor=ExecutorOptions, soundness=SoundnessSettings)
 def audit(
     tasks: Annotated[Path, typer.Argument(help=_TASKS_HELP)],
     out: Annotated[
@@ -150,8 +151,10 @@ def audit(
     strict: Annotated[bool, typer.Option(help="Exit 1 when any task fails.")] = False,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
     executor: ExecutorOptions = ExecutorOptions(),
+    soundness: SoundnessSettings = SoundnessSettings(),
 ) -> None:
-    """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), any task by the LLM rubric.
+    """Audit tasks: claw workspace tasks by code (C.6 checks in the sandbox), tool tasks by code and by the
+    soundness suite (the --pass-threshold … --seed options), any task by the LLM rubric.
 
     Prints a summary (verdicts, reasons, warnings, pass rate, slowest tasks); every report is in
     ``code_audit.jsonl`` and every failure in ``rejects.jsonl`` of the run directory."""
@@ -178,6 +181,7 @@ def audit(
         done = audit_tasks(
             tasks, loaded, run, floor=floor, workers=n_workers, model=model,
             policy=SandboxPolicy(unsafe=unsafe), progress=progress_bar, on_code_audit=show,
+            soundness=soundness,
         )  # fmt: skip
     if done.rubric is not None:
         stage_summary([done.rubric])

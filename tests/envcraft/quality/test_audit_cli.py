@@ -204,3 +204,20 @@ def test_audit_of_an_empty_task_folder_is_a_clear_error(tmp_path: Path):
     (tmp_path / "tasks").mkdir()
     res = dataclaw("tasks", "audit", str(tmp_path), "-o", str(tmp_path / "run"))
     assert res.returncode == 1 and "no tasks found" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_tasks_audit_takes_the_soundness_settings(tmp_path: Path):
+    src = tmp_path / "tasks.jsonl"
+    src.write_text(json.dumps(guarded_tool_task()) + "\n")
+    done = dataclaw("tasks", "audit", str(src), "-o", str(tmp_path / "a"), "--strict")
+    assert done.returncode == 0, done.stdout + done.stderr
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())["audit"]
+    assert manifest["soundness"]["collateral_margin"] == 0.25
+    # a guard takes half the score: a margin above that is one the task cannot meet
+    strict = dataclaw(
+        "tasks", "audit", str(src), "-o", str(tmp_path / "b"), "--strict", "--collateral-margin", "0.6"
+    )
+    assert strict.returncode == 1 and "gamed_by_collateral" in strict.stdout
+    bad = dataclaw("tasks", "audit", str(src), "--collateral-margin", "0")
+    assert bad.returncode == 1 and "collateral_margin must be in (0, 1]" in bad.stdout + bad.stderr
+    assert "Traceback" not in bad.stdout + bad.stderr

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.runtime.task import ToolTask
 
 
@@ -61,38 +62,51 @@ REASONS: dict[Policy, SoundnessReason] = {
 }
 
 
+class SoundnessSettingsError(ConfigError, ValueError):
+    """A setting out of its range (one line for the user: which setting, what it got)."""
+
+
 @dataclass(frozen=True)
 class SoundnessSettings:
     """What the suite demands and how much it tries (every figure a user may set)."""
 
-    pass_threshold: float = 1.0
-    """A score at or above this passes (the binary reward's 1.0 by default)."""
-    untouched_max: float = 0.0
-    """The most the untouched initial state may score."""
-    collateral_margin: float = 0.25
-    """Gold + a collateral write must score at most ``1 - collateral_margin``."""
-    max_collateral: int = 8
-    """Collateral writes tried per task at most (seeded sample of what the environment accepts)."""
-    max_wrong: int = 3
-    """Wrong last writes tried per task at most."""
-    random_episodes: int = 8
-    random_steps: int = 0
-    """Calls per random episode; 0: twice the gold chain, at least 4."""
-    random_max_mean: float = 0.1
-    """The most a random policy may score on average ("near 0")."""
-    seed: int = 0
+    pass_threshold: float = field(
+        default=1.0,
+        metadata={"help": "Soundness: a score at or above this passes."},
+    )
+    untouched_max: float = field(
+        default=0.0, metadata={"help": "Soundness: the most the untouched initial state may score."}
+    )
+    collateral_margin: float = field(
+        default=0.25,
+        metadata={"help": "Soundness: gold + a collateral write must score at most 1 - this margin."},
+    )
+    max_collateral: int = field(
+        default=8, metadata={"help": "Soundness: collateral writes tried per task at most (seeded sample)."}
+    )
+    max_wrong: int = field(default=3, metadata={"help": "Soundness: wrong last writes tried at most."})
+    random_episodes: int = field(default=8, metadata={"help": "Soundness: seeded random episodes per task."})
+    random_steps: int = field(
+        default=0, metadata={"help": "Soundness: calls per random episode (0: twice the gold chain, >= 4)."}
+    )
+    random_max_mean: float = field(
+        default=0.1, metadata={"help": "Soundness: the most a random policy may score on average."}
+    )
+    seed: int = field(default=0, metadata={"help": "Soundness: seed of the sampled writes and episodes."})
 
     def __post_init__(self) -> None:
         if not 0 < self.pass_threshold <= 1:
-            raise ValueError(f"pass_threshold must be in (0, 1], got {self.pass_threshold}")
+            raise SoundnessSettingsError(f"pass_threshold must be in (0, 1], got {self.pass_threshold}")
         if not 0 < self.collateral_margin <= 1:
-            raise ValueError(f"collateral_margin must be in (0, 1], got {self.collateral_margin}")
+            raise SoundnessSettingsError(f"collateral_margin must be in (0, 1], got {self.collateral_margin}")
         for name in ("untouched_max", "random_max_mean"):
             if not 0 <= getattr(self, name) < self.pass_threshold:
-                raise ValueError(f"{name} must be in [0, pass_threshold), got {getattr(self, name)}")
+                raise SoundnessSettingsError(
+                    f"{name} must be in [0, pass_threshold), got {getattr(self, name)}"
+                )
         for name in ("max_collateral", "max_wrong", "random_episodes", "random_steps"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0")
+                raise SoundnessSettingsError(f"{name} must be >= 0")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
