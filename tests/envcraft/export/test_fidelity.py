@@ -92,9 +92,9 @@ def inprocess(tasks: list[dict[str, Any]], mode: str, *, gold: bool = True) -> d
 
 def assert_same_rewards(
     src: Path, tasks: list[dict[str, Any]], out: Path, mode: str = "binary"
-) -> dict[str, float]:
+) -> dict[bool, dict[str, float]]:
     """Gold and untouched rewards through both exports equal the in-process ones, task by task; returns
-    the in-process gold rewards."""
+    the in-process rewards (``True``: gold, ``False``: untouched)."""
     trl = export_tasks(src, "trl", out / "trl", reward=mode).out
     verl = export_tasks(src, "verl", out / "verl", reward=mode).out
     found = {}
@@ -102,7 +102,7 @@ def assert_same_rewards(
         expected = found[gold] = inprocess(tasks, mode, gold=gold)
         assert trl_rewards(trl, tasks, gold=gold) == expected, ("trl", gold)
         assert verl_rewards(verl, tasks, gold=gold) == expected, ("verl", gold)
-    return found[True]
+    return found
 
 
 # ---- archetype tasks (synthesised by the task pipeline) ------------------------------------------------
@@ -368,11 +368,12 @@ def test_every_imported_bfcl_task_scores_the_same_through_trl_and_verl(tmp_path:
     by_group: dict[str, list[dict[str, Any]]] = {}
     for t in tasks:
         by_group.setdefault(t["env"], []).append(t)
-    solved = Counter()
+    solved, untouched = Counter(), Counter()
     for group, picked in sorted(by_group.items()):
         src = write(picked, tmp_path / group / "tasks.jsonl")
-        solved[group] = sum(assert_same_rewards(src, picked, tmp_path / group).values())
-    assert sum(solved.values()) == 800
+        found = assert_same_rewards(src, picked, tmp_path / group)
+        solved[group], untouched[group] = sum(found[True].values()), sum(found[False].values())
+    assert sum(solved.values()) == 800 and sum(untouched.values()) == 0
     print(
         f"BFCL fidelity: {len(tasks)} tasks in {len(by_group)} groups; import {imported - started:.0f}s, "
         f"exports and replays {time.monotonic() - imported:.0f}s"
