@@ -43,7 +43,7 @@ def check_schema(schema: Any) -> Any:
     return _checked_validator(canonical)
 
 
-GRAMMAR_MAX_REPEAT = 256
+GRAMMAR_MAX_REPEAT = 512
 """The largest length bound (and integer range turned into an enum) a grammar is given. A ``maxLength: n``
 becomes n nested optional groups; llama.cpp's grammar parser refuses the grammar once n passes about 1000
 ("number of rules that are going to be repeated ... exceeds sane defaults") and llama-cpp-python then

@@ -77,3 +77,29 @@ def test_tasks_audit_with_the_embedded_model_scores_every_task_and_exits_0(tmp_p
         assert all(s in range(4) for s in v["scores"].values())
         assert v["qualified"] == gate(v["scores"])
     assert "rubric" in done.stdout
+
+
+def test_an_answer_in_the_right_shape_but_out_of_range_is_a_model_error_not_a_verdict(tmp_path):
+    """Gaming the gate with the right shape: scores of 7, or analyses past 1200 characters, fail the full
+    schema (whatever the grammar sent to the server allowed) and the task is a model_error reject; the
+    request leaves room for the longest answer the schema allows."""
+    from dataclaw.envcraft.quality.rubric import RUBRIC_MAX_TOKENS
+    from dataclaw.models import get_model
+    from support.openai_server import OpenAIServer, Reply
+
+    steps = {f"dimension_{i}_analysis": "fine" for i in (1, 2, 3)}
+    too_high = {"reasoning_steps": steps, "scores": dict.fromkeys(("task_solvability", "validation_integrity",
+                "data_consistency"), 7), "is_qualified": True}  # fmt: skip
+    too_long = {**too_high, "scores": dict.fromkeys(too_high["scores"], 3)}
+    too_long["reasoning_steps"] = {**steps, "dimension_2_analysis": "x" * 1201}
+    store = RunStore(tmp_path / "run")
+    tasks = [example_claw_task("smart_home_energy_cost"), example_claw_task("logistics_manager_review")]
+    with OpenAIServer() as server:
+        server.enqueue(Reply.json(too_high), Reply.json(too_long))
+        model = get_model(f"{server.base_url}::judge", cache=False)
+        rows = asyncio.run(rubric_tasks(model, tasks, store))
+        bodies = server.chat_bodies()
+    assert rows == [] and all(b["max_tokens"] == RUBRIC_MAX_TOKENS for b in bodies)
+    rejects = [json.loads(line) for line in (tmp_path / "run" / "rejects.jsonl").read_text().splitlines()]
+    assert [r["reason"] for r in rejects] == ["model_error", "model_error"]
+    assert "scores" in rejects[0]["message"] and "reasoning_steps" in rejects[1]["message"]

@@ -72,6 +72,9 @@ Dimension 3 - Data Consistency & Syntactic Cleanliness
 
 Return only the JSON object: an evidence-based analysis per dimension, the three scores, and is_qualified."""
 
+RUBRIC_MAX_TOKENS = 1536
+"""Tokens for the inspector's answer: three analyses of up to 1200 characters, the scores and the JSON."""
+
 _MAX_CODE_CHARS = 40_000
 _MAX_STATE_CHARS = 12_000
 
@@ -158,8 +161,10 @@ def rubric_prompt(material: dict[str, str]) -> str:
 
 
 async def inspect_task(model: Any, task: Any, **params: Any) -> RubricVerdict:
-    """Ask ``model`` for the rubric scores of ``task`` (deterministic decoding by default)."""
+    """Ask ``model`` for the rubric scores of ``task`` (deterministic decoding by default, and room for the
+    longest answer the schema allows: a backend's default ``max_tokens`` may cut it off mid-analysis)."""
     params.setdefault("temperature", 0)
+    params.setdefault("max_tokens", RUBRIC_MAX_TOKENS)
     done = await model.complete(rubric_prompt(task_material(task)), schema=RUBRIC_SCHEMA, **params)
     parsed = done.parsed
     scores = {d: int(parsed["scores"][d]) for d in DIMENSIONS}

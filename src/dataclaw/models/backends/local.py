@@ -147,7 +147,7 @@ def tool_call_schema(tools: list[dict[str, Any]], tool_choice: Any) -> dict[str,
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 
-GRAMMAR_MAX_DEPTH = 300
+GRAMMAR_MAX_DEPTH = 600
 """The deepest nesting of groups a grammar may have before llama.cpp is given it. llama.cpp's parser refuses
 a grammar nested about 1000 levels deep (``maxLength: 1100`` does, 1000 does not) and llama-cpp-python then
 decodes with the grammar it failed to build, a segfault in this process. The check runs before the grammar
