@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from dataclaw.envcraft.export import export_tasks
-from dataclaw.envcraft.export.base import flat_schema, method_name
+from dataclaw.envcraft.export.base import flat_schema, method_name, param_description
 from dataclaw.envcraft.export.episode import Sessions, TaskSet, ToolCallError, reward_of
 from dataclaw.envcraft.export.trl import hint
 from dataclaw.envcraft.tasks.tool.stages import replay_task
@@ -246,9 +246,12 @@ def test_bfcl_tool_schemas_keep_types_in_the_verl_config(twitter, tmp_path) -> N
     assert {"integer", "array", "boolean", "string"} <= set(kinds)  # not every type read as a string
 
 
-def check_schemas(out: Path, specs: Any, *, publisher: bool) -> dict[str, Any]:
+def check_schemas(
+    out: Path, specs: Any, *, publisher: bool, differs: dict[tuple[str, str], Any] | None = None
+) -> dict[str, Any]:
     """``get_json_schema`` (in .venv-train) of every generated method against the tool spec (types, enums,
-    descriptions, required) and, with ``publisher``, against the publisher's own function."""
+    descriptions, required) and, with ``publisher``, against the publisher's own function (``differs``:
+    the parameters known to differ, with the publisher's schema for them, compared exactly)."""
     found = probe(TRAIN_PY, "schema_probe.py", str(out), timeout=600)
     generated = found["generated"]
     names = {method_name(s.name): s for s in specs}
@@ -261,7 +264,7 @@ def check_schemas(out: Path, specs: Any, *, publisher: bool) -> dict[str, Any]:
         for p in spec.params:
             prop = params["properties"][p.name]
             want = flat_schema(p.schema)
-            assert prop["description"] == " ".join((p.description or "").split()), (method, p.name)
+            assert prop["description"] == param_description(p), (method, p.name)
             if "type" in want:
                 assert prop.get("type") == want["type"], (method, p.name, prop, want)
             if "enum" in want:
@@ -275,6 +278,9 @@ def check_schemas(out: Path, specs: Any, *, publisher: bool) -> dict[str, Any]:
             ours = generated[method]["parameters"]
             assert set(ours.get("required", [])) == set(theirs["parameters"].get("required", [])), method
             for name, prop in theirs["parameters"]["properties"].items():
+                if (method, name) in (differs or {}):
+                    assert {k: v for k, v in prop.items() if k != "description"} == differs[(method, name)]
+                    continue
                 assert _same_type(ours["properties"][name], prop), (method, name, ours["properties"][name])
     return found
 
@@ -297,6 +303,49 @@ def test_bfcl_trl_schemas_equal_the_publishers_own_functions_schemas(twitter, tm
     }
     assert post["required"] == ["content"]
     assert found["generated"]["comment"]["parameters"]["properties"]["tweet_id"]["type"] == "integer"
+
+
+@needs_trl
+@needs_bfcl
+@needs_sandbox
+def test_bfcl_dict_parameter_keeps_its_fields_and_value_types(tmp_path: Path) -> None:
+    """``edit_ticket(updates)``: BFCL's doc names the fields (title, description, status: strings;
+    priority: an integer). TRL's schema gets the value types and the fields in the description; the
+    publisher's own hint (``Dict[str, Optional[Union[str, int]]]``) differs only in allowing null values."""
+    from dataclaw.envcraft.importers import Produces, run_import
+    from dataclaw.envcraft.runtime import load_env_package
+
+    run = tmp_path / "run"
+    s = run_import("bfcl", _bfcl_wheel(), run, Produces.TASKS, options={"ids": ["multi_turn_base_48"]})
+    assert s.imported == 1, s.reject_messages
+    tasks = _records(run / "tasks.jsonl")
+    assert any(c["tool"] == "edit_ticket" for c in tasks[0]["gold_chain"])
+    assert_same_rewards(run / "tasks.jsonl", tasks, tmp_path)
+    specs = load_env_package(Path(tasks[0]["env_module"])).env_cls.tools
+    fields = flat_schema(specs.get("edit_ticket").params[1].schema)["properties"]
+    assert {k: v["type"] for k, v in fields.items()} == {
+        "title": "string",
+        "description": "string",
+        "status": "string",
+        "priority": "integer",
+    }
+    theirs = {"type": "object", "additionalProperties": {"type": ["integer", "string"], "nullable": True}}
+    found = check_schemas(
+        tmp_path / "trl", specs, publisher=True, differs={("edit_ticket", "updates"): theirs}
+    )
+    updates = found["generated"]["edit_ticket"]["parameters"]["properties"]["updates"]
+    assert updates["type"] == "object"
+    assert updates["additionalProperties"] == {"type": ["integer", "string"]}
+    assert updates["description"] == (
+        "Dictionary containing the fields to be updated. Fields: "
+        "description (string): [Optional] New description for the ticket.; "
+        "priority (integer): [Optional] New priority for the ticket.; "
+        "status (string): [Optional] New status for the ticket.; "
+        "title (string): [Optional] New title for the ticket."
+    )
+    verl = yaml.safe_load((tmp_path / "verl" / "tool_config.yaml").read_text())["tools"]
+    entry = next(t for t in verl if t["config"]["env_tool"] == "edit_ticket")["tool_schema"]["function"]
+    assert entry["parameters"]["properties"]["updates"]["description"] == updates["description"]
 
 
 @needs_trl

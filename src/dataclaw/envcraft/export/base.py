@@ -175,6 +175,25 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def param_description(param: Any) -> str:
+    """A parameter's description for a trainer schema, one line; an object parameter whose schema names its
+    fields (BFCL's ``edit_ticket(updates)``) lists them, since neither a Python ``dict`` hint (TRL) nor
+    VERL's property schema can carry them."""
+    text = " ".join((param.description or "").split())
+    fields = flat_schema(param.schema).get("properties")
+    if isinstance(fields, dict) and fields:
+        listed = []
+        for name, sub in fields.items():
+            sub = flat_schema(sub) if isinstance(sub, dict) else {}
+            kind = sub.get("type", "value")
+            kind = " or ".join(kind) if isinstance(kind, list) else kind
+            note = " ".join(str(sub.get("description", "")).split())
+            listed.append(f"{name} ({kind}){': ' + note if note else ''}")
+        text = f"{text} Fields: {'; '.join(listed)}".strip()
+        text += "" if text.endswith(".") else "."
+    return text
+
+
 def check_gold(env_cls: Any, tasks: list[ToolTask]) -> None:
     """Replay every task's gold chain from S0: the verifier must score it 1.0 (a stale task set — the
     environment changed since synthesis — would otherwise train on rewards nobody can earn)."""

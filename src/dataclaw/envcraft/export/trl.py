@@ -27,6 +27,7 @@ from dataclaw.envcraft.export.base import (
     Prepared,
     class_name,
     docstring_literal,
+    param_description,
     write_common,
 )
 
@@ -58,6 +59,9 @@ def hint(schema: dict[str, Any]) -> str:
     if kind == "array":
         return f"list[{hint(schema['items'])}]" if isinstance(schema.get("items"), dict) else "list"
     if kind == "object":
+        fields = schema.get("properties")
+        if isinstance(fields, dict) and fields:  # a dict of named fields: its values' types
+            return f"dict[str, {_union([hint(f) for f in fields.values() if isinstance(f, dict)])}]"
         return "dict"
     return "Any"
 
@@ -77,7 +81,7 @@ def method_source(method: str, spec: Any) -> str:
         if p.nullable and p.default is None and h not in ("Any", "None") and "None" not in h.split(" | "):
             h += " | None"
         args.append(f"{p.name}: {h}" if p.required else f"{p.name}: {h} = OMITTED")
-        desc = " ".join((p.description or p.schema.get("type", "value")).split())
+        desc = param_description(p) or str(p.schema.get("type", "value"))
         docs.append(f"    {p.name}: {desc}")
         call.append(f"{p.name}={p.name}")
     text = spec.description.strip() or spec.name

@@ -24,7 +24,14 @@ import yaml
 
 from dataclaw.core.errors import require
 from dataclaw.envcraft.export import EXPORTERS
-from dataclaw.envcraft.export.base import Exporter, ExportResult, Prepared, flat_schema, write_common
+from dataclaw.envcraft.export.base import (
+    Exporter,
+    ExportResult,
+    Prepared,
+    flat_schema,
+    param_description,
+    write_common,
+)
 from dataclaw.envcraft.export.episode import opening_message
 
 TOOLS_MODULE = "dataclaw_verl_tools"
@@ -170,7 +177,7 @@ def tool_schema(method: str, spec: Any) -> dict[str, Any]:
     props = {}
     for p in spec.params:
         schema = flat_schema(p.schema)  # an imported tool's ``anyOf``-wrapped type is its type
-        desc = " ".join((p.description or "").split())
+        desc = param_description(p)
         if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
             item = flat_schema(schema["items"]).get("type", "value")
             item = " or ".join(item) if isinstance(item, list) else item

@@ -235,6 +235,12 @@ def _json_type(spec: dict[str, Any]) -> dict[str, Any]:
         out["items"] = _json_type(spec["items"])
     if "enum" in spec:
         out["enum"] = list(spec["enum"])
+    if kind == "dict" and isinstance(spec.get("properties"), dict):  # the fields a dict takes, described
+        out["properties"] = {
+            name: {**_json_type(sub), "description": str(sub.get("description", "")).strip()}
+            for name, sub in spec["properties"].items()
+            if isinstance(sub, dict)
+        }
     return out
 
 
