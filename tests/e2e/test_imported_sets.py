@@ -49,6 +49,12 @@ def test_imported_tau2_and_pinchbench_sets_audit_export_and_view(tmp_path: Path)
     for run in (tau2, pb):  # tool tasks by gold replay, claw tasks by building and verifying in the sandbox
         dataclaw("tasks", "audit", run, "-o", f"{run}-audit", "--strict")
         assert all(r["passed"] for r in _records(Path(f"{run}-audit") / "code_audit.jsonl"))
+    # the publisher's verifiers are soundness-checked too: what a policy games them with is a warning
+    # naming the set (they are not ours to remake), never a silent pass
+    rows = _records(Path(f"{tau2}-audit") / "code_audit.jsonl")
+    assert all("soundness" in r for r in rows)
+    warned = [w for r in rows for w in r.get("warnings", [])]
+    assert warned and all(w["publisher"] == "tau2" and w["reason"].startswith("gamed_by_") for w in warned)
 
     # the export copies the imported package (the publisher's code: no Table 15 audit) and says so
     out = tmp_path / "trl"

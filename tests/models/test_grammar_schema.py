@@ -24,14 +24,18 @@ FULL = {
 }
 
 
-def test_relaxation_caps_lengths_drops_patterns_and_enumerates_small_ranges():
+def test_relaxation_caps_lengths_keeps_patterns_and_enumerates_small_ranges():
     relaxed = grammar_schema(FULL)
     props = relaxed["properties"]
     assert props["analysis"] == {"type": "string", "maxLength": GRAMMAR_MAX_REPEAT}
-    assert props["code"] == {"type": "string", "maxLength": 3}
+    assert props["code"] == FULL["properties"]["code"]  # the pattern keeps a small model's ids in shape
     assert props["score"]["enum"] == [0, 1, 2, 3]
     assert props["pattern"] == FULL["properties"]["pattern"]  # a property named like a keyword is kept whole
-    assert props["items"] == {"type": "array", "items": {"type": "string"}, "maxItems": GRAMMAR_MAX_REPEAT}
+    assert props["items"] == {
+        "type": "array",
+        "items": {"type": "string", "format": "date"},
+        "maxItems": GRAMMAR_MAX_REPEAT,
+    }
     assert FULL["properties"]["analysis"]["maxLength"] == 1200  # the input is not modified
 
 

@@ -49,7 +49,6 @@ becomes n nested optional groups; llama.cpp's grammar parser refuses the grammar
 ("number of rules that are going to be repeated ... exceeds sane defaults") and llama-cpp-python then
 decodes with the grammar it failed to build: a segfault that takes the whole process down."""
 
-_GRAMMAR_DROPPED = ("pattern", "format")
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 _SUBSCHEMAS = (
     "items", "prefixItems", "additionalProperties", "anyOf", "oneOf", "allOf", "not", "if", "then", "else",
@@ -58,19 +57,18 @@ _SUBSCHEMAS = (
 
 
 def grammar_schema(schema: Any) -> Any:
-    """``schema`` as a grammar-constrained decoder can hold it: ``pattern``/``format`` and minimum lengths
-    above :data:`GRAMMAR_MAX_REPEAT` dropped, maximum lengths (strings, arrays) capped at it, a small integer
-    range written as an ``enum`` (llama.cpp ignores ``minimum``/``maximum``). Only the caps are stricter
-    than ``schema``; everything dropped is checked when the answer is validated against the full
-    ``schema`` afterwards."""
+    """``schema`` as a grammar-constrained decoder can hold it: minimum lengths above
+    :data:`GRAMMAR_MAX_REPEAT` dropped, maximum lengths (strings, arrays) capped at it, a small integer range
+    written as an ``enum`` (llama.cpp ignores ``minimum``/``maximum``). Patterns and formats stay: they are
+    what keeps a small model's ids and dates in shape (a spec's ``^[a-z][a-z0-9_]{0,23}$`` record ids).
+    Only the caps are stricter than ``schema``; what is dropped is checked when the answer is validated
+    against the full ``schema`` afterwards."""
     if isinstance(schema, list):  # anyOf, prefixItems …
         return [grammar_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out = {}
     for key, value in schema.items():
-        if key in _GRAMMAR_DROPPED and isinstance(value, str):
-            continue
         if key in ("maxLength", "maxItems") and isinstance(value, int) and value > GRAMMAR_MAX_REPEAT:
             out[key] = GRAMMAR_MAX_REPEAT  # capped: the decoder must also stop (small models ramble)
             continue

@@ -35,6 +35,23 @@ needs_sandbox = pytest.mark.skipif(not sandbox_available(), reason="needs the sa
 needs_trl = pytest.mark.skipif(not TRAIN_PY.is_file(), reason=f"no trainer venv at {TRAIN_PY}")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _forget_the_trainer_side_imports() -> Any:
+    """These tests load exports as a trainer does, in this process: the exported class and the imported
+    publisher packages it runs (BFCL, tau2) land in sys.modules. They are forgotten afterwards, so the
+    importer tests that prove dataclaw itself never imports publisher code see only what dataclaw did."""
+    before = set(sys.modules)
+    yield
+    tmp = tempfile.gettempdir()
+    foreign = {
+        name.split(".")[0]
+        for name in set(sys.modules) - before
+        if (getattr(sys.modules[name], "__file__", None) or "").startswith(tmp) or name.startswith("trl_")
+    }
+    for name in [n for n in set(sys.modules) - before if n.split(".")[0] in foreign]:
+        del sys.modules[name]
+
+
 def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 

@@ -172,9 +172,15 @@ def audit_by_code(
             t0 = time.perf_counter()
             checks = tool_task_problems(task)
             sound = run_soundness(task, soundness) if checks[0]["passed"] else None
+            warned: list[dict[str, Any]] = []
             if sound is not None:
                 # the gold replay is tool_task_problems' check already
-                checks += [c for c in sound.checks() if c["name"] != "soundness:gold"]
+                found = [c for c in sound.checks() if c["name"] != "soundness:gold"]
+                publisher = _publisher_set(task)
+                if publisher is not None:  # their verifier, reported but not ours to refuse (as in exports)
+                    warned += [{**c, "publisher": publisher} for c in found if not c["passed"]]
+                    found = [c for c in found if c["passed"]]
+                checks += found
             rec = {
                 "id": tid,
                 "kind": "tool",
@@ -182,6 +188,7 @@ def audit_by_code(
                 "defect": False,
                 "checks": checks,
                 **({"soundness": sound.to_record()} if sound is not None else {}),
+                **({"warnings": warned} if warned else {}),
                 "task_producer": producers[tid],
                 "duration_s": round(time.perf_counter() - t0, 3),
             }
@@ -262,6 +269,21 @@ def _audit_one(task: Any, floor: float, policy: SandboxPolicy | None) -> dict[st
         check = {"name": "audit", "passed": False, "reason": "audit_error", "message": msg}
         rec = {"id": task.task_id, "passed": False, "defect": False, "checks": [check], "error": True}
     return {**rec, "floor": floor, "duration_s": round(time.perf_counter() - t0, 3)}
+
+
+def _publisher_set(task: ToolTask) -> str | None:
+    """The published set (its format) the task's environment was imported from, else None. Its verifiers
+    are the publisher's, which dataclaw cannot remake: their soundness findings warn instead of failing,
+    as ``tasks export`` ships them (docs/envcraft.md, the soundness suite)."""
+    from dataclaw.envcraft.importers.base import imported_from
+    from dataclaw.envcraft.runtime.resolve import resolve_env
+
+    try:
+        ref = resolve_env(task.env, task.env_module)
+    except ConfigError:
+        return None
+    marker = None if ref.builtin else imported_from(ref.folder)
+    return marker["format"] if marker else None
 
 
 def _reject_failed(store: RunStore, rec: dict[str, Any]) -> None:
