@@ -297,8 +297,11 @@ def prepare(
         check_gold(env_cls, tasks)
         # tasks of imported sets carry their publisher's verifiers, which dataclaw cannot remake: their
         # figures are `tasks audit`'s to report, not a reason to refuse the publisher's own benchmark
-        if soundness is not False and not any(c.imported for c in envs):
-            check_soundness(env_cls, tasks, None if soundness is True else soundness)
+        from dataclaw.envcraft.importers.base import publisher_set
+
+        ours = [t for t in tasks if publisher_set(t) is None]
+        if soundness is not False and ours:
+            check_soundness(env_cls, ours, None if soundness is True else soundness)
     return Prepared(source, first.group, tasks, env_cls, envs, tools, reward)
 
 

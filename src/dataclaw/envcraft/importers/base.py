@@ -275,6 +275,24 @@ def imported_from(folder: Path) -> dict[str, Any] | None:
     return info if isinstance(info, dict) and isinstance(info.get("format"), str) else None
 
 
+def publisher_set(task: Any) -> str | None:
+    """The published set a tool task was imported from as it stands (its ``metadata.source`` names the
+    format its environment package was imported by), else None. Such a task carries the publisher's
+    verifier, which dataclaw cannot remake: its soundness findings are reported, not refused. A task
+    dataclaw derived itself over an imported environment (a ClawForge chain) is not one."""
+    from dataclaw.envcraft.runtime.resolve import resolve_env
+
+    source = (task.metadata or {}).get("source")
+    if not isinstance(source, str):
+        return None
+    try:
+        ref = resolve_env(task.env, task.env_module)
+    except ConfigError:
+        return None
+    marker = None if ref.builtin else imported_from(ref.folder)
+    return source if marker and marker["format"] == source else None
+
+
 def library_row(fmt: str, rid: str, key: str, env: str, **fields: Any) -> Record:
     """An imported environment as a row of the library index, in env synth's shape
     (:func:`dataclaw.envcraft.synth.library.row`), so ``env list --library``, ``tasks sample --library``

@@ -21,6 +21,7 @@ from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import stable_hash
 from dataclaw.core.moved import keep_old_names
 from dataclaw.core.store import RunStore
+from dataclaw.envcraft.importers.base import publisher_set
 from dataclaw.envcraft.quality.common import task_id, tool_task_problems
 from dataclaw.envcraft.quality.soundness import SoundnessSettings, run_soundness
 from dataclaw.envcraft.rollout import RolloutConfig
@@ -176,7 +177,7 @@ def audit_by_code(
             if sound is not None:
                 # the gold replay is tool_task_problems' check already
                 found = [c for c in sound.checks() if c["name"] != "soundness:gold"]
-                publisher = _publisher_set(task)
+                publisher = publisher_set(task)
                 if publisher is not None:  # their verifier, reported but not ours to refuse (as in exports)
                     warned += [{**c, "publisher": publisher} for c in found if not c["passed"]]
                     found = [c for c in found if c["passed"]]
@@ -269,21 +270,6 @@ def _audit_one(task: Any, floor: float, policy: SandboxPolicy | None) -> dict[st
         check = {"name": "audit", "passed": False, "reason": "audit_error", "message": msg}
         rec = {"id": task.task_id, "passed": False, "defect": False, "checks": [check], "error": True}
     return {**rec, "floor": floor, "duration_s": round(time.perf_counter() - t0, 3)}
-
-
-def _publisher_set(task: ToolTask) -> str | None:
-    """The published set (its format) the task's environment was imported from, else None. Its verifiers
-    are the publisher's, which dataclaw cannot remake: their soundness findings warn instead of failing,
-    as ``tasks export`` ships them (docs/envcraft.md, the soundness suite)."""
-    from dataclaw.envcraft.importers.base import imported_from
-    from dataclaw.envcraft.runtime.resolve import resolve_env
-
-    try:
-        ref = resolve_env(task.env, task.env_module)
-    except ConfigError:
-        return None
-    marker = None if ref.builtin else imported_from(ref.folder)
-    return marker["format"] if marker else None
 
 
 def _reject_failed(store: RunStore, rec: dict[str, Any]) -> None:
