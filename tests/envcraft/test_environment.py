@@ -11,6 +11,22 @@ from dataclaw.envcraft.runtime import EnvError, EnvPackage, state_hash
 from dataclaw.envcraft.runtime.environment import Scenario
 
 
+@pytest.fixture(params=["files", "memory"])
+def any_store_env(request, counter_pkg: EnvPackage, tmp_path: Path):
+    """The counter environment over the file store and over the in-memory store: the same behaviour."""
+    return counter_pkg.env_cls(tmp_path / "state", memory=request.param == "memory")
+
+
+def test_memory_store_writes_no_files(counter_pkg: EnvPackage, tmp_path: Path) -> None:
+    env = counter_pkg.env_cls(tmp_path / "state", memory=True)
+    sid = env.create_session("reach_three")
+    env.call(sid, "increment", by=2)
+    assert env.get_session_state(sid)["counter"]["value"] == 2
+    assert not (tmp_path / "state").exists()
+    env.delete_session(sid)
+    assert env.call(sid, "get_counter")["error"]["category"] == "session_not_found"
+
+
 def test_initial_state_has_c1_template_and_overrides(counter_env) -> None:
     sid = counter_env.create_session("reach_three")
     s = counter_env.get_session_state(sid)
@@ -29,13 +45,13 @@ def test_initial_state_has_c1_template_and_overrides(counter_env) -> None:
     assert counter_env.DEFAULT_STATE["notes"] == {} and counter_env.DEFAULT_STATE["counter"]["value"] == 0
 
 
-def test_clock_and_action_log_are_deterministic(counter_env) -> None:
-    sid = counter_env.create_session("start_at_ten")
-    counter_env.call(sid, "get_counter")
-    counter_env.call(sid, "increment", by=5)
-    counter_env.call(sid, "increment", by=0)  # domain error: still logged
-    counter_env.call(sid, "no_such_tool", x=1)  # unknown tool: still logged
-    s = counter_env.get_session_state(sid)
+def test_clock_and_action_log_are_deterministic(any_store_env) -> None:
+    sid = any_store_env.create_session("start_at_ten")
+    any_store_env.call(sid, "get_counter")
+    any_store_env.call(sid, "increment", by=5)
+    any_store_env.call(sid, "increment", by=0)  # domain error: still logged
+    any_store_env.call(sid, "no_such_tool", x=1)  # unknown tool: still logged
+    s = any_store_env.get_session_state(sid)
     assert s["counter"] == {"value": 15, "last_at": "2026-06-01T12:01:00+00:00"}
     assert [(a["index"], a["tool"], a["status"], a["at"]) for a in s["actions"]] == [
         (0, "get_counter", "ok", "2026-06-01T12:00:00+00:00"),
@@ -47,53 +63,53 @@ def test_clock_and_action_log_are_deterministic(counter_env) -> None:
     assert s["actions"][3]["error"]["category"] == "unknown_tool"
 
 
-def test_failed_write_is_rolled_back(counter_env) -> None:
-    sid = counter_env.create_session("reach_three")
-    counter_env.call(sid, "increment", by=2)
-    out = counter_env.call(sid, "fail_halfway")
+def test_failed_write_is_rolled_back(any_store_env) -> None:
+    sid = any_store_env.create_session("reach_three")
+    any_store_env.call(sid, "increment", by=2)
+    out = any_store_env.call(sid, "fail_halfway")
     assert out["status"] == "error" and out["error"]["category"] == "invalid_transition"
-    assert counter_env.get_session_state(sid)["counter"]["value"] == 2
-    assert counter_env.call(sid, "get_counter")["data"]["value"] == 2
+    assert any_store_env.get_session_state(sid)["counter"]["value"] == 2
+    assert any_store_env.call(sid, "get_counter")["data"]["value"] == 2
 
 
-def test_caller_objects_are_not_aliased_into_state(counter_env) -> None:
-    sid = counter_env.create_session("reach_three")
+def test_caller_objects_are_not_aliased_into_state(any_store_env) -> None:
+    sid = any_store_env.create_session("reach_three")
     tags = ["a"]
-    counter_env.call(sid, "set_note", key="k", text="t", tags=tags)
+    any_store_env.call(sid, "set_note", key="k", text="t", tags=tags)
     tags.append("mutated by caller")
-    out = counter_env.call(sid, "get_counter")
+    out = any_store_env.call(sid, "get_counter")
     out["data"]["value"] = 999  # mutating a result does not reach the state either
-    s = counter_env.get_session_state(sid)
+    s = any_store_env.get_session_state(sid)
     assert s["notes"]["k"]["tags"] == ["a"] and s["counter"]["value"] == 0
 
 
-def test_bug_in_tool_becomes_generic_error_logged_server_side(counter_env, caplog) -> None:
-    sid = counter_env.create_session("reach_three")
+def test_bug_in_tool_becomes_generic_error_logged_server_side(any_store_env, caplog) -> None:
+    sid = any_store_env.create_session("reach_three")
     with caplog.at_level(logging.ERROR, logger="dataclaw.envcraft.runtime"):
-        out = counter_env.call(sid, "crash")
+        out = any_store_env.call(sid, "crash")
     err = out["error"]
     assert err["category"] == "infrastructure" and err["retryable"] is True
     assert "boom" not in err["message"] and "/" not in err["message"] and "ref " in err["message"]
     assert "boom in" in caplog.text and "Traceback" in caplog.text
-    assert counter_env.call(sid, "get_counter")["status"] == "ok"
+    assert any_store_env.call(sid, "get_counter")["status"] == "ok"
 
 
-def test_evaluate_is_weighted_and_penalises(counter_env) -> None:
-    sid = counter_env.create_session("reach_three")
-    counter_env.call(sid, "increment", by=3)
-    ev = counter_env.evaluate_session(sid)
+def test_evaluate_is_weighted_and_penalises(any_store_env) -> None:
+    sid = any_store_env.create_session("reach_three")
+    any_store_env.call(sid, "increment", by=3)
+    ev = any_store_env.evaluate_session(sid)
     assert ev["overall_score"] == 1.0 and set(ev["dimensions"]) == {"reached_target", "no_refusals"}
-    counter_env.call(sid, "fail_halfway")
-    ev = counter_env.evaluate_session(sid)
+    any_store_env.call(sid, "fail_halfway")
+    ev = any_store_env.evaluate_session(sid)
     assert ev["dimensions"]["no_refusals"]["score"] == 0.5 and ev["overall_score"] == pytest.approx(0.9)
 
 
-def test_reset_session_restores_initial_state(counter_env) -> None:
-    sid = counter_env.create_session("reach_three", long_context=True)
-    initial = state_hash(counter_env.get_session_state(sid))
-    counter_env.call(sid, "increment", by=3)
-    counter_env.reset_session(sid)
-    assert state_hash(counter_env.get_session_state(sid)) == initial
+def test_reset_session_restores_initial_state(any_store_env) -> None:
+    sid = any_store_env.create_session("reach_three", long_context=True)
+    initial = state_hash(any_store_env.get_session_state(sid))
+    any_store_env.call(sid, "increment", by=3)
+    any_store_env.reset_session(sid)
+    assert state_hash(any_store_env.get_session_state(sid)) == initial
 
 
 def test_harness_interface_load_snapshot_restore(counter_pkg: EnvPackage, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from dataclaw.envcraft.runtime.errors import (
 )
 from dataclaw.envcraft.runtime.evaluation import Evaluator
 from dataclaw.envcraft.runtime.state import DEFAULT_TIME_STEP_S, deep_merge, jsoncopy, now
-from dataclaw.envcraft.runtime.store import SessionStore, Transaction
+from dataclaw.envcraft.runtime.store import MemoryStore, SessionStore, Transaction
 from dataclaw.envcraft.runtime.tools import ToolSet
 
 REQUIRED_SCENARIO_KEYS = ("scenario_id", "title", "task_prompt", "base_time")
@@ -100,15 +100,22 @@ class Environment:
         lock_timeout_s: float = 5.0,
         compact_every: int = 256,
         durable: bool = False,
+        memory: bool = False,
     ) -> None:
         root = Path(state_root) if state_root is not None else _temp_root(self.name)
         self.state_root = root
-        self.store = SessionStore(
-            root,
-            replay=self._replay,
-            lock_timeout_s=lock_timeout_s,
-            compact_every=compact_every,
-            durable=durable,
+        # memory: sessions live in this process only (no files, no cross-process locking), for throwaway
+        # sessions one caller drives, such as the soundness suite's runs
+        self.store: SessionStore | MemoryStore = (
+            MemoryStore(replay=self._replay)
+            if memory
+            else SessionStore(
+                root,
+                replay=self._replay,
+                lock_timeout_s=lock_timeout_s,
+                compact_every=compact_every,
+                durable=durable,
+            )
         )
         self.session_id: str | None = None  # the session bound for the harness interface
 

@@ -409,3 +409,87 @@ class SessionStore:
             self._cache.clear()
         for cached in items:
             cached.close()
+
+
+@dataclass
+class _Memo:
+    """One in-memory session: the live state, the last snapshot (bytes) and the entries since it."""
+
+    snapshot: bytes
+    state: dict[str, Any]
+    journal: list[dict[str, Any]]
+    seq: int = 0
+
+
+class _MemoryTransaction(Transaction):
+    def __init__(self, store: MemoryStore, session_id: str, memo: _Memo) -> None:
+        self._store, self.session_id, self._c = store, session_id, memo  # type: ignore[assignment]
+
+    def commit(self, entry: dict[str, Any]) -> int:
+        memo: _Memo = self._c  # type: ignore[assignment]
+        memo.seq += 1
+        memo.journal.append(orjson.loads(orjson.dumps({**entry, "seq": memo.seq})))
+        return memo.seq
+
+    def replace(self, state: dict[str, Any]) -> None:
+        memo: _Memo = self._c  # type: ignore[assignment]
+        memo.state, memo.snapshot, memo.journal = state, orjson.dumps(state), []
+
+    def rollback(self) -> None:
+        self._store._rollback(self._c)  # type: ignore[attr-defined]
+
+
+class MemoryStore:
+    """Sessions held in this process only, with :class:`SessionStore`'s semantics (a failed write rolls
+    back to snapshot + journal) and none of its files or locks: for throwaway sessions one thread drives,
+    such as the soundness suite's many short runs of one task, where the files would be most of the cost."""
+
+    def __init__(self, *, replay: Replay) -> None:
+        self.replay = replay
+        self._sessions: dict[str, _Memo] = {}
+        self._mutex = threading.Lock()
+
+    def exists(self, session_id: str) -> bool:
+        return session_id in self._sessions
+
+    def list_sessions(self) -> list[str]:
+        return sorted(self._sessions)
+
+    def create(self, session_id: str, state: dict[str, Any]) -> None:
+        if not isinstance(session_id, str) or not _SESSION_ID_RE.match(session_id):
+            raise EnvError(
+                ErrorCategory.INVALID_ARGUMENT,
+                f"Session id {echo(session_id)} is not valid: use letters, digits, '_', '-', '.' (max 128).",
+            )
+        if session_id in self._sessions:
+            raise EnvError(ErrorCategory.INVALID_ARGUMENT, f"Session {echo(session_id)} already exists.")
+        self._sessions[session_id] = _Memo(orjson.dumps(state), state, [])
+
+    def delete(self, session_id: str) -> None:
+        if self._sessions.pop(session_id, None) is None:
+            raise session_not_found(session_id)
+
+    @contextlib.contextmanager
+    def transaction(self, session_id: str) -> Iterator[Transaction]:
+        memo = self._sessions.get(session_id)
+        if memo is None:
+            raise session_not_found(session_id)
+        with self._mutex:
+            txn = _MemoryTransaction(self, session_id, memo)
+            try:
+                yield txn
+            except BaseException:
+                self._rollback(memo)  # the in-memory state may be half-mutated
+                raise
+
+    def _rollback(self, memo: _Memo) -> None:
+        memo.state = orjson.loads(memo.snapshot)
+        for entry in memo.journal:
+            self.replay(memo.state, entry)
+
+    def read(self, session_id: str) -> dict[str, Any]:
+        with self.transaction(session_id) as txn:
+            return jsoncopy(txn.state)
+
+    def close(self) -> None:
+        self._sessions.clear()

@@ -34,9 +34,9 @@ class EnvGroup:
     tools: ClassVar[ToolSet]
     DEFAULT_STATE: ClassVar[dict[str, Any]]
 
-    def __init__(self, state_root: str | Path) -> None:
+    def __init__(self, state_root: str | Path, **options: Any) -> None:
         root = Path(state_root)
-        self.envs = {env: cls(root / env) for env, cls in self.members.items()}
+        self.envs = {env: cls(root / env, **options) for env, cls in self.members.items()}
         self.session_id: str | None = None
 
     @classmethod
