@@ -69,6 +69,21 @@ def test_a_guarded_task_passes_every_policy_with_its_figures(grounded: dict) -> 
     assert run_soundness(_task(grounded, verifier)).to_record() == rec  # seeded: the same figures again
 
 
+def test_every_trial_replays_from_s0_to_its_score_in_a_fresh_file_backed_session(grounded: dict) -> None:
+    """The suite's runs (in one in-memory session, restored between runs) are calls from S0 whose score a
+    plain replay reproduces: what an export or a served environment is compared against."""
+    from dataclaw.envcraft.tasks.tool.stages import replay_task
+
+    verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
+    task = _task(grounded, verifier)
+    report = run_soundness(task)
+    by_policy = {f.policy: f.runs for f in report.figures}
+    counted = {p: sum(t.policy == p for t in report.trials) for p in by_policy}
+    assert counted == by_policy  # one trial per scored run, no more
+    for trial in report.trials:
+        assert replay_task(task, trial.calls)["score"] == trial.score, (trial.policy, trial.calls)
+
+
 def test_a_verifier_that_only_checks_what_must_change_is_gamed_by_collateral_writes(grounded: dict) -> None:
     legacy, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls, guard=False)
     report = run_soundness(_task(grounded, legacy))

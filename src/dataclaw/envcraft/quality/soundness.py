@@ -131,6 +131,7 @@ class SoundnessReport:
     task_id: str
     figures: list[Figure] = field(default_factory=list)
     error: str | None = None
+    trials: list[Trial] = field(default_factory=list)  # every scored run (not stored with the audit)
 
     @property
     def passed(self) -> bool:
@@ -173,7 +174,7 @@ class _Session:
     """One session of the task's environment, restored to any state before each run of calls."""
 
     def __init__(self, env_cls: Any, scenario_id: str, root: str) -> None:
-        self.env = env_cls(root)
+        self.env = env_cls(root, memory=True)  # in-process sessions need no files (a worker keeps its own)
         self.sid = self.env.create_session(scenario_id, session_id="soundness")
 
     def run(self, state: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[list[dict], dict[str, Any]]:
@@ -250,14 +251,35 @@ def _unnamed_ids(state: dict[str, Any], named: set[str], views: _Views) -> set[s
     }
 
 
-def _sources(env_cls: Any, state: dict[str, Any], outputs: list[Any] = ()) -> Any:
-    from dataclaw.envcraft.tasks.tool.execute import Values, _Sources, harvest, reference_values
+class _Scorer:
+    """The task's verifier on a state, remembered by the state's content: the policies often end in the
+    same state (a random episode of refused calls ends in S0)."""
+
+    def __init__(self, task: ToolTask) -> None:
+        self.task = task
+        self.seen: dict[bytes, dict[str, Any]] = {}
+
+    def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
+        import hashlib
+
+        import orjson
+
+        key = hashlib.blake2b(orjson.dumps(state, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+        if key not in self.seen:
+            from dataclaw.envcraft.tasks.tool.verifier import evaluate
+
+            self.seen[key] = evaluate(self.task.verifier, state)
+        return self.seen[key]
+
+
+def _references(env_cls: Any) -> tuple[Any, Any]:
+    """The literals of the environment's reference solutions (by tool and parameter, by name)."""
+    from dataclaw.envcraft.tasks.tool.execute import Values, reference_values
 
     try:
-        ref_tool, ref_name = reference_values(env_cls)
+        return reference_values(env_cls)
     except Exception:  # noqa: BLE001 - an environment without reference solutions: no literals
-        ref_tool, ref_name = {}, Values()
-    return _Sources(harvest(state), ref_tool, ref_name, [harvest(o) for o in outputs], set())
+        return {}, Values()
 
 
 def _fill(spec: Any, src: Any, rng: random.Random, fixed: dict[str, Any], prefer: float = 0.0) -> dict | None:
@@ -284,102 +306,6 @@ def _id_params(spec: Any) -> list[Any]:
     return [p for p in spec.params if id_kind(p.name) and p.schema.get("type") == "string"]
 
 
-def _score(task: ToolTask, state: dict[str, Any]) -> dict[str, Any]:
-    from dataclaw.envcraft.tasks.tool.verifier import evaluate
-
-    return evaluate(task.verifier, state)
-
-
-def _collateral(
-    task: ToolTask, env_cls: Any, sess: _Session, gold_final: dict[str, Any], views: _Views,
-    named: set[str], settings: SoundnessSettings, rng: random.Random,
-) -> Figure:  # fmt: skip
-    from dataclaw.envcraft.tasks.tool.execute import harvest
-
-    unnamed = _unnamed_ids(gold_final, named, views)
-    values = harvest(gold_final)
-    candidates = []
-    for spec in env_cls.tools:
-        if spec.side_effect != "write":
-            continue
-        for p in _id_params(spec):
-            for v in values.lookup(p.name):
-                if isinstance(v, str) and v in unnamed:
-                    candidates.append((spec, p.name, v))
-    rng.shuffle(candidates)
-    src = _sources(env_cls, gold_final)
-    base = views.plain(gold_final)
-    worst: tuple[float, str] | None = None
-    runs = 0
-    for spec, pname, value in candidates[: settings.max_collateral * 4]:
-        if runs >= settings.max_collateral:
-            break
-        params = _fill(spec, src, rng, {pname: value})
-        if params is None:
-            continue
-        (result,), after = sess.run(gold_final, [{"tool": spec.name, "params": params}])
-        if result.get("status") != "ok" or views.plain(after) == base:
-            continue  # refused, or a write that changed nothing a task could care about
-        runs += 1
-        score = _score(task, after)["score"]
-        if worst is None or score > worst[0]:
-            worst = (score, f"{spec.name}({pname}={value!r})")
-    if worst is None:
-        return Figure(Policy.COLLATERAL, None, 0, True, "no collateral write accepted")
-    limit = 1.0 - settings.collateral_margin
-    ok = worst[0] <= limit + 1e-9
-    detail = f"gold + {worst[1]} scores {worst[0]:.3f}" + ("" if ok else f" (> {limit:.3f})")
-    return Figure(Policy.COLLATERAL, round(worst[0], 4), runs, ok, detail)
-
-
-def _wrong_last_write(
-    task: ToolTask, env_cls: Any, sess: _Session, initial: dict[str, Any], gold_final: dict[str, Any],
-    views: _Views, settings: SoundnessSettings, rng: random.Random,
-) -> Figure:  # fmt: skip
-    from dataclaw.envcraft.tasks.tool.execute import harvest
-
-    chain = task.gold_chain
-    writes = [
-        i
-        for i, c in enumerate(chain)
-        if c["tool"] in env_cls.tools and env_cls.tools.get(c["tool"]).modifies_state
-    ]
-    if not writes:
-        return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "the gold chain has no write")
-    k = writes[-1]
-    _, before = sess.run(initial, chain[:k])
-    spec = env_cls.tools.get(chain[k]["tool"])
-    params = dict(chain[k].get("params") or {})
-    values = harvest(before)
-    options = []
-    for p in spec.params:
-        if p.name not in params:
-            continue
-        pool = list(p.schema.get("enum") or []) + values.lookup(p.name)
-        others = [v for v in dict.fromkeys(map(_hashable, pool)) if v != _hashable(params[p.name])]
-        options += [(p.name, _unhashable(v)) for v in others]
-    rng.shuffle(options)
-    base = views.plain(gold_final)
-    worst: tuple[float, str] | None = None
-    runs = 0
-    for name, value in options[: settings.max_wrong * 8]:
-        if runs >= settings.max_wrong:
-            break
-        call = {"tool": spec.name, "params": {**params, name: value}}
-        results, after = sess.run(before, [call, *chain[k + 1 :]])
-        if results[0].get("status") != "ok" or views.plain(after) == base:
-            continue  # refused, or the same end state as gold (not a wrong write)
-        runs += 1
-        score = _score(task, after)["score"]
-        if worst is None or score > worst[0]:
-            worst = (score, f"{spec.name}({name}={value!r})")
-    if worst is None:
-        return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "no other record or value accepted")
-    ok = worst[0] < settings.pass_threshold
-    detail = f"gold with last write {worst[1]} scores {worst[0]:.3f}"
-    return Figure(Policy.WRONG_LAST_WRITE, round(worst[0], 4), runs, ok, detail)
-
-
 def _hashable(v: Any) -> Any:
     import json
 
@@ -394,32 +320,183 @@ def _unhashable(v: Any) -> Any:
     return json.loads(v[5:]) if isinstance(v, str) and v.startswith("json:") else v
 
 
-def _random(
-    task: ToolTask, env_cls: Any, sess: _Session, initial: dict[str, Any], settings: SoundnessSettings,
-) -> Figure:  # fmt: skip
-    tools = list(env_cls.tools)
-    steps = settings.random_steps or max(4, 2 * len(task.gold_chain))
-    scores = []
-    for episode in range(settings.random_episodes):
-        rng = random.Random(f"{settings.seed}:{task.id}:random:{episode}")
-        sess.run(initial, [])
-        outputs: list[Any] = []
-        for _ in range(steps):
-            state = sess.env.get_session_state(sess.sid)
-            spec = rng.choice(tools)
-            params = _fill(spec, _sources(env_cls, state, outputs[-3:]), rng, {}, prefer=0.5)
+@dataclass
+class Trial:
+    """One scored run of a policy: the calls from the task's initial state S0 and the score they reached,
+    so the same runs can be replayed through an export or a served environment and compared."""
+
+    policy: str
+    calls: list[dict[str, Any]]
+    score: float
+
+
+class _Suite:
+    """The policies of one task, sharing one in-memory session, one scorer and the values they draw
+    parameters from (harvested once: walking the whole state is the costliest step there is)."""
+
+    def __init__(self, task: ToolTask, env_cls: Any, root: str, settings: SoundnessSettings) -> None:
+        self.task, self.env_cls, self.settings = task, env_cls, settings
+        self.sess = _Session(env_cls, task.scenario_id, root)
+        _, self.initial = self.sess.run(task.initial_state, [])
+        self.views = _Views(env_cls, self.initial)
+        self.results, self.gold_final = self.sess.run(self.initial, task.gold_chain)
+        self.score = _Scorer(task)
+        self.refs = _references(env_cls)
+        self.rng = random.Random(f"{settings.seed}:{task.id}")
+        self.trials: list[Trial] = []
+        self._start: Any = None
+
+    def start_values(self) -> Any:
+        """What S0 holds, by key (for wrong values and random parameters)."""
+        if self._start is None:
+            from dataclaw.envcraft.tasks.tool.execute import harvest
+
+            self._start = harvest(self.initial)
+        return self._start
+
+    def sources(self, values: Any, outputs: list[Any] = ()) -> Any:
+        from dataclaw.envcraft.tasks.tool.execute import _Sources
+
+        return _Sources(values, self.refs[0], self.refs[1], list(outputs), set())
+
+    def scored(self, policy: Policy, calls: list[dict[str, Any]], state: dict[str, Any]) -> float:
+        got = float(self.score(state)["score"])
+        self.trials.append(Trial(str(policy), [dict(c) for c in calls], got))
+        return got
+
+    def gold(self) -> Figure:
+        gold = self.score(self.gold_final)
+        self.trials.append(Trial(str(Policy.GOLD), list(self.task.gold_chain), float(gold["score"])))
+        errors = sum(r.get("status") != "ok" for r in self.results)
+        ok = bool(gold["passed"]) and gold["score"] >= self.settings.pass_threshold and errors == 0
+        detail = f"gold scores {gold['score']:.3f}" + (f" ({errors} calls failed)" if errors else "")
+        return Figure(Policy.GOLD, round(gold["score"], 4), 1, ok, detail)
+
+    def untouched(self) -> Figure:
+        got = self.scored(Policy.UNTOUCHED, [], self.initial)
+        ok = got <= self.settings.untouched_max + 1e-9
+        return Figure(Policy.UNTOUCHED, round(got, 4), 1, ok, f"the untouched initial state scores {got:.3f}")
+
+    def collateral(self) -> Figure:
+        """Gold, then one write the environment accepts on a record the task never names."""
+        from dataclaw.envcraft.tasks.tool.execute import harvest
+
+        settings, views, rng = self.settings, self.views, self.rng
+        if settings.max_collateral == 0:
+            return Figure(Policy.COLLATERAL, None, 0, True, "not tried (max_collateral 0)")
+        named = _named(self.task, self.initial, self.gold_final, views)
+        unnamed = _unnamed_ids(self.gold_final, named, views)
+        values = harvest(self.gold_final)
+        candidates = [
+            (spec, p.name, v)
+            for spec in self.env_cls.tools
+            if spec.side_effect == "write"
+            for p in _id_params(spec)
+            for v in values.lookup(p.name)
+            if isinstance(v, str) and v in unnamed
+        ]
+        rng.shuffle(candidates)
+        src = self.sources(values)
+        base = views.plain(self.gold_final)
+        worst: tuple[float, str] | None = None
+        runs = 0
+        for spec, pname, value in candidates[: settings.max_collateral * 4]:
+            if runs >= settings.max_collateral:
+                break
+            params = _fill(spec, src, rng, {pname: value})
             if params is None:
                 continue
-            result = sess.env.call(sess.sid, spec.name, **params)
-            if result.get("status") == "ok":
-                outputs.append(result.get("data"))
-        scores.append(_score(task, sess.env.get_session_state(sess.sid))["score"])
-    if not scores:
-        return Figure(Policy.RANDOM, None, 0, True, "no episode")
-    mean = sum(scores) / len(scores)
-    ok = mean <= settings.random_max_mean + 1e-9
-    detail = f"mean {mean:.3f} over {len(scores)} episodes (max {max(scores):.3f})"
-    return Figure(Policy.RANDOM, round(mean, 4), len(scores), ok, detail)
+            call = {"tool": spec.name, "params": params}
+            (result,), after = self.sess.run(self.gold_final, [call])
+            if result.get("status") != "ok" or views.plain(after) == base:
+                continue  # refused, or a write that changed nothing a task could care about
+            runs += 1
+            got = self.scored(Policy.COLLATERAL, [*self.task.gold_chain, call], after)
+            if worst is None or got > worst[0]:
+                worst = (got, f"{spec.name}({pname}={value!r})")
+        if worst is None:
+            return Figure(Policy.COLLATERAL, None, 0, True, "no collateral write accepted")
+        limit = 1.0 - settings.collateral_margin
+        ok = worst[0] <= limit + 1e-9
+        detail = f"gold + {worst[1]} scores {worst[0]:.3f}" + ("" if ok else f" (> {limit:.3f})")
+        return Figure(Policy.COLLATERAL, round(worst[0], 4), runs, ok, detail)
+
+    def wrong_last_write(self) -> Figure:
+        """The gold chain with its last write given another record or another allowed value."""
+        settings, env_cls, chain = self.settings, self.env_cls, self.task.gold_chain
+        writes = [
+            i
+            for i, c in enumerate(chain)
+            if c["tool"] in env_cls.tools and env_cls.tools.get(c["tool"]).modifies_state
+        ]
+        if not writes:
+            return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "the gold chain has no write")
+        if settings.max_wrong == 0:
+            return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "not tried (max_wrong 0)")
+        k = writes[-1]
+        _, before = self.sess.run(self.initial, chain[:k])
+        spec = env_cls.tools.get(chain[k]["tool"])
+        params = dict(chain[k].get("params") or {})
+        values = self.start_values()
+        options = []
+        for p in spec.params:
+            if p.name not in params:
+                continue
+            pool = list(p.schema.get("enum") or []) + values.lookup(p.name)
+            others = [v for v in dict.fromkeys(map(_hashable, pool)) if v != _hashable(params[p.name])]
+            options += [(p.name, _unhashable(v)) for v in others]
+        self.rng.shuffle(options)
+        base = self.views.plain(self.gold_final)
+        worst: tuple[float, str] | None = None
+        runs = 0
+        for name, value in options[: settings.max_wrong * 8]:
+            if runs >= settings.max_wrong:
+                break
+            call = {"tool": spec.name, "params": {**params, name: value}}
+            results, after = self.sess.run(before, [call, *chain[k + 1 :]])
+            if results[0].get("status") != "ok" or self.views.plain(after) == base:
+                continue  # refused, or the same end state as gold (not a wrong write)
+            runs += 1
+            got = self.scored(Policy.WRONG_LAST_WRITE, [*chain[:k], call, *chain[k + 1 :]], after)
+            if worst is None or got > worst[0]:
+                worst = (got, f"{spec.name}({name}={value!r})")
+        if worst is None:
+            return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "no other record or value accepted")
+        ok = worst[0] < settings.pass_threshold
+        detail = f"gold with last write {worst[1]} scores {worst[0]:.3f}"
+        return Figure(Policy.WRONG_LAST_WRITE, round(worst[0], 4), runs, ok, detail)
+
+    def random(self) -> Figure:
+        """Seeded episodes of random calls whose parameters come from S0, the references and what the
+        last three writes returned (what a policy has seen)."""
+        from dataclaw.envcraft.tasks.tool.execute import harvest
+
+        settings, sess = self.settings, self.sess
+        tools = list(self.env_cls.tools)
+        steps = settings.random_steps or max(4, 2 * len(self.task.gold_chain))
+        scores = []
+        for episode in range(settings.random_episodes):
+            rng = random.Random(f"{settings.seed}:{self.task.id}:random:{episode}")
+            sess.run(self.initial, [])
+            outputs: list[Any] = []
+            calls: list[dict[str, Any]] = []
+            for _ in range(steps):
+                spec = rng.choice(tools)
+                params = _fill(spec, self.sources(self.start_values(), outputs[-3:]), rng, {}, prefer=0.5)
+                if params is None:
+                    continue
+                calls.append({"tool": spec.name, "params": params})
+                result = sess.env.call(sess.sid, spec.name, **params)
+                if result.get("status") == "ok" and spec.modifies_state:
+                    # a read shows S0 (harvested already) or what earlier writes returned
+                    outputs.append(harvest(result.get("data")))
+            scores.append(self.scored(Policy.RANDOM, calls, sess.env.get_session_state(sess.sid)))
+        if not scores:
+            return Figure(Policy.RANDOM, None, 0, True, "no episode")
+        mean = sum(scores) / len(scores)
+        ok = mean <= settings.random_max_mean + 1e-9
+        detail = f"mean {mean:.3f} over {len(scores)} episodes (max {max(scores):.3f})"
+        return Figure(Policy.RANDOM, round(mean, 4), len(scores), ok, detail)
 
 
 def run_soundness(
@@ -427,7 +504,7 @@ def run_soundness(
 ) -> SoundnessReport:
     """The suite on one tool task (its environment loaded as replay loads it unless ``env_cls`` is
     given). Never raises for the task's own problems: an environment that cannot run it is the report's
-    ``error`` (reason ``soundness_error``)."""
+    ``error`` (reason ``soundness_error``). ``report.trials`` keeps every scored run."""
     from dataclaw.envcraft.tasks.tool.stages import record_env
 
     settings = settings or SoundnessSettings()
@@ -436,26 +513,11 @@ def run_soundness(
     try:
         env_cls = env_cls or record_env(task)
         with tempfile.TemporaryDirectory(prefix="dataclaw-soundness-") as root:
-            sess = _Session(env_cls, task.scenario_id, root)
-            _, initial = sess.run(task.initial_state, [])
-            views = _Views(env_cls, initial)
-            results, gold_final = sess.run(initial, task.gold_chain)
-            gold = _score(task, gold_final)
-            errors = sum(r.get("status") != "ok" for r in results)
-            ok = bool(gold["passed"]) and gold["score"] >= settings.pass_threshold and errors == 0
-            detail = f"gold scores {gold['score']:.3f}" + (f" ({errors} calls failed)" if errors else "")
-            report.figures.append(Figure(Policy.GOLD, round(gold["score"], 4), 1, ok, detail))
-            untouched = _score(task, initial)["score"]
-            ok = untouched <= settings.untouched_max + 1e-9
-            detail = f"the untouched initial state scores {untouched:.3f}"
-            report.figures.append(Figure(Policy.UNTOUCHED, round(untouched, 4), 1, ok, detail))
-            rng = random.Random(f"{settings.seed}:{task.id}")
-            named = _named(task, initial, gold_final, views)
-            report.figures.append(_collateral(task, env_cls, sess, gold_final, views, named, settings, rng))
-            report.figures.append(
-                _wrong_last_write(task, env_cls, sess, initial, gold_final, views, settings, rng)
-            )
-            report.figures.append(_random(task, env_cls, sess, initial, settings))
+            suite = _Suite(task, env_cls, root, settings)
+            report.trials = suite.trials
+            policies = (suite.gold, suite.untouched, suite.collateral, suite.wrong_last_write, suite.random)
+            for policy in policies:
+                report.figures.append(policy())
     except Exception as exc:  # noqa: BLE001 - failures are data: the task is reported, the run goes on
         report.error = f"the soundness suite could not run: {type(exc).__name__}: {str(exc)[:200]}"
     return report

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 VERIFIER_VERSION = 1
 # state keys maintained by the runtime or by counters: never evidence of the user's intent
 SKIP_FIELDS = frozenset({"actions", "meta", "session_id", "scenario_id", "created_at", "counters"})
@@ -128,6 +130,20 @@ def digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def _same(value: Any, expected: str) -> bool:
+    """``digest(value) == expected``, tried first over orjson's canonical text (several times faster; the
+    same text as :func:`digest`'s for almost every value), then over :func:`digest`'s own where they differ
+    (float spellings, NaN, huge ints), so the verdict is always :func:`digest`'s."""
+    if value is not _MISSING:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            text = b""
+        if text and hashlib.sha256(text).hexdigest()[:16] == expected:
+            return True
+    return digest(value) == expected
+
+
 def _split(path: str) -> list[str]:
     return [] if path in ("", "/") else [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
@@ -194,7 +210,7 @@ def changed_units(state: Any, spec: Any) -> list[str]:
     if state is _MISSING or not isinstance(state, dict):
         return ["<no state>"]
     tree = _strip_tree(spec.get("strip") or [])
-    out = [p for p, d in spec["units"].items() if digest(_unit_value(state, p, spec, tree)) != d]
+    out = [p for p, d in spec["units"].items() if not _same(_unit_value(state, p, spec, tree), d)]
     for path, new in (spec.get("collections") or {}).items():
         coll = resolve(state, path)
         if not isinstance(coll, dict):
@@ -371,15 +387,24 @@ def evaluate(verifier: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     if problems:
         return {"score": 0.0, "passed": False, "results": [], "error": problems[0]}
     assertions = verifier["assertions"]
-    results = [bool(OPS[a["op"]](resolve(state, a["path"]), a.get("value"))) for a in assertions]
+    results: list[bool] = []
+    changed: list[str] = []
+    factors: list[float] = []
+    for a in assertions:
+        actual = resolve(state, a["path"])
+        if a["op"] in GUARD_OPS:  # the guard's findings are its result: computed once, kept for `changed`
+            found = changed_units(actual, a.get("value"))
+            results.append(not found)
+            if found:
+                factors.append(1.0 - float(a.get("penalty", 1.0)))
+                prefix = a["path"] if a["path"] not in ("", "/") else ""
+                changed += [prefix + p for p in found]
+        else:
+            results.append(bool(OPS[a["op"]](actual, a.get("value"))))
     goals = [r for a, r in zip(assertions, results, strict=True) if a["op"] not in GUARD_OPS]
     score = sum(goals) / len(goals)
-    changed: list[str] = []
-    for a, held in zip(assertions, results, strict=True):
-        if a["op"] in GUARD_OPS and not held:
-            score *= 1.0 - float(a.get("penalty", 1.0))
-            prefix = a["path"] if a["path"] not in ("", "/") else ""
-            changed += [prefix + p for p in changed_units(resolve(state, a["path"]), a["value"])]
+    for factor in factors:
+        score *= factor
     out: dict[str, Any] = {"score": score, "passed": score == 1.0 and all(results), "results": results}
     if changed:
         out["changed"] = changed
