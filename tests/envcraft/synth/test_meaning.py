@@ -24,7 +24,7 @@ from dataclaw.envcraft.synth.meaning import (
     same_stem,
     stem,
 )
-from dataclaw.envcraft.synth.spec import ESpec, TSpec, check_spec
+from dataclaw.envcraft.synth.spec import ESpec, TSpec, answer_to_spec, answer_to_tools, check_spec
 
 CATALOGUE = load_catalogue()
 FIXTURES = Path(__file__).parent / "fixtures" / "compile"
@@ -314,23 +314,30 @@ def test_the_bare_e_spec_and_the_reject_form_read_the_same() -> None:
 # ---- what the embedded model wrote fails -------------------------------------------------------------
 
 
-def _replayed(recording: Path) -> tuple[dict[str, Any], str, str]:
-    """The spec SmolLM2-135M wrote (recorded answers replayed through spec expansion)."""
-    from dataclaw.envcraft.synth.expand import expand_scenario
-    from dataclaw.envcraft.synth.spec import COMPACT
-    from dataclaw.models import get_model
+def _part(answer: dict[str, Any]) -> str:
+    return "tools" if "tools" in answer else "entities" if "entities" in answer else "state"
 
+
+def _replayed(recording: Path) -> tuple[dict[str, Any], str, str]:
+    """The spec SmolLM2-135M wrote: each part's last recorded answer (the one spec expansion kept: a
+    repair replaces the answer before it), merged as spec expansion merges them. Read from the recording
+    rather than replayed, so a change of prompt or schema elsewhere does not lose the model's words."""
     sid = recording.stem.removeprefix("smollm2_").removeprefix("invalid_")
     scenario = CATALOGUE.get(sid)
-    result = asyncio.run(
-        expand_scenario(get_model(f"replay:{recording}"), scenario, repair_rounds=2, limits=COMPACT)
-    )
-    assert result.e_spec is not None
-    spec = {
-        "e_spec": result.e_spec.model_dump(mode="json"),
-        "t_spec": [t.unified_schema() for t in result.t_spec.tools] if result.t_spec else [],
-    }
-    return spec, scenario.description, sid
+    answers: dict[str, dict[str, Any]] = {}
+    for line in recording.read_text().splitlines():
+        rec = json.loads(line)
+        try:
+            answer = json.loads(rec["generation"]["text"])
+        except ValueError:
+            continue
+        if isinstance(answer, dict):
+            answers[_part(answer)] = answer
+    merged: dict[str, Any] = {}
+    for name in ("entities", "state"):
+        merged.update(answer_to_spec(answers.get(name) or {}))
+    tools = answer_to_tools(answers["tools"])["tools"] if "tools" in answers else []
+    return {"e_spec": merged, "t_spec": tools}, scenario.description, sid
 
 
 RECORDED = sorted(FIXTURES.glob("smollm2_*.jsonl"))
@@ -599,3 +606,140 @@ def test_malformed_specs_never_raise_and_the_gates_are_fast() -> None:
     for _ in range(200):
         check_spec_meaning(spec, VET)
     assert (time.perf_counter() - t0) / 200 < 0.01
+
+
+# ---- the hook: spec expansion repairs for meaning, and records the report -----------------------------
+
+
+def _expand(path: Path, replies: list[Any], meaning_rounds: int = 1) -> tuple[Any, list[dict]]:
+    """Spec expansion of support_ticketing against a scripted server (answers recorded to ``path``)."""
+    from dataclaw.envcraft.synth.expand import expand_scenario
+    from dataclaw.models import get_model
+    from support.openai_server import OpenAIServer, Reply
+
+    with OpenAIServer() as server:
+        server.enqueue(*[r if isinstance(r, Reply) else Reply.json(r) for r in replies])
+        live = get_model(f"{server.base_url}::writer", cache=False, record_to=path)
+        result = asyncio.run(
+            expand_scenario(
+                live, CATALOGUE.get("support_ticketing"), repair_rounds=2, meaning_rounds=meaning_rounds
+            )
+        )
+        bodies = server.chat_bodies()
+    return result, bodies
+
+
+def _id_named(ents: dict[str, Any]) -> dict[str, Any]:
+    """The entities answer as the embedded model writes it: one entity named after its id."""
+    bad = copy.deepcopy(ents)
+    bad["entities"] = [dict(bad["entities"][0], name="ticket_id")]
+    return bad
+
+
+def test_a_meaning_repair_names_the_findings_and_keeps_a_better_answer(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
+) -> None:
+    ents, state = split(e_answer)
+    ents = _related(ents)
+    result, bodies = _expand(tmp_path / "a.jsonl", [_id_named(ents), ents, state, tool_answer(t_answer)])
+    assert result.valid and (result.repairs, result.meaning_repairs, result.calls) == (0, 1, 4)
+    assert [e.name for e in result.e_spec.entities] == ["ticket", "agent"]
+    repair = bodies[1]["messages"][1]["content"]
+    assert "entity_is_id at entities[0].name: entity 'ticket_id' is an id" in repair
+    assert "words of the scenario the spec does not use yet: " in repair and "escalation" in repair
+    assert "uncovered_words" in repair
+    assert '"name":"ticket_id"' in repair  # the previous answer is shown
+    assert result.history[1] == {"part": "entities", "call": 2, "issues": [], "meaning": ["entity_is_id"]}
+    # the final report is the spec's: the helpdesk has no escalate tool
+    assert result.meaning is not None and not result.meaning.passed
+    assert result.meaning.codes() == [MeaningCode.MISSING_OPERATION]
+
+
+def test_a_meaning_repair_that_breaks_the_spec_or_is_no_better_is_not_kept(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
+) -> None:
+    ents, state = split(e_answer)
+    broken = copy.deepcopy(ents)
+    broken["entities"][0]["id_field"] = "nope"  # invalid: the id field is not an attribute
+    bad = _id_named(ents)
+    bad_state = state_for_ticket_id(state)
+    result, _ = _expand(tmp_path / "b.jsonl", [bad, broken, bad_state, tool_answer(t_answer)])
+    assert result.valid and result.meaning_repairs == 1
+    assert [e.name for e in result.e_spec.entities] == ["ticket_id"]  # the valid answer stands
+    assert MeaningCode.ENTITY_IS_ID in result.meaning.codes()
+    same, _ = _expand(tmp_path / "c.jsonl", [bad, bad, bad_state, tool_answer(t_answer)])
+    assert same.valid and [e.name for e in same.e_spec.entities] == ["ticket_id"]
+
+
+def test_without_meaning_rounds_nothing_changes_and_a_model_that_cannot_answer_keeps_the_spec(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
+) -> None:
+    from dataclaw.envcraft.synth.expand import expand_scenario
+    from dataclaw.models import get_model
+
+    ents, state = split(e_answer)
+    record = tmp_path / "d.jsonl"
+    plain, bodies = _expand(record, [_id_named(ents), state_for_ticket_id(state), tool_answer(t_answer)], 0)
+    assert plain.valid and (plain.calls, plain.meaning_repairs, len(bodies)) == (3, 0, 3)
+    assert plain.meaning is not None and MeaningCode.ENTITY_IS_ID in plain.meaning.codes()
+    # replayed with a meaning round: the recording has no answer for the repair (a non-fatal model
+    # error): the valid spec stands, the failed ask is in the history, no other meaning round is tried
+    replayed = asyncio.run(
+        expand_scenario(
+            get_model(f"replay:{record}"),
+            CATALOGUE.get("support_ticketing"),
+            repair_rounds=2,
+            meaning_rounds=3,
+        )
+    )
+    assert replayed.valid and replayed.e_spec == plain.e_spec and replayed.t_spec == plain.t_spec
+    assert replayed.meaning_repairs == 1 and replayed.calls == 3
+    (failed,) = [h for h in replayed.history if "error" in h]
+    assert failed["part"] == "entities" and failed["meaning"] == ["entity_is_id"]
+
+
+def state_for_ticket_id(state: dict[str, Any]) -> dict[str, Any]:
+    """The state answer over the one entity ``ticket_id``."""
+    out = copy.deepcopy(state)
+    out["collections"] = [dict(out["collections"][0], entity="ticket_id")]
+    out["scenarios"][0]["entities"] = ["ticket_id"]
+    out["world_data"]["records"] = []
+    for rule in out["business_rules"]:
+        rule["entities"] = ["ticket_id"]
+    return out
+
+
+def _related(ents: dict[str, Any]) -> dict[str, Any]:
+    """The helpdesk's entities with the ticket holding its agent's id (so the two are related)."""
+    out = copy.deepcopy(ents)
+    for a in out["entities"][0]["attributes"]:
+        if a["name"] == "assignee":
+            a["name"] = "agent_id"
+    return out
+
+
+def test_the_spec_stage_records_the_meaning_report(
+    tmp_path: Path, e_answer: dict, t_answer: dict, split, tool_answer
+) -> None:
+    from dataclaw.core.store import RunStore
+    from dataclaw.envcraft.synth import SpecStage, scenario_record
+    from dataclaw.pipeline import run_stage
+    from dataclaw.pipeline.executors import LocalExecutor
+
+    ents, state = split(e_answer)
+    record = tmp_path / "e.jsonl"
+    _expand(record, [_id_named(ents), state_for_ticket_id(state), tool_answer(t_answer)], 0)
+    with RunStore(tmp_path / "run") as store:
+        stage = SpecStage(f"replay:{record}")  # a meaning round by default; the replay has no answer for it
+        assert stage.meaning_rounds == 1
+        run_stage(
+            stage, [scenario_record(CATALOGUE.get("support_ticketing"))], store, LocalExecutor(workers=1)
+        )
+        (spec,) = store.records("specs")
+    meaning = spec["meaning"]
+    assert meaning["passed"] is False and "entity_is_id" in meaning["codes"]
+    assert meaning["coverage"] == check_spec_meaning(spec, spec["scenario"]["description"]).coverage
+    assert (
+        meaning
+        == check_spec_meaning(spec, spec["scenario"]["description"], env_name="support_ticketing").to_dict()
+    )

@@ -7,7 +7,12 @@ enum of the declared state fields). A weak model thus cannot break most referenc
 them anyway (:func:`~.spec.check_e_spec`, :func:`~.spec.check_t_spec`). An invalid part is sent back with
 its issues for repair, in order, at most ``repair_rounds`` repair calls in all (default 2).
 What is still invalid after that is an invalid :class:`SpecResult` with its issues (a reject, never an
-exception). Prompts are short and list only what the schema cannot say, so the embedded SmolLM2-135M
+exception). A valid part is then judged by the meaning gates (:mod:`.meaning`: entity names, rules, tools
+that perform the description's operations, coverage); with ``meaning_rounds`` it is sent back once more,
+naming the gates' findings and the description's words the spec does not use, and the new answer is kept
+only when it is valid and fails fewer gates. The final spec's :class:`~.meaning.MeaningReport` is
+``SpecResult.meaning`` (a spec that still fails is kept, with its report: the library counts it apart).
+Prompts are short and list only what the schema cannot say, so the embedded SmolLM2-135M
 can follow them. First answers are greedy, repairs sampled with a seed derived from the scenario and the
 call, so reruns and the response cache agree.
 """
@@ -15,6 +20,7 @@ call, so reruns and the response cache agree.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,6 +29,13 @@ from pydantic import ValidationError
 
 from dataclaw.core.ids import stable_hash
 from dataclaw.envcraft.scenarios import ScenarioSpec
+from dataclaw.envcraft.synth.meaning import (
+    MIN_COVERAGE,
+    MeaningCode,
+    MeaningIssue,
+    MeaningReport,
+    check_spec_meaning,
+)
 from dataclaw.envcraft.synth.spec import (
     COMPACT,
     FULL,
@@ -39,9 +52,11 @@ from dataclaw.envcraft.synth.spec import (
     state_schema,
     t_spec_schema,
 )
-from dataclaw.models import ModelOutputError
+from dataclaw.models import ModelError, ModelOutputError
 
 REPAIR_ROUNDS = 2
+MEANING_ROUNDS = 1
+"""Meaning repairs the spec stages ask for, apart from the ``repair_rounds`` (which keep the spec valid)."""
 E_SPEC_TOKENS = 1200
 """Token budget of each E_spec call (entities, state)."""
 T_SPEC_TOKENS = 1200
@@ -52,6 +67,9 @@ FREQUENCY_PENALTY = 0.3
 """Damps the loops small models fall into inside long JSON strings."""
 MAX_ISSUES_SHOWN = 8
 """Issues listed in a repair prompt (the first ones; a weak model cannot use more)."""
+
+Findings = Sequence[Issue | MeaningIssue]
+"""What a repair prompt lists: validation issues, or (once valid) meaning findings; each has ``line()``."""
 
 SYSTEM = "You design simulated tool environments for training AI agents. Answer with JSON only."
 
@@ -93,6 +111,9 @@ class SpecResult:
     repairs: int = 0
     calls: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    meaning: MeaningReport | None = None
+    """The meaning gates' report on the final spec (None when not even the entities parsed)."""
+    meaning_repairs: int = 0
 
     @property
     def valid(self) -> bool:
@@ -109,16 +130,14 @@ def _scenario_line(scenario: ScenarioSpec) -> str:
     return f"Scenario: {scenario.name} ({scenario.category.value}). {scenario.description}"
 
 
-def _messages(body: str, previous: str | None, issues: list[Issue]) -> list[dict[str, str]]:
+def _messages(body: str, previous: str | None, issues: Findings) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": body + _repair(previous, issues)},
     ]
 
 
-def entities_prompt(
-    scenario: ScenarioSpec, previous: str | None, issues: list[Issue]
-) -> list[dict[str, str]]:
+def entities_prompt(scenario: ScenarioSpec, previous: str | None, issues: Findings) -> list[dict[str, str]]:
     """Messages asking for the entities (or, with ``issues``, for their repair)."""
     return _messages(f"{_scenario_line(scenario)}\n\n{ENTITIES_TASK}", previous, issues)
 
@@ -130,7 +149,7 @@ def _entity_summary(spec: ESpec) -> str:
 
 
 def state_prompt(
-    scenario: ScenarioSpec, spec: ESpec, previous: str | None, issues: list[Issue]
+    scenario: ScenarioSpec, spec: ESpec, previous: str | None, issues: Findings
 ) -> list[dict[str, str]]:
     """Messages asking for the rest of E_spec over ``spec``'s entities (or for its repair)."""
     body = f"{_scenario_line(scenario)}\n\nEntities:\n{_entity_summary(spec)}\n\n{STATE_TASK}"
@@ -149,14 +168,14 @@ def _state_summary(spec: ESpec) -> str:
 
 
 def t_prompt(
-    scenario: ScenarioSpec, spec: ESpec, previous: str | None, issues: list[Issue]
+    scenario: ScenarioSpec, spec: ESpec, previous: str | None, issues: Findings
 ) -> list[dict[str, str]]:
     """Messages asking for T_spec over ``spec``'s state (or, with ``issues``, for its repair)."""
     body = f"{_scenario_line(scenario)}\n\nState fields:\n{_state_summary(spec)}\n\n{T_TASK}"
     return _messages(body, previous, issues)
 
 
-def _repair(previous: str | None, issues: list[Issue]) -> str:
+def _repair(previous: str | None, issues: Findings) -> str:
     if not issues:
         return ""
     shown = "\n".join(f"- {i.line()}" for i in issues[:MAX_ISSUES_SHOWN])
@@ -212,6 +231,22 @@ def _entity_issues(issues: list[Issue]) -> list[Issue]:
     return [i for i in issues if i.path.startswith(_ENTITY_PATHS) and i.code is not IssueCode.UNSTORED_ENTITY]
 
 
+def _meaning_findings(report: MeaningReport, found: list[MeaningIssue]) -> list[MeaningIssue]:
+    """A part's meaning findings as its repair prompt lists them, plus the description's words the spec
+    does not use yet (the coverage finding names them itself)."""
+    out = list(found)
+    if report.missing and not any(i.code == MeaningCode.LOW_COVERAGE for i in found):
+        words = ", ".join(report.missing[:12])
+        out.append(
+            MeaningIssue(
+                code="uncovered_words",
+                message=f"words of the scenario the spec does not use yet: {words}",
+                path="coverage",
+            )
+        )
+    return out
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -224,16 +259,33 @@ async def expand_scenario(
     e_tokens: int = E_SPEC_TOKENS,
     t_tokens: int = T_SPEC_TOKENS,
     limits: SchemaLimits | None = None,
+    meaning_rounds: int = 0,
+    min_coverage: float = MIN_COVERAGE,
 ) -> SpecResult:
     """Expand ``scenario`` into a validated (E_spec, T_spec), repairing at most ``repair_rounds`` times
-    (``limits``: schema bounds, default :func:`limits_for` the model).
+    (``limits``: schema bounds, default :func:`limits_for` the model), then at most ``meaning_rounds``
+    times for the meaning gates (``min_coverage``: their coverage threshold).
 
     Raises :class:`~dataclaw.models.ModelError` only when the model cannot be asked at all."""
     result = SpecResult(scenario_id=scenario.id)
     limits = limits or limits_for(getattr(model, "model_id", ""))
+    meaning_off = meaning_rounds <= 0
+
+    def judge(e: ESpec, t: TSpec | None) -> MeaningReport:
+        spec = {
+            "e_spec": e.model_dump(mode="json"),
+            "t_spec": [x.unified_schema() for x in t.tools] if t is not None else [],
+        }
+        return check_spec_meaning(spec, scenario.description, env_name=scenario.id, min_coverage=min_coverage)
 
     async def part(
-        name: str, messages: list[dict[str, str]], schema: dict[str, Any], tokens: int, build, check
+        name: str,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        tokens: int,
+        build,
+        check,
+        meaning: list[str] | None = None,
     ):
         """One call: (answer, parsed part, issues); a schema or validation failure is a SCHEMA issue."""
         repair = bool(result.history) and result.history[-1]["part"] == name
@@ -249,53 +301,96 @@ async def expand_scenario(
                 issues = [_schema_issue(exc)]
         if parsed is not None:
             issues = check(parsed)
-        result.history.append(
-            {"part": name, "call": result.calls, "issues": sorted({i.code for i in issues})}
-        )
+        step: dict[str, Any] = {
+            "part": name,
+            "call": result.calls,
+            "issues": sorted({i.code for i in issues}),
+        }
+        if meaning is not None:
+            step["meaning"] = meaning
+        result.history.append(step)
         return answer, parsed, issues
 
-    async def repaired(name: str, prompt, schema: dict[str, Any], tokens: int, build, check):
-        """The part asked, then repaired while it has issues and repair rounds are left."""
+    async def repaired(name: str, prompt, schema: dict[str, Any], tokens: int, build, check, spec_of=None):
+        """The part asked, then repaired while it has issues and repair rounds are left; once valid, sent
+        back for its meaning findings while meaning rounds are left (``spec_of``: the parsed part as the
+        (E_spec, T_spec or None) the gates judge)."""
+        nonlocal meaning_off
         answer, parsed, issues = await part(name, prompt(None, []), schema, tokens, build, check)
         while issues and result.repairs < repair_rounds:
             result.repairs += 1
             prev = _compact(answer) if answer is not None else None
             answer, parsed, issues = await part(name, prompt(prev, issues), schema, tokens, build, check)
+        while not issues and parsed is not None and spec_of is not None and not meaning_off:
+            if result.meaning_repairs >= meaning_rounds:
+                break
+            report = judge(*spec_of(parsed))
+            found = report.for_part(name)
+            if not found:
+                break
+            result.meaning_repairs += 1
+            codes = sorted({i.code for i in found})
+            shown = _meaning_findings(report, found)
+            try:
+                new = await part(
+                    name, prompt(_compact(answer), shown), schema, tokens, build, check, meaning=codes
+                )
+            except (
+                ModelError
+            ) as exc:  # the valid answer stands; a model that cannot answer is not asked again
+                if getattr(exc, "fatal", False):
+                    raise
+                meaning_off = True
+                result.history.append(
+                    {"part": name, "call": result.calls, "meaning": codes, "error": str(exc)[:200]}
+                )
+                break
+            if not new[2] and new[1] is not None and len(judge(*spec_of(new[1])).for_part(name)) < len(found):
+                answer, parsed = new[0], new[1]
         return answer, parsed, issues
 
     def entities_only(spec: ESpec) -> list[Issue]:
         return _entity_issues(check_e_spec(spec))
 
-    ent_answer, ents, issues = await repaired(
-        "entities",
-        lambda prev, iss: entities_prompt(scenario, prev, iss),
-        entities_schema(limits),
-        e_tokens,
-        lambda a: _as_e_spec(scenario, a),
-        entities_only,
-    )
-    if issues or ents is None:
-        result.e_spec, result.issues = ents, issues
-        return result
-    _, e_spec, issues = await repaired(
-        "state",
-        lambda prev, iss: state_prompt(scenario, ents, prev, iss),
-        state_schema({e.name: [a.name for a in e.attributes] for e in ents.entities}, limits),
-        e_tokens,
-        lambda a: _as_e_spec(scenario, ent_answer, a),
-        check_e_spec,
-    )
-    result.e_spec = e_spec
-    if issues or e_spec is None:
-        result.issues = issues
-        return result
-    _, t_spec, issues = await repaired(
-        "tools",
-        lambda prev, iss: t_prompt(scenario, e_spec, prev, iss),
-        t_spec_schema([f.name for f in e_spec.state_fields], limits),
-        t_tokens,
-        lambda a: TSpec.model_validate(answer_to_tools(a)),
-        lambda t: check_t_spec(t, e_spec),
-    )
-    result.t_spec, result.issues = t_spec, issues
+    async def steps() -> None:
+        """The three parts in order, each over what the one before declared; stops at an invalid one."""
+        ent_answer, ents, issues = await repaired(
+            "entities",
+            lambda prev, iss: entities_prompt(scenario, prev, iss),
+            entities_schema(limits),
+            e_tokens,
+            lambda a: _as_e_spec(scenario, a),
+            entities_only,
+            lambda e: (e, None),
+        )
+        if issues or ents is None:
+            result.e_spec, result.issues = ents, issues
+            return
+        _, e_spec, issues = await repaired(
+            "state",
+            lambda prev, iss: state_prompt(scenario, ents, prev, iss),
+            state_schema({e.name: [a.name for a in e.attributes] for e in ents.entities}, limits),
+            e_tokens,
+            lambda a: _as_e_spec(scenario, ent_answer, a),
+            check_e_spec,
+            lambda e: (e, None),
+        )
+        result.e_spec = e_spec
+        if issues or e_spec is None:
+            result.issues = issues
+            return
+        _, t_spec, issues = await repaired(
+            "tools",
+            lambda prev, iss: t_prompt(scenario, e_spec, prev, iss),
+            t_spec_schema([f.name for f in e_spec.state_fields], limits),
+            t_tokens,
+            lambda a: TSpec.model_validate(answer_to_tools(a)),
+            lambda t: check_t_spec(t, e_spec),
+            lambda t: (e_spec, t),
+        )
+        result.t_spec, result.issues = t_spec, issues
+
+    await steps()
+    if result.e_spec is not None:
+        result.meaning = judge(result.e_spec, result.t_spec)
     return result

@@ -436,9 +436,25 @@ def _show(items: Iterable[str]) -> str:
 # ---- the gates -----------------------------------------------------------------------------------------
 
 
+_FRAMING = frozenset({"and", "or", "the", "of", "env", "envs", "environment", "environments", "system"})
+
+
+def _name_stems(name: str) -> set[str]:
+    return {stem(w) for w in words(name) if len(w) >= 3 and w not in _FRAMING}
+
+
+def _is_env_name(name: str, env_stems: set[str]) -> bool:
+    """An entity named after its environment: the same words (``scheduling_and_reminders`` in
+    scheduling_reminders), three or more of them, or with ``env`` (``home_security_patrol_env``)."""
+    own = _name_stems(name)
+    if not own or not own <= env_stems:
+        return False
+    return own == env_stems or len(own) >= 3 or bool({"env", "envs", "environment"} & set(words(name)))
+
+
 def _entity_issues(e: dict[str, Any], env_name: str) -> list[MeaningIssue]:
     out: list[MeaningIssue] = []
-    env_words = [w for w in words(env_name) if len(w) >= 3]
+    env_stems = _name_stems(env_name)
     for i, ent in enumerate(_dicts(e.get("entities"))):
         name = str(ent.get("name", ""))
         path = f"entities[{i}].name"
@@ -464,7 +480,7 @@ def _entity_issues(e: dict[str, Any], env_name: str) -> list[MeaningIssue]:
                 f"entity {name!r} is an id, not a thing; name the entity ({noun}) and keep the id as "
                 "its id_field",
             )
-        elif env_words and ([stem(w) for w in letters] == [stem(w) for w in env_words] or name == env_name):
+        elif name == env_name or (env_stems and _is_env_name(name, env_stems)):
             found = (
                 MeaningCode.ENTITY_IS_ENV_NAME,
                 f"entity {name!r} is the environment's own name; name the records it stores instead",

@@ -5,7 +5,11 @@ scenario is a new record and a rerun skips the ones already expanded). A spec re
 
     {"id", "scenario_id", "scenario": {...}, "e_spec": {...}, "t_spec": [C.3 tool, ...],
      "archetypes": [{"name", "number", "score", "matched", "pinned", "fallback", "reference_files"}],
-     "repairs", "calls", "history": [{"part", "call", "issues"}], "model"}
+     "repairs", "calls", "history": [{"part", "call", "issues"}], "model",
+     "meaning": {"passed", "coverage", "missing", "codes", "issues", ...} (:mod:`.meaning`)}
+
+A valid spec that fails the meaning gates after its meaning repair is still a record: its ``meaning`` says
+so, and the library counts it apart from the passing ones.
 
 A scenario whose spec is still invalid after the repair rounds is a reject (``invalid_spec``) whose
 detail holds the issues (code, path, message) and the history; an unreachable model is ``model_error``.
@@ -17,7 +21,13 @@ from typing import Any, ClassVar
 
 from dataclaw.core.ids import child_id, root_id
 from dataclaw.envcraft.scenarios import ScenarioSpec
-from dataclaw.envcraft.synth.expand import REPAIR_ROUNDS, SpecReason, SpecResult, expand_scenario
+from dataclaw.envcraft.synth.expand import (
+    MEANING_ROUNDS,
+    REPAIR_ROUNDS,
+    SpecReason,
+    SpecResult,
+    expand_scenario,
+)
 from dataclaw.envcraft.synth.retrieval import retrieve
 from dataclaw.models import ModelError
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
@@ -44,6 +54,7 @@ def spec_record(item: Record, scenario: ScenarioSpec, result: SpecResult, model_
         "calls": result.calls,
         "history": result.history,
         "model": model_id,
+        "meaning": result.meaning.to_dict() if result.meaning is not None else None,
     }
 
 
@@ -54,11 +65,18 @@ class SpecStage(Stage):
     resources: ClassVar[Resources] = Resources.ASYNC
 
     def __init__(
-        self, model: str, cache: str | None = None, *, repair_rounds: int = REPAIR_ROUNDS, ledger: Any = None
+        self,
+        model: str,
+        cache: str | None = None,
+        *,
+        repair_rounds: int = REPAIR_ROUNDS,
+        meaning_rounds: int = MEANING_ROUNDS,
+        ledger: Any = None,
     ) -> None:
         self.model_spec = model
         self.cache = cache
         self.repair_rounds = repair_rounds
+        self.meaning_rounds = meaning_rounds
         self.ledger = ledger
         self._model: Any = None
 
@@ -71,7 +89,9 @@ class SpecStage(Stage):
     async def aprocess(self, item: Record) -> Result:
         scenario = ScenarioSpec.model_validate(item["scenario"])
         try:
-            result = await expand_scenario(self._model, scenario, repair_rounds=self.repair_rounds)
+            result = await expand_scenario(
+                self._model, scenario, repair_rounds=self.repair_rounds, meaning_rounds=self.meaning_rounds
+            )
         except ModelError as exc:
             return self.reject(item, SpecReason.MODEL_ERROR, str(exc), scenario_id=scenario.id)
         if not result.valid:
@@ -86,5 +106,6 @@ class SpecStage(Stage):
                 repairs=result.repairs,
                 calls=result.calls,
                 history=result.history,
+                meaning=result.meaning.to_dict() if result.meaning is not None else None,
             )
         return [spec_record(item, scenario, result, self._model.model_id)]
