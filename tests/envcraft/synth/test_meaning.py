@@ -497,6 +497,19 @@ def test_description_words_as_noise_entities_game_nothing() -> None:
     assert {"creation", "assignment", "escalation", "priority"} <= set(report.missing)
 
 
+def test_description_words_as_enum_values_game_nothing() -> None:
+    """Adversarial: a parameter whose enum lists the description's words buys no coverage."""
+    spec = support_ticketing()
+    description = spec["e_spec"]["task_description"]
+    thin = copy.deepcopy(spec)
+    thin["e_spec"]["entities"] = [_entity("ticket", "ticket_id", ["title"])]
+    thin["e_spec"]["state_fields"] = [{"name": "tickets", "kind": "collection", "entity": "ticket"}]
+    words = ["customer", "creation", "assignment", "priority", "escalation", "service", "queue"]
+    thin["t_spec"] = [_tool("get_ticket", "read", {"ticket_id": "string", "view": "string"}, view=words)]
+    report = check_spec_meaning(thin, description)
+    assert MeaningCode.LOW_COVERAGE in _codes(report) and {"escalation", "queue"} <= set(report.missing)
+
+
 def test_description_words_as_hollow_entities_game_nothing() -> None:
     """Adversarial: one entity per description word, each holding nothing but its id."""
     spec = support_ticketing()

@@ -3,7 +3,7 @@
 :func:`~.spec.check_spec` proves a spec well-formed; a weak model still writes well-formed nonsense: one
 entity called ``ticket_id`` or ``d3jbjhjhjhj``, a rule ``business_rules_1`` that says ``business_rules_1``,
 tools ``read``/``write`` for a scenario about escalations and refunds. These gates judge the meaning,
-deterministically (no model, stdlib only, well under a millisecond per spec):
+deterministically (no model, stdlib only, a few milliseconds per spec):
 
 - entity names are domain nouns: not ids (``ticket_id``), digits (``dynamics_2023_2024_``), keyboard noise
   (``d3jbjhjhjhj``: character statistics: vowel-less or long consonant runs, repeated short units, keyboard
@@ -186,17 +186,17 @@ CRUD = frozenset(
 
 WRITE_OPS = frozenset(
     """refund assign reassign escalate reconcile approve reject deny decline cancel book reserve schedule
-    reschedule ship dispatch deliver invoice bill charge pay transfer notify remind acknowledge resolve
-    reopen archive publish unpublish submit review inspect prescribe verify validate merge sync backup
-    restore export import exchange replace receive allocate release lock unlock suspend activate deactivate
-    enable disable revoke grant renew extend confirm complete enroll onboard offboard hire
-    terminate promote demote invite subscribe unsubscribe upload download sign authorize audit triage
-    prioritize classify categorize route dispute settle withdraw deposit redeem discount adjust quarantine
-    mute snooze arm disarm checkin checkout reorder restock vaccinate admit discharge diagnose appeal
-    deploy provision configure rollback retry""".split()
+    reschedule ship dispatch deliver invoice bill pay transfer notify remind acknowledge resolve reopen
+    archive publish unpublish submit review inspect prescribe verify validate merge sync backup restore
+    export import exchange replace allocate release lock unlock suspend activate deactivate enable disable
+    revoke grant renew extend confirm enroll onboard offboard hire terminate invite subscribe unsubscribe
+    upload download authorize audit triage prioritize classify categorize dispute settle withdraw deposit
+    redeem adjust quarantine mute snooze arm disarm checkin checkout reorder restock vaccinate admit
+    discharge diagnose appeal deploy provision rollback retry""".split()
 )
-"""Operations that change state: a write tool must perform each one the description names (words that
-are mostly nouns in descriptions, like order, return, report or alert, are left out)."""
+"""Operations that change state: a write tool must perform each one the description names. Words that are
+mostly nouns or settings in descriptions (order, return, report, alert, route, promotion, discount, sign,
+configuration, completion) are left out."""
 
 CHECK_OPS = frozenset("inspect review audit verify validate triage diagnose".split())
 """Operations that may only look (an ``inspect_return`` that reads performs inspection): any tool named for
@@ -372,7 +372,8 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 @dataclass
 class _Names:
-    """The spec's names, by where they stand (what coverage counts: names, never free prose)."""
+    """The spec's names, by where they stand (what coverage counts: names, never free prose; ``enums`` only
+    say which operation a write tool performs)."""
 
     entities: list[str] = field(default_factory=list)
     attributes: list[str] = field(default_factory=list)
@@ -383,6 +384,7 @@ class _Names:
     enums: list[str] = field(default_factory=list)
 
     def all(self) -> Iterator[str]:
+        # parameter enum values are left out: a list of the description's words costs a model nothing
         for group in (
             self.entities,
             self.attributes,
@@ -390,7 +392,6 @@ class _Names:
             self.state_fields,
             self.tools,
             self.params,
-            self.enums,
         ):
             yield from group
 
@@ -530,7 +531,7 @@ def _plural_nouns(description: str) -> list[str]:
             continue
         s = stem(w)
         one = w[:-3] + "y" if w.endswith("ies") else w[:-1]
-        if s in seen or w in PLACEHOLDERS or one in CRUD or one in VERBISH or _crud_class(w):
+        if s in seen or w in PLACEHOLDERS or w in ABSTRACT or one in CRUD or one in VERBISH or _crud_class(w):
             continue
         seen.add(s)
         out.append(w)
@@ -542,6 +543,12 @@ VERBISH = frozenset(
     offer provide require include contain enable keep send bring store process record""".split()
 )
 """Singulars whose plural in a description is mostly a verb ("the clinic issues invoices")."""
+ABSTRACT = frozenset(
+    """constraints transitions structures functions interactions series logistics histories requirements
+    conditions capabilities preferences settings insights trends metrics analytics statistics needs
+    rules results outcomes levels changes""".split()
+)
+"""Plurals of a description that name no record type."""
 GENERIC_ATTRIBUTES = frozenset(
     """name title label description notes note status type kind category created updated deleted time
     timestamp date at by id ids value amount count total items item data info details metadata tags
@@ -756,8 +763,10 @@ def _example(names: _Names, default: str) -> str:
     """A clean entity name of the spec for an example in a message (``default`` when it has none)."""
     for n in names.entities:
         toks = [t for t in n.split("_") if t]
+        while len(toks) > 1 and toks[-1] in ID_SUFFIXES:
+            toks = toks[:-1]  # ticket_id names a ticket
         if toks and not is_noise(n) and not any(c.isdigit() for c in n) and toks[-1] not in ID_SUFFIXES:
-            return n
+            return "_".join(toks)
     return default
 
 
