@@ -554,13 +554,23 @@ def test_a_rule_about_nothing_the_environment_holds_is_vague_and_no_rules_fails(
     assert MeaningCode.NO_RULES in _codes(check_spec_meaning(spec, VET))
 
 
-def test_a_structured_rule_is_concrete_by_its_fields() -> None:
-    """A rule of the rule language (fields beyond id and description) is judged by them, not its prose."""
+def test_a_structured_rule_is_concrete_by_its_kind() -> None:
+    """A rule of the rule language (a ``kind``; check_spec checks its fields) is enforced, whatever its
+    prose; without a kind, its filled fields do not save a placeholder text."""
     spec = vet_clinic()
-    spec["e_spec"]["business_rules"] = [
-        {"rule_id": "refund_cap", "description": "", "kind": "numeric_limit", "field": "invoice.paid"}
-    ]
+    limit = {
+        "rule_id": "refund_cap",
+        "description": "",
+        "kind": "limit",
+        "entity": "invoice",
+        "field": "paid",
+        "op": "<=",
+        "value": 500,
+    }
+    spec["e_spec"]["business_rules"] = [limit]
     assert check_spec_meaning(spec, VET).passed
+    spec["e_spec"]["business_rules"] = [{**limit, "kind": "", "description": "refund_cap"}]
+    assert _codes(check_spec_meaning(spec, VET)) == {MeaningCode.PLACEHOLDER_RULE}
 
 
 def test_crud_only_tools_fail_where_the_description_names_operations() -> None:

@@ -623,12 +623,12 @@ def _relation_issues(e: dict[str, Any], description: str, tools: list[dict[str, 
 
 
 _TEMPLATE = re.compile(r"\{\{|\}\}|<[a-z_]+>|\bTODO\b|\.\.\.|lorem ipsum", re.I)
-_RULE_BASE = frozenset({"rule_id", "description", "entities"})
 
 
 def _structured(rule: dict[str, Any]) -> bool:
-    """A rule of the rule language (fields beyond id/description/entities, one of them filled)."""
-    return any(k not in _RULE_BASE and v not in (None, "", [], {}) for k, v in rule.items())
+    """A rule of the rule language (a ``kind``: the compiler enforces it, :func:`.spec.check_spec` checks
+    its fields); a rule without a kind is prose only and judged by its text."""
+    return bool(rule.get("kind"))
 
 
 def _rule_issues(e: dict[str, Any], description: str, names: _Names) -> list[MeaningIssue]:
