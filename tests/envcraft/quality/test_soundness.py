@@ -146,3 +146,33 @@ def test_an_export_refuses_a_task_set_a_policy_games(grounded: dict, tmp_path) -
     assert prepare(src, soundness=False).tasks  # the user's explicit choice
     src.write_text(json.dumps(_task(grounded, guarded)) + "\n")
     assert [t.id for t in prepare(src).tasks] == ["task:t"]
+
+
+def test_grounding_rejects_a_chain_whose_reward_a_policy_games_before_any_text_is_written() -> None:
+    """``GroundStage`` runs the suite on the task a grounded chain becomes: a gamed one is a reject naming
+    the policy (with its figures), a sound one carries its figures into the task's metadata."""
+    from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
+    from dataclaw.envcraft.tasks import GroundStage, chain_record
+    from dataclaw.envcraft.tasks.tool.stages import grounded_task
+
+    sampler = ChainSampler([build_tool_graph(archetypes.get(a)) for a in archetypes.names()])
+    plain, gated = GroundStage(soundness=None), GroundStage()
+    seen: dict[str, int] = {"sound": 0, "gamed": 0}
+    for chain in sampler.sample(120, seed=7, min_len=2, max_len=5):
+        rec = chain_record(chain)
+        out = plain.process(rec)
+        if not isinstance(out, list):
+            continue
+        report = run_soundness(grounded_task(out[0]))
+        got = gated.process(rec)
+        if report.passed:
+            assert isinstance(got, list) and got[0]["soundness"] == report.to_record()
+            seen["sound"] += 1
+        else:
+            assert not isinstance(got, list)
+            assert got.reason == str(report.reasons[0]) and got.reason.startswith("gamed_by_")
+            assert got.detail["soundness"]["passed"] is False and got.message
+            seen["gamed"] += 1
+        if seen["sound"] >= 3 and seen["gamed"] >= 2:
+            return
+    pytest.fail(f"120 chains gave {seen}")

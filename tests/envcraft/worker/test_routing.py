@@ -13,7 +13,8 @@ from dataclaw.cli.env import app as env_app
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.graph import build_tool_graph
 from dataclaw.envcraft.rollout.harness import ToolTaskHarness
-from dataclaw.envcraft.tasks.tool.stages import GroundStage, load_env
+from dataclaw.envcraft.tasks.tool.loading import load_env
+from dataclaw.envcraft.tasks.tool.stages import GroundStage
 from dataclaw.envcraft.worker import RemoteEnvironment, is_builtin, open_environment
 
 from .conftest import copy_archetype, counter_copy

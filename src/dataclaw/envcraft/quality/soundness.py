@@ -148,7 +148,7 @@ class SoundnessReport:
         out: dict[str, Any] = {
             "passed": self.passed,
             "reasons": [str(r) for r in self.reasons],
-            "figures": {f.policy: {"score": f.score, "runs": f.runs, "ok": f.ok} for f in self.figures},
+            "figures": {str(f.policy): {"score": f.score, "runs": f.runs, "ok": f.ok} for f in self.figures},
         }
         if self.error:
             out["error"] = self.error
@@ -241,6 +241,23 @@ def _named(task: ToolTask, initial: dict[str, Any], gold_final: dict[str, Any], 
         for name, coll in collections(after).items():
             out.update(k for k in coll if k not in (before.get(name) or {}))
     return out
+
+
+def _outside(state: dict[str, Any], named: set[str], views: _Views) -> Any:
+    """The state without the records the task names (and without bookkeeping, counters and logs)."""
+    from dataclaw.envcraft.tasks.tool.initial import collections
+
+    def cut(one: Any) -> Any:
+        if not isinstance(one, dict):
+            return one
+        colls = collections(one)
+        out = dict(one)
+        for k in colls:
+            out[k] = {i: r for i, r in one[k].items() if i not in named}
+        return out
+
+    plain = views.plain(state)
+    return {e: cut(v) for e, v in plain.items()} if views.members else cut(plain)
 
 
 def _unnamed_ids(state: dict[str, Any], named: set[str], views: _Views) -> set[str]:
@@ -336,13 +353,16 @@ class _Suite:
 
     def __init__(self, task: ToolTask, env_cls: Any, root: str, settings: SoundnessSettings) -> None:
         self.task, self.env_cls, self.settings = task, env_cls, settings
+        # seeded by the grounded record a task was made from: the suite run when the chain was grounded
+        # and the one the audit runs on the task draw the same writes and episodes
+        self.key = task.metadata.get("grounded_id") or task.id
         self.sess = _Session(env_cls, task.scenario_id, root)
         _, self.initial = self.sess.run(task.initial_state, [])
         self.views = _Views(env_cls, self.initial)
         self.results, self.gold_final = self.sess.run(self.initial, task.gold_chain)
         self.score = _Scorer(task)
         self.refs = _references(env_cls)
-        self.rng = random.Random(f"{settings.seed}:{task.id}")
+        self.rng = random.Random(f"{settings.seed}:{self.key}")
         self.trials: list[Trial] = []
         self._start: Any = None
 
@@ -398,6 +418,7 @@ class _Suite:
         rng.shuffle(candidates)
         src = self.sources(values)
         base = views.plain(self.gold_final)
+        outside = _outside(self.gold_final, named, views)
         worst: tuple[float, str] | None = None
         runs = 0
         for spec, pname, value in candidates[: settings.max_collateral * 4]:
@@ -410,6 +431,8 @@ class _Suite:
             (result,), after = self.sess.run(self.gold_final, [call])
             if result.get("status") != "ok" or views.plain(after) == base:
                 continue  # refused, or a write that changed nothing a task could care about
+            if _outside(after, named, views) == outside:
+                continue  # it changed only records the task names: a wrong write there, not collateral
             runs += 1
             got = self.scored(Policy.COLLATERAL, [*self.task.gold_chain, call], after)
             if worst is None or got > worst[0]:
@@ -468,35 +491,42 @@ class _Suite:
 
     def random(self) -> Figure:
         """Seeded episodes of random calls whose parameters come from S0, the references and what the
-        last three writes returned (what a policy has seen)."""
+        last three writes returned (what a policy has seen). A mean that passes but lies within a factor
+        two of the limit is not yet a verdict: the sample grows fourfold and the larger one decides (an
+        estimate from a few episodes near the limit passes a guessable task by luck about half the time)."""
+        settings = self.settings
+        scores = [self._episode(i) for i in range(settings.random_episodes)]
+        if not scores:
+            return Figure(Policy.RANDOM, None, 0, True, "no episode")
+        limit = settings.random_max_mean + 1e-9
+        if settings.random_max_mean / 2 < sum(scores) / len(scores) <= limit:
+            scores += [self._episode(i) for i in range(len(scores), 4 * len(scores))]
+        mean = sum(scores) / len(scores)
+        ok = mean <= limit
+        detail = f"mean {mean:.3f} over {len(scores)} episodes (max {max(scores):.3f})"
+        return Figure(Policy.RANDOM, round(mean, 4), len(scores), ok, detail)
+
+    def _episode(self, episode: int) -> float:
         from dataclaw.envcraft.tasks.tool.execute import harvest
 
         settings, sess = self.settings, self.sess
         tools = list(self.env_cls.tools)
         steps = settings.random_steps or max(4, 2 * len(self.task.gold_chain))
-        scores = []
-        for episode in range(settings.random_episodes):
-            rng = random.Random(f"{settings.seed}:{self.task.id}:random:{episode}")
-            sess.run(self.initial, [])
-            outputs: list[Any] = []
-            calls: list[dict[str, Any]] = []
-            for _ in range(steps):
-                spec = rng.choice(tools)
-                params = _fill(spec, self.sources(self.start_values(), outputs[-3:]), rng, {}, prefer=0.5)
-                if params is None:
-                    continue
-                calls.append({"tool": spec.name, "params": params})
-                result = sess.env.call(sess.sid, spec.name, **params)
-                if result.get("status") == "ok" and spec.modifies_state:
-                    # a read shows S0 (harvested already) or what earlier writes returned
-                    outputs.append(harvest(result.get("data")))
-            scores.append(self.scored(Policy.RANDOM, calls, sess.env.get_session_state(sess.sid)))
-        if not scores:
-            return Figure(Policy.RANDOM, None, 0, True, "no episode")
-        mean = sum(scores) / len(scores)
-        ok = mean <= settings.random_max_mean + 1e-9
-        detail = f"mean {mean:.3f} over {len(scores)} episodes (max {max(scores):.3f})"
-        return Figure(Policy.RANDOM, round(mean, 4), len(scores), ok, detail)
+        rng = random.Random(f"{settings.seed}:{self.key}:random:{episode}")
+        sess.run(self.initial, [])
+        outputs: list[Any] = []
+        calls: list[dict[str, Any]] = []
+        for _ in range(steps):
+            spec = rng.choice(tools)
+            params = _fill(spec, self.sources(self.start_values(), outputs[-3:]), rng, {}, prefer=0.5)
+            if params is None:
+                continue
+            calls.append({"tool": spec.name, "params": params})
+            result = sess.env.call(sess.sid, spec.name, **params)
+            if result.get("status") == "ok" and spec.modifies_state:
+                # a read shows S0 (harvested already) or what earlier writes returned
+                outputs.append(harvest(result.get("data")))
+        return self.scored(Policy.RANDOM, calls, sess.env.get_session_state(sess.sid))
 
 
 def run_soundness(
@@ -505,7 +535,7 @@ def run_soundness(
     """The suite on one tool task (its environment loaded as replay loads it unless ``env_cls`` is
     given). Never raises for the task's own problems: an environment that cannot run it is the report's
     ``error`` (reason ``soundness_error``). ``report.trials`` keeps every scored run."""
-    from dataclaw.envcraft.tasks.tool.stages import record_env
+    from dataclaw.envcraft.tasks.tool.loading import record_env
 
     settings = settings or SoundnessSettings()
     task = ToolTask.of(task)

@@ -125,7 +125,7 @@ class ToolTaskHarness(Harness):
         self._names: dict[str, str] = {}  # agent-facing tool name → environment tool name
 
     def setup(self) -> None:
-        from dataclaw.envcraft.tasks.tool.stages import record_env
+        from dataclaw.envcraft.tasks.tool.loading import record_env
 
         try:
             self._env_cls = record_env(self.task)

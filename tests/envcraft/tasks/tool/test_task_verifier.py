@@ -96,6 +96,33 @@ def test_derive_skips_clock_and_generated_ids_and_untouched_fields() -> None:
     assert evaluate(v, initial)["score"] == 0.0
 
 
+def test_a_time_the_user_states_is_asserted_a_clock_time_is_not() -> None:
+    """Scheduling at another time than asked is a wrong answer: a time under a parameter the user states
+    (``start``) is part of the goal; the clock's own (``created_at``, an unstated ``due``) are not."""
+    initial = {"events": {"E-1": {"start": "2026-04-16T09:00:00Z", "status": "confirmed"}}}
+    final = {
+        "events": {
+            "E-1": {"start": "2026-04-16T11:00:00Z", "status": "confirmed"},
+            "E-9": {
+                "title": "fatigue test",
+                "start": "2026-04-16T13:00:00Z",
+                "due": "2026-04-17T00:00:00Z",
+                "created_at": "2026-04-16T08:00:00Z",
+            },
+        }
+    }
+    stated = derive_verifier(initial, final, ["events"], user_keys=["start", "created_at"])
+    got = {(a["path"], a["op"]): a.get("value") for a in stated["assertions"]}
+    assert got[("/events/E-1/start", "eq")] == "2026-04-16T11:00:00Z"  # a reschedule, to the stated time
+    assert got[("/events", "match")] == {"title": "fatigue test", "start": "2026-04-16T13:00:00Z"}
+    wrong = {
+        "events": {**final["events"], "E-9": {**final["events"]["E-9"], "start": "2026-04-16T05:00:00Z"}}
+    }
+    assert evaluate(stated, final)["score"] == 1.0 and evaluate(stated, wrong)["score"] < 1.0
+    unstated = derive_verifier(initial, final, ["events"])
+    assert [a["path"] for a in unstated["assertions"] if "start" in str(a)] == []  # as before: clock-like
+
+
 def test_removed_entities_are_asserted_absent() -> None:
     v = derive_verifier({"t": {"a": {"s": 1}, "b": {"s": 2}}}, {"t": {"b": {"s": 2}}}, ["t"])
     assert v["assertions"] == [

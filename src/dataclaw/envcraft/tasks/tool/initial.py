@@ -18,6 +18,7 @@ and it is proven: the gold final state scores 1.0, the untouched S0 scores < 1.0
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import Any
 
 from dataclaw.envcraft.runtime.state import jsoncopy
@@ -204,7 +205,11 @@ def env_allowance(env_cls: Any, state: dict[str, Any], env: str | None = None) -
 
 
 def derive(
-    grounded: dict[str, Any], named: list[str], env_cls: Any = None, guard: bool = True
+    grounded: dict[str, Any],
+    named: list[str],
+    env_cls: Any = None,
+    guard: bool = True,
+    user_keys: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The state-diff verifier with its guard (nothing else changed, :func:`~.verifier.derive_guard`);
     a group's ``env/field`` write fields are derived per environment and their paths prefixed with
@@ -217,12 +222,16 @@ def derive(
     members = list(getattr(env_cls, "members", {}) or {}) or [e for e in by_env if e]
     if list(by_env) == [""]:
         allow = env_allowance(env_cls, initial) if guard else None
-        return derive_verifier(initial, final, fields, named_ids=named, guard=guard, allow=allow)
+        return derive_verifier(
+            initial, final, fields, named_ids=named, user_keys=user_keys, guard=guard, allow=allow
+        )
     assertions = []
     for env in dict.fromkeys([*by_env, *members]):
         local = by_env.get(env, [])
         allow = env_allowance(env_cls, initial[env], env) if guard else None
-        part = derive_verifier(initial[env], final[env], local, named_ids=named, guard=guard, allow=allow)
+        part = derive_verifier(
+            initial[env], final[env], local, named_ids=named, user_keys=user_keys, guard=guard, allow=allow
+        )
         assertions += [{**a, "path": pointer([env]) + a["path"]} for a in part["assertions"]]
     return {"version": VERIFIER_VERSION, "assertions": assertions}
 
@@ -237,7 +246,7 @@ def build_verifier(
     user, _ = classify(grounded["steps"])
     named = [r["value"] for r in user if isinstance(r["value"], str)]
     initial, final = grounded["initial_state"], grounded["final_state"]
-    verifier = derive(grounded, named, env_cls, guard)
+    verifier = derive(grounded, named, env_cls, guard, user_keys=[r["param"] for r in user])
     if not [a for a in verifier["assertions"] if a["op"] not in GUARD_OPS]:
         raise SynthError(SynthReason.VERIFIER_EMPTY, "the chain changed none of its declared state fields")
     for d in [] if guard else grounded.get("added_distractors", []):

@@ -15,44 +15,18 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dataclaw.core.ids import child_id, root_id, stable_hash
+from dataclaw.core.moved import keep_old_names
 from dataclaw.envcraft.graph.sampling import ToolChain
+from dataclaw.envcraft.quality.soundness import SoundnessSettings, run_soundness
 from dataclaw.envcraft.runtime.task import ToolTask
-from dataclaw.envcraft.tasks.tool.composite import env_group
 from dataclaw.envcraft.tasks.tool.execute import GroundingError, GroundReason, ground_chain, run_calls
 from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier, distractors
+from dataclaw.envcraft.tasks.tool.loading import record_env, task_env
 from dataclaw.envcraft.tasks.tool.synth import SynthError, SynthReason, pick_persona
 from dataclaw.envcraft.tasks.tool.verifier import evaluate
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 
-
-def load_env(env: str, module: str | None = None) -> Any:
-    """The Environment class of an archetype name, an import name or a package folder: the archetype's own
-    class in-process, any other package's stand-in whose code runs in its sandboxed env worker."""
-    from dataclaw.envcraft import archetypes
-    from dataclaw.envcraft.runtime.resolve import resolve_env
-    from dataclaw.envcraft.worker import env_class
-
-    ref = resolve_env(env, module)
-    return archetypes.get(ref.archetype).env_cls if ref.archetype else env_class(ref)
-
-
-def task_env(envs: list[str], modules: dict[str, str] | None = None) -> Any:
-    """The Environment class a chain or task runs in: one environment, or a group of several."""
-    modules = modules or {}
-    if len(envs) == 1:
-        return load_env(envs[0], modules.get(envs[0]))
-    return env_group(tuple((e, load_env(e, modules.get(e))) for e in envs))
-
-
-def record_env(record: Record | ToolTask) -> Any:
-    """:func:`task_env` of a grounded chain record or a task (``env``/``env_module`` or ``envs``)."""
-    if isinstance(record, ToolTask):
-        if len(record.member_envs) > 1:
-            return task_env(record.member_envs, record.env_modules)
-        return load_env(record.env, record.env_module)
-    if record.get("envs") and len(record["envs"]) > 1:
-        return task_env(list(record["envs"]), record.get("env_modules"))
-    return load_env(record["env"], record.get("env_module"))
+DEFAULT_SOUNDNESS = SoundnessSettings()
 
 
 def chain_record(chain: ToolChain, modules: dict[str, str] | None = None) -> Record:
@@ -66,14 +40,23 @@ def chain_record(chain: ToolChain, modules: dict[str, str] | None = None) -> Rec
 
 class GroundStage(Stage):
     """Chain → grounded chain: executed (with setup calls when it starts mid-workflow), S0 with added
-    distractors, and a verifier proven on the gold and initial states (CPU, no model)."""
+    distractors, and a verifier proven on the gold and initial states and by the soundness suite (CPU, no
+    model): a chain whose reward a policy games (doing nothing, collateral writes, a wrong last write, a
+    random policy) is a reject naming that policy, before any model writes its text."""
 
     name: ClassVar[str] = "grounded"
     resources: ClassVar[Resources] = Resources.CPU
 
-    def __init__(self, *, long_context: bool = False, distractors_per_entity: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        long_context: bool = False,
+        distractors_per_entity: int = 1,
+        soundness: SoundnessSettings | None = DEFAULT_SOUNDNESS,
+    ) -> None:
         self.long_context = long_context
         self.per_entity = distractors_per_entity
+        self.soundness = soundness  # None: the suite is not run here (tasks audit and export still run it)
 
     def process(self, item: Record) -> Result:
         envs = list(item["envs"])
@@ -102,17 +85,33 @@ class GroundStage(Stage):
                 "envs": envs,
                 "env_modules": {e: c.__module__.rsplit(".", 1)[0] for e, c in env_cls.members.items()},
             }
-        return [
-            {
-                "id": child_id(item["id"], "grounded", grounded["scenario_id"]),
-                "chain_id": item["id"],
-                **where,
-                **grounded,
-                "verifier": verifier,
-                "verifier_check": check,
-                "distractors": kinds,
-            }
-        ]
+        record = {
+            "id": child_id(item["id"], "grounded", grounded["scenario_id"]),
+            "chain_id": item["id"],
+            **where,
+            **grounded,
+            "verifier": verifier,
+            "verifier_check": check,
+            "distractors": kinds,
+        }
+        if self.soundness is not None:
+            report = run_soundness(grounded_task(record), self.soundness, env_cls)
+            record["soundness"] = report.to_record()
+            if not report.passed:
+                failed = [c["message"] for c in report.checks() if not c["passed"]]
+                return self.reject(item, report.reasons[0], "; ".join(failed), soundness=record["soundness"])
+        return [record]
+
+
+def grounded_task(item: Record) -> ToolTask:
+    """The task a grounded record becomes, without its text (what the soundness suite needs): its id is
+    the grounded record's, which the suite seeds by, as it does the task made from it."""
+    keys = ("env", "env_module", "envs", "env_modules", "scenario_id", "initial_state", "verifier")
+    return ToolTask(
+        id=item["id"],
+        **{k: item[k] for k in keys if item.get(k) is not None},
+        gold_chain=[{"tool": s["tool"], "params": s["params"]} for s in item["steps"]],
+    )
 
 
 class SynthStage(Stage):
@@ -180,6 +179,7 @@ def task_record(item: Record, persona: dict[str, Any], text: dict[str, Any], mod
             "text_tries": text.get("tries", {}),
             "distractors": item["distractors"],
             "verifier_check": item["verifier_check"],
+            **({"soundness": item["soundness"]} if item.get("soundness") else {}),
             "model": model_id,
         },
     )
@@ -218,3 +218,6 @@ def add_guard(task: ToolTask | Record, env_cls: Any = None) -> ToolTask:
     ] or [derive_guard(initial, final, env_allowance(env_cls, initial))]
     verifier = {**task.verifier, "assertions": [*task.verifier["assertions"], *guards]}
     return task.with_verifier(verifier)
+
+
+keep_old_names(__name__, {"load_env": "dataclaw.envcraft.tasks.tool.loading"})

@@ -411,12 +411,19 @@ def evaluate(verifier: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _volatile(key: str, value: Any) -> bool:
-    return bool(_VOLATILE_KEY.search(key)) or (isinstance(value, str) and bool(_ISO_TIME.match(value)))
+def _volatile(key: str, value: Any, user_keys: frozenset[str] = frozenset()) -> bool:
+    """A clock value no other correct run reproduces: a key named like one (``updated_at``), or a time
+    under a key the user does not state (a time the user states — an event's ``start`` — is the task)."""
+    if _VOLATILE_KEY.search(key):
+        return True
+    return isinstance(value, str) and bool(_ISO_TIME.match(value)) and key not in user_keys
 
 
 def _stable_fields(
-    entity: dict[str, Any], known: frozenset[str], exclude_value: Any = _MISSING
+    entity: dict[str, Any],
+    known: frozenset[str],
+    exclude_value: Any = _MISSING,
+    user_keys: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Scalar fields of a new entity that any correct solution reproduces: no clock values, and no ids
     the run generated (an id-like value that the initial state and the user never named)."""
@@ -428,7 +435,7 @@ def _stable_fields(
         k: v
         for k, v in entity.items()
         if isinstance(v, str | int | float | bool)
-        and not _volatile(k, v)
+        and not _volatile(k, v, user_keys)
         and v != exclude_value
         and not generated(k, v)
     }
@@ -447,36 +454,43 @@ def _scalars(value: Any, out: set[str]) -> set[str]:
     return out
 
 
-def _diff(a: Any, b: Any, path: list[str], out: list[dict[str, Any]], known: frozenset[str]) -> None:
+def _diff(
+    a: Any,
+    b: Any,
+    path: list[str],
+    out: list[dict[str, Any]],
+    known: frozenset[str],
+    user_keys: frozenset[str] = frozenset(),
+) -> None:
     if a == b:
         return
     if isinstance(a, dict) and isinstance(b, dict):
         for key in b:
             if key in a:
-                if not _volatile(key, b[key]):
-                    _diff(a[key], b[key], [*path, key], out, known)
+                if not _volatile(key, b[key], user_keys):
+                    _diff(a[key], b[key], [*path, key], out, known, user_keys)
             elif isinstance(b[key], dict) and key in known:  # an id the user chose: its path is stable
                 out.append({"path": pointer([*path, key]), "op": "exists", "why": "created"})
-                _diff({}, b[key], [*path, key], out, known)
+                _diff({}, b[key], [*path, key], out, known, user_keys)
             elif isinstance(b[key], dict):  # a generated id: find the entity by its content instead
-                fields = _stable_fields(b[key], known, exclude_value=key)
+                fields = _stable_fields(b[key], known, exclude_value=key, user_keys=user_keys)
                 if fields:
                     out.append({"path": pointer(path), "op": "match", "value": fields, "why": "created"})
-            elif not _volatile(key, b[key]):
+            elif not _volatile(key, b[key], user_keys):
                 out.append({"path": pointer([*path, key]), "op": "eq", "value": b[key], "why": "set"})
         for key in a:
             if key not in b:
                 out.append({"path": pointer([*path, key]), "op": "absent", "why": "removed"})
         return
     if isinstance(b, dict):  # a dict appeared where there was none (or a scalar): compare its fields
-        _diff({}, b, path, out, known)
+        _diff({}, b, path, out, known, user_keys)
         return
     if isinstance(a, list) and isinstance(b, list) and all(isinstance(x, dict) for x in b):
         new = [x for x in b if x not in a]
         if len(b) > len(a):
             out.append({"path": pointer(path), "op": "count_gte", "value": len(b), "why": "appended"})
         for item in new:
-            fields = _stable_fields(item, known)
+            fields = _stable_fields(item, known, user_keys=user_keys)
             if fields:
                 out.append({"path": pointer(path), "op": "match", "value": fields, "why": "appended"})
         return
@@ -494,13 +508,16 @@ def derive_verifier(
     fields: Iterable[str],
     *,
     named_ids: Iterable[str] = (),
+    user_keys: Iterable[str] = (),
     max_assertions: int = 40,
     guard: bool = False,
     allow: Allowance | None = None,
 ) -> dict[str, Any]:
     """A verifier from the ``initial`` → ``final`` diff over the top-level state ``fields`` (the chain's
     write tools' declared fields, minus runtime bookkeeping). ``named_ids``: ids the user states (a new
-    entity under such a key is asserted at its path; others are found by content). ``guard``: add the
+    entity under such a key is asserted at its path; others are found by content). ``user_keys``: the
+    parameters whose values the user states (a time under such a key is asserted, not skipped as a clock
+    value: scheduling at another time than asked is wrong). ``guard``: add the
     ``unchanged`` guard over the whole state (:func:`derive_guard`, ``allow`` its counters and logs); it
     then also caps the entity counts and list lengths, so the count assertions (an entity count holds on
     the untouched state when the gold run only edits records; a log length next to a matched entry holds
@@ -508,9 +525,10 @@ def derive_verifier(
     out: list[dict[str, Any]] = []
     # values an agent can know without the gold run: what the initial state holds and the user names
     known = frozenset(_scalars(initial, set(named_ids)))
+    stated = frozenset(user_keys)
     for f in sorted(set(fields) - SKIP_FIELDS):
         a, b = initial.get(f), final.get(f)
-        _diff(a, b, [f], out, known)
+        _diff(a, b, [f], out, known, stated)
         # no entity made or removed beyond the gold run's
         if a != b and entity_collection(a) and entity_collection(b):
             out.append({"path": pointer([f]), "op": "count_eq", "value": len(b), "why": "entity count"})
