@@ -766,3 +766,22 @@ def test_the_spec_stage_records_the_meaning_report(
         meaning
         == check_spec_meaning(spec, spec["scenario"]["description"], env_name="support_ticketing").to_dict()
     )
+
+
+@pytest.mark.slow
+def test_the_embedded_model_gets_a_meaning_round_and_a_report() -> None:
+    """SmolLM2-135M with one meaning round: the run ends with a report on whatever spec it wrote (it is
+    too small to pass; the round is asked once and never costs the spec its validity)."""
+    pytest.importorskip("llama_cpp")
+    from dataclaw.envcraft.synth.expand import expand_scenario
+    from dataclaw.models import get_model
+
+    scenario = CATALOGUE.get("support_ticketing")
+    model = get_model("local:smollm2-135m", cache=False)
+    result = asyncio.run(expand_scenario(model, scenario, repair_rounds=2, meaning_rounds=1))
+    assert result.meaning_repairs <= 1 and result.calls <= 3 + result.repairs + result.meaning_repairs
+    if result.e_spec is not None:
+        assert result.meaning is not None and result.meaning.to_dict()["codes"] == result.meaning.codes()
+        assert not result.meaning.passed
+    asked = [h for h in result.history if "meaning" in h]
+    assert len(asked) == result.meaning_repairs
