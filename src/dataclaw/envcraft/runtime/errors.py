@@ -22,7 +22,8 @@ _TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\)|File \"[^\"]*\"
 
 
 class ErrorCategory(StrEnum):
-    """Table 16 categories, plus ``invalid_argument`` and ``unknown_tool`` for schema-level failures."""
+    """Table 16 categories, plus ``invalid_argument`` and ``unknown_tool`` for schema-level failures and
+    ``rule_violation`` for a declared business rule (a compiled package's rule language)."""
 
     MISSING_BINDING = "missing_binding"
     SESSION_NOT_FOUND = "session_not_found"
@@ -35,6 +36,8 @@ class ErrorCategory(StrEnum):
     INFRASTRUCTURE = "infrastructure"
     INVALID_ARGUMENT = "invalid_argument"
     UNKNOWN_TOOL = "unknown_tool"
+    RULE_VIOLATION = "rule_violation"
+    """A business rule of the environment refused the change (the message names the rule)."""
 
 
 # Categories an agent can act on by retrying the same call later.
@@ -138,6 +141,11 @@ def missing_field(name: str, requirement: str) -> EnvError:
 def invalid_argument(name: str, problem: str) -> EnvError:
     """A field is present but its value is not acceptable."""
     return EnvError(ErrorCategory.INVALID_ARGUMENT, f"Invalid value for '{name}': {problem}", field=name)
+
+
+def rule_violation(rule_id: str, message: str, **detail: Any) -> EnvError:
+    """A declared business rule refuses the change: ``<rule id>: <what the rule says and why it applies>``."""
+    return EnvError(ErrorCategory.RULE_VIOLATION, f"{rule_id}: {message}", rule=rule_id, **detail)
 
 
 def stale_warning(message: str, **detail: Any) -> dict[str, Any]:

@@ -69,13 +69,50 @@ class StateField(BaseModel):
     description: str = ""
 
 
+RULE_KINDS = ("precondition", "limit", "quota", "approval", "unique", "reference", "computed")
+"""The rule language's kinds (see :class:`BusinessRule`); a rule without a kind is prose only."""
+RULE_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+RULE_AGGREGATES = ("sum", "count")
+RULE_WRITES = ("create", "update")
+"""Besides a status of the entity (a move to it), the writes a rule's ``on`` may name."""
+
+
 class BusinessRule(BaseModel):
-    """A rule governing valid state transitions, over the entities it names."""
+    """A rule governing valid state changes, over the entities it names: prose (``description``) and,
+    when ``kind`` is set, a check the compiler turns into a guard every compiled tool enforces.
+
+    The rule language (one flat object, so a grammar stays small; which fields a kind reads):
+
+    - ``precondition``: before a write ``on`` an ``entity`` record (``create``, ``update`` or a status it
+      moves to), ``field op value`` must hold on the record, or on the ``related`` record its ``via``
+      attribute names (an order must be ``paid`` before it is ``shipped``).
+    - ``limit``: after a write ``on`` (any write when empty), the record's numeric ``field op value`` holds
+      (a refund's amount ``<= 500``).
+    - ``quota``: at most ``value`` (or the ``related`` record's ``of`` attribute: a capacity) records of
+      ``entity`` that are not cancelled point at one ``related`` record through ``via``.
+    - ``approval``: a move to status ``on`` needs an approval by an account whose role is ``role``, when
+      ``field op value`` holds (refunds over 100 need a manager), always when no ``field`` is given.
+    - ``unique``: no two open records of ``entity`` share a ``field`` value.
+    - ``reference``: ``field`` of an ``entity`` record names an existing ``related`` record (required on
+      create).
+    - ``computed``: ``field`` of an ``entity`` record is the ``op`` (``sum`` of ``of``, or ``count``) over
+      the ``related`` records whose ``via`` names it, kept by the tools and never written directly.
+    """
 
     model_config = _STRICT
     rule_id: str
     description: str
     entities: list[str] = Field(default_factory=list)
+    kind: Literal["", "precondition", "limit", "quota", "approval", "unique", "reference", "computed"] = ""
+    entity: str = ""
+    on: str = ""
+    field: str = ""
+    op: Literal["", "==", "!=", "<", "<=", ">", ">=", "sum", "count"] = ""
+    value: str | int | float | bool | None = None
+    related: str = ""
+    via: str = ""
+    of: str = ""
+    role: str = ""
 
 
 class Account(BaseModel):
@@ -258,6 +295,8 @@ class IssueCode(StrEnum):
     BAD_PARAMETER = "bad_parameter"
     NO_READ_TOOL = "no_read_tool"
     NO_WRITE_TOOL = "no_write_tool"
+    BAD_RULE = "bad_rule"
+    """A rule of the rule language the compiler cannot enforce (one issue per rule, naming the part)."""
 
 
 class Issue(BaseModel):
@@ -375,6 +414,9 @@ def check_e_spec(spec: ESpec) -> list[Issue]:
             if name not in entities:
                 path = f"business_rules[{i}].entities[{j}]"
                 out.append(_unknown(IssueCode.UNKNOWN_ENTITY, path, "entity", name, entities))
+        problem = rule_problem(rule, entities) if rule.kind else None
+        if problem:
+            out.append(Issue(code=IssueCode.BAD_RULE, path=f"business_rules[{i}]", message=problem))
     out += _check_world(spec, entities)
     out += _check_scenarios(spec, entities)
     out += _texts(
@@ -384,6 +426,100 @@ def check_e_spec(spec: ESpec) -> list[Issue]:
         + [(f"scenarios[{i}].task_prompt", s.task_prompt) for i, s in enumerate(spec.scenarios)]
     )
     return out
+
+
+def _number(value: Any) -> float | None:
+    """A rule's number (a model writes ``"100"`` as often as ``100``), or None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value) if isinstance(value, int | float | str) else None
+    except ValueError:
+        return None
+
+
+def _attr_types(ent: Entity) -> dict[str, str]:
+    return {a.name: a.type for a in ent.attributes}
+
+
+def rule_problem(rule: BusinessRule, entities: dict[str, Entity]) -> str | None:
+    """Why a rule of the rule language cannot be enforced (the first problem, one sentence), or None."""
+    kind = rule.kind
+    ent = entities.get(rule.entity)
+    if ent is None:
+        return f"{kind} rule {rule.rule_id!r}: entity {rule.entity!r} is not declared"
+    attrs = _attr_types(ent)
+    rel = entities.get(rule.related) if rule.related else None
+    if rule.related and rel is None:
+        return f"{kind} rule {rule.rule_id!r}: related entity {rule.related!r} is not declared"
+    rel_attrs = _attr_types(rel) if rel is not None else {}
+    numeric = ("integer", "number")
+    if rule.on and rule.on not in RULE_WRITES and rule.on not in ent.statuses:
+        return (
+            f"{kind} rule {rule.rule_id!r}: on {rule.on!r} is neither create, update nor a status of "
+            f"{ent.name} ({', '.join(ent.statuses) or 'none declared'})"
+        )
+    needs: dict[str, tuple[bool, str]] = {
+        "precondition": (
+            bool(rule.field and rule.op in RULE_COMPARISONS and rule.value is not None),
+            "needs field, a comparison op and a value",
+        ),
+        "limit": (
+            bool(rule.field and rule.op in RULE_COMPARISONS and _number(rule.value) is not None),
+            "needs a numeric field, a comparison op and a number",
+        ),
+        "quota": (
+            bool(
+                rule.related
+                and rule.via
+                and rule.op in ("<", "<=")
+                and (isinstance(rule.value, int) or rule.of)
+            ),
+            "needs related, via, op < or <= and a number value (or of: the related capacity field)",
+        ),
+        "approval": (
+            rule.on in ent.statuses and bool(rule.role),
+            "needs on (a status of the entity) and a role",
+        ),
+        "unique": (bool(rule.field), "needs field"),
+        "reference": (bool(rule.field and rule.related), "needs field and related"),
+        "computed": (
+            bool(
+                rule.field
+                and rule.related
+                and rule.via
+                and rule.op in RULE_AGGREGATES
+                and (rule.of or rule.op == "count")
+            ),
+            "needs field, related, via, op sum or count (and of for sum)",
+        ),
+    }
+    ok, what = needs[kind]
+    if not ok:
+        return f"{kind} rule {rule.rule_id!r} {what}"
+    if kind == "precondition" and rule.related:
+        if rule.via not in attrs:
+            return f"precondition rule {rule.rule_id!r}: via {rule.via!r} is not a {ent.name} attribute"
+        if rule.field not in rel_attrs:
+            return f"precondition rule {rule.rule_id!r}: {rule.field!r} is not a {rule.related} attribute"
+        return None
+    if kind in ("quota", "computed"):
+        holder, owner = (attrs, ent.name) if kind == "quota" else (rel_attrs, rule.related)
+        if rule.via not in holder:
+            return f"{kind} rule {rule.rule_id!r}: via {rule.via!r} is not a {owner} attribute"
+        if rule.of and rel_attrs.get(rule.of) not in numeric:
+            return f"{kind} rule {rule.rule_id!r}: of {rule.of!r} is not a numeric {rule.related} attribute"
+        if kind == "quota":
+            return None
+    if kind == "approval" and not rule.field:
+        return None
+    if rule.field not in attrs:
+        return f"{kind} rule {rule.rule_id!r}: field {rule.field!r} is not a {ent.name} attribute"
+    if kind in ("limit", "computed") and attrs[rule.field] not in numeric:
+        return f"{kind} rule {rule.rule_id!r}: field {rule.field!r} is not numeric"
+    if kind == "approval" and rule.op not in RULE_COMPARISONS:
+        return f"approval rule {rule.rule_id!r}: a condition field needs a comparison op and a value"
+    return None
 
 
 def _check_world(spec: ESpec, entities: dict[str, Entity]) -> list[Issue]:
@@ -605,6 +741,8 @@ class SchemaLimits:
     read_write: bool = False
     """Ask for exactly one read and one write tool (a tuple whose side effects the grammar fixes)."""
     max_record_fields: int = 6
+    rules: bool = True
+    """Offer the rule language's fields in business rules (:func:`rule_schema`); off, a rule is prose."""
 
 
 FULL = SchemaLimits()
@@ -617,9 +755,11 @@ COMPACT = SchemaLimits(
     max_params=1,
     max_record_fields=3,
     read_write=True,
+    rules=False,
 )
 """One item per list, one parameter per tool (a weak model repeats items, and a repeated name is a
-duplicate) but for attributes and the read+write tool pair; the smallest spec that is still a spec."""
+duplicate) but for attributes and the read+write tool pair; the smallest spec that is still a spec. Its rules
+are prose: a 135M model does not fill the rule language meaningfully (and its recorded answers stay valid)."""
 
 
 class _Parts:
@@ -685,6 +825,31 @@ def entities_schema(limits: SchemaLimits = FULL) -> dict[str, Any]:
     return _obj({"domains": lst(name, 3, 1), "entities": lst(entity, 3, 1)})
 
 
+def rule_schema(
+    p: _Parts, ent: dict[str, Any], opt_ent: dict[str, Any], scalar: dict[str, Any]
+) -> dict[str, Any]:
+    """One business rule: prose, and optionally the rule language's flat check (:class:`BusinessRule`):
+    its kind, the entity it guards, the write it guards (``on``) and the parts its kind reads."""
+    return _obj(
+        {
+            "rule_id": p.name,
+            "description": p.text,
+            "entities": p.list(ent, 3),
+            "kind": {"enum": list(RULE_KINDS)},
+            "entity": ent,
+            "on": p.opt_name,
+            "field": p.opt_name,
+            "op": {"enum": [*RULE_COMPARISONS, *RULE_AGGREGATES]},
+            "value": scalar,
+            "related": opt_ent,
+            "via": p.opt_name,
+            "of": p.opt_name,
+            "role": p.opt_name,
+        },
+        ["rule_id", "description"],
+    )
+
+
 def state_schema(entities: dict[str, list[str]], limits: SchemaLimits = FULL) -> dict[str, Any]:
     """JSON schema of the second E_spec answer: state fields, rules, world data and scenarios, over the
     first answer's ``entities`` (name → attribute names). Every entity reference is an enum of them, a
@@ -696,7 +861,11 @@ def state_schema(entities: dict[str, list[str]], limits: SchemaLimits = FULL) ->
     ents = list(entities)
     ent = _enum_or(ents, name)
     scalar = {"type": ["string", "number", "integer", "boolean"]}
-    rule = _obj({"rule_id": name, "description": text, "entities": lst(ent, 3)}, ["rule_id", "description"])
+    rule = (
+        rule_schema(p, ent, _enum_or(ents, p.opt_name, empty=True), scalar)
+        if limits.rules
+        else _obj({"rule_id": name, "description": text, "entities": lst(ent, 3)}, ["rule_id", "description"])
+    )
     record: dict[str, Any] = _obj(
         {
             "record_id": name,

@@ -193,5 +193,6 @@ def remote_env_class(worker: EnvWorker, desc: dict[str, Any]) -> type[RemoteEnvi
         "_scenarios": scenarios,
         "_prefix": desc["prefix"],
         "layout": list(desc.get("layout_problems", [])),
+        "enforced_rules": desc.get("enforced_rules"),  # a compiled package's rule list (None: it says none)
     }
     return type(desc.get("class_name") or "Environment", (RemoteEnvironment,), attrs)

@@ -188,6 +188,7 @@ class Server:
             "scenarios": [dataclasses.asdict(s) for s in cls.scenarios().values()],
             "evaluator": [{"name": d.name, "weight": d.weight} for d in cls.evaluator.dimensions],
             "layout_problems": pkg.layout_problems(),
+            "enforced_rules": getattr(cls, "enforced_rules", None),
         }
 
     def create(self, req: dict[str, Any]) -> str:

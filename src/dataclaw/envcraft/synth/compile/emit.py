@@ -100,6 +100,9 @@ def _readme(p: Plan, scenarios: list[dict[str, Any]], claw: bool, archetypes: li
     ]
     for c in p.collections.values():
         lines.append(f"- `{c.name}`: {c.entity} records by `{c.id_field}`; lifecycle {lifecycle_text(c)}")
+    if p.rules:
+        lines += ["", "## Enforced rules", ""]
+        lines += [f"- `{r['rule_id']}` ({r['kind']}): {clean(r['description'], 150)}" for r in p.rules]
     lines += ["", "## Tools", ""]
     lines += [f"- `{t.name}` ({t.side_effect}): {clean(t.description, 160)}" for t in p.tools.values()]
     lines += ["", "## Scenarios", ""]
@@ -135,9 +138,7 @@ def _skill(p: Plan, claw: bool) -> str:
     ]
     if c.gated:
         lines.append(f"6. Moves to {', '.join(c.gated)} need the user's confirmation first (request it).")
-    rules = [clean(r.description, 150) for r in p.spec.business_rules][:6]
-    if rules:
-        lines += ["", "## Rules", ""] + [f"- {r}" for r in rules]
+    lines += _rules_section(p)
     order = p.spec.constraints.required_reading_order[:5]
     if order:
         lines += ["", "Read in this order: " + ", ".join(order) + "."]
@@ -158,7 +159,25 @@ def _skill(p: Plan, claw: bool) -> str:
         "",
         "Errors are structured (`category`, `message`): read the message, fix the call, retry once.",
     ]
-    return "\n".join(lines[:48]) + "\n"
+    return "\n".join(lines[:64]) + "\n"
+
+
+def _rules_section(p: Plan) -> list[str]:
+    """The rules the tools enforce (id, kind, entity, the write guarded: what the library counts), then
+    the spec's prose rules nothing enforces."""
+    out: list[str] = []
+    if p.rules:
+        out += ["", "## Enforced rules", ""]
+        for r in p.rules[:10]:
+            on = f", on {r['on']}" if r["on"] else ""
+            out.append(f"- `{r['rule_id']}` ({r['kind']}, {r['entity']}{on}): {clean(r['description'], 150)}")
+        out.append("A change that breaks one is refused as `rule_violation: <rule id>: <why>`.")
+    enforced = {r["rule_id"] for r in p.rules}
+    prose = [clean(r.description, 150) for r in p.spec.business_rules if r.rule_id not in enforced][:6]
+    if prose:
+        out += ["", "## Rules" if not p.rules else "## Other rules (guidance, not enforced)", ""]
+        out += [f"- {r}" for r in prose]
+    return out
 
 
 def write_package(folder: Path, files: dict[str, str], plan: Plan, claw: bool) -> None:

@@ -138,6 +138,7 @@ _MECHANIC_VERBS: dict[str, tuple[str, ...]] = {
     "commit": ("commit", "apply", "save", "finalize"),
     "render_report": ("render", "report", "summarize", "aggregate", "export"),
     "acknowledge": ("acknowledge", "ack", "consume"),
+    "approve": ("approve", "authorize", "authorise", "sign"),
     "list_events": ("events", "history", "poll", "subscribe"),
 }
 

@@ -21,7 +21,8 @@ from dataclaw.envcraft.synth.compile.plan import (
     Plan,
     ToolPlan,
 )
-from dataclaw.envcraft.synth.compile.scenarios import build_scenario
+from dataclaw.envcraft.synth.compile.rules import compile_rules, enforced, finish_rules
+from dataclaw.envcraft.synth.compile.scenarios import build_scenario, rule_scenarios
 from dataclaw.envcraft.synth.compile.tools import core_tools
 from dataclaw.envcraft.synth.compile.world import build_collections, world_state
 from dataclaw.envcraft.synth.retrieval import Retrieved
@@ -103,6 +104,7 @@ def compile_package(
             plan.dropped.append((decl.name, "a tool of that name is already compiled"))
         else:
             plan.mapped[decl.name] = why
+    compile_rules(plan)  # after the declared tools (their names win), before the mechanics
     names = [r.name for r in retrieved][:2]
     if not names:
         defaults.append("no archetype retrieved: core mechanics only")
@@ -138,6 +140,7 @@ def compile_package(
         if t.side_effect == "write" and t.op in ("create", "update", "transition", "advance"):
             t.fields = plan.write_fields(t.cfg["collection"], *t.fields)
         plan.config["tools"][t.name] = {"op": t.op, **t.cfg}
+    finish_rules(plan)
     specs = list(e_spec.scenarios)
     scenarios = [build_scenario(plan, sc, i, is_claw) for i, sc in enumerate(specs)]
     seen: set[str] = set()
@@ -148,6 +151,10 @@ def compile_package(
             )
             s["scenario_id"] = f"scenario_{k + 1}"
         seen.add(s["scenario_id"])
+    for s in rule_scenarios(plan, is_claw):  # goals the rules and relations make (several steps, a read)
+        if s["scenario_id"] not in seen:
+            seen.add(s["scenario_id"])
+            scenarios.append(s)
     i = len(scenarios)
     while len(scenarios) < MIN_SCENARIOS:
         s = build_scenario(plan, None, i, is_claw)
@@ -170,6 +177,7 @@ def compile_package(
         mechanics=plan.mechanics,
         defaults=defaults,
         mapped=plan.mapped,
+        rules=enforced(plan),
     )
     (folder / MARKER).write_text(result.model_dump_json(indent=1, exclude={"path"}) + "\n", encoding="utf-8")
     return result

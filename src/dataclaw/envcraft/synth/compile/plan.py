@@ -43,6 +43,9 @@ class CompileResult(BaseModel):
     """What the compiler filled in or chose because the spec did not say (thin specs)."""
     mapped: dict[str, str] = {}
     """T_spec tool name → the operation it was compiled onto."""
+    rules: list[dict[str, str]] = []
+    """The business rules the package enforces (``rule_id``, ``kind``, ``entity``, ``on``, ``description``);
+    a rule the compiler could not enforce is in ``defaults`` with why."""
 
 
 @dataclass
@@ -127,6 +130,8 @@ class Plan:
     mechanics: list[str] = field(default_factory=list)
     mapped: dict[str, str] = field(default_factory=dict)
     path_name: str = ""
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    """The enforced rules' runtime config (:mod:`dataclaw.envcraft.synth.mechanics.rules`)."""
 
     def free(self, base: str) -> str:
         name, n = base, 2

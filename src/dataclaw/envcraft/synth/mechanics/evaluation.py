@@ -17,7 +17,7 @@ from typing import Any
 
 from dataclaw.envcraft.runtime.evaluation import failed_actions, penalty_score
 
-PENALISED = ("invalid_transition", "permission_denied", "invalid_reference")
+PENALISED = ("invalid_transition", "permission_denied", "invalid_reference", "rule_violation")
 PENALTY_PER_ACTION = 0.34
 PENALTY_PER_RECORD = 0.5  # each record the goal does not name that was changed, created or deleted
 # (name, weight, description, goal dimension?)
@@ -26,7 +26,7 @@ DIMENSIONS = (
     (
         "rule_compliance",
         0.25,
-        "no action broke a lifecycle guard, a permission or referenced a missing record",
+        "no action broke a lifecycle guard, a business rule, a permission or referenced a missing record",
         False,
     ),
     (

@@ -30,8 +30,10 @@ from dataclaw.envcraft.runtime.errors import (
     invalid_reference,
     invalid_transition,
     permission_denied,
+    rule_violation,
 )
 from dataclaw.envcraft.runtime.state import now
+from dataclaw.envcraft.synth.mechanics.rules import approval_key, enforce, maintain
 
 Op = Callable[[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]]
 OPS: dict[str, Op] = {}
@@ -51,11 +53,15 @@ def op(name: str) -> Callable[[Op], Op]:
 
 
 def run(session: dict[str, Any], config: dict[str, Any], tool: str, /, **params: Any) -> dict[str, Any]:
-    """Run the configured operation of ``tool`` on ``session`` (the body of every compiled tool)."""
+    """Run the configured operation of ``tool`` on ``session`` (the body of every compiled tool); after
+    it, computed fields of the business rules are brought up to date."""
     tcfg = config["tools"].get(tool)
     if tcfg is None or tcfg.get("op") not in OPS:
         raise EnvError(ErrorCategory.UNKNOWN_TOOL, f"There is no tool {echo(tool)} in this environment.")
-    return OPS[tcfg["op"]](session, config, tcfg, params)
+    out = OPS[tcfg["op"]](session, config, tcfg, params)
+    if config.get("rules"):
+        maintain(session, config)
+    return out
 
 
 # ---- helpers -------------------------------------------------------------------------------------------
@@ -132,9 +138,15 @@ def _set_status(
 
 
 def _check_transition(
-    session: dict[str, Any], config: dict[str, Any], ccfg: dict[str, Any], rec: dict[str, Any], to: str
+    session: dict[str, Any],
+    config: dict[str, Any],
+    cname: str,
+    ccfg: dict[str, Any],
+    rec: dict[str, Any],
+    to: str,
 ) -> None:
-    """The state-machine guard: the edge must exist; a gated target needs the user's confirmation first."""
+    """The state-machine guard: the edge must exist; a gated target needs the user's confirmation first;
+    then the business rules on a move to ``to``."""
     if not ccfg.get("status_field"):
         raise invalid_argument("status", f"{ccfg['entity']} records have no lifecycle")
     rid, current = rec[ccfg["id_field"]], rec.get(ccfg["status_field"])
@@ -153,6 +165,7 @@ def _check_transition(
                 f"move {ccfg['entity']} {rid} to '{to}' without the user's confirmation (request it first)",
                 ccfg["entity"],
             )
+    enforce(session, config, cname, to, rec, {**rec, ccfg["status_field"]: to})
 
 
 def _attrs(ccfg: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
@@ -224,10 +237,12 @@ def op_create(
         raise invalid_argument(label, "must not be blank")
     rid = _next_id(session, config, cname, ccfg["prefix"])
     rec: dict[str, Any] = {a: None for a in ccfg["attributes"]}
-    rec.update(_attrs(ccfg, p))
+    given = _attrs(ccfg, p)
+    rec.update(given)
     rec[ccfg["id_field"]] = rid
     if ccfg.get("status_field"):
         rec[ccfg["status_field"]] = ccfg["initial_status"]
+    enforce(session, config, cname, "create", None, rec, given)
     rec["created_at"] = rec["updated_at"] = now(session)
     session[cname][rid] = rec
     _log(session, config, "create", collection=cname, record_id=rid)
@@ -250,6 +265,7 @@ def op_update(
         raise invalid_transition(
             ccfg["entity"], rec[ccfg["id_field"]], str(status), str(status), "a final record is read-only"
         )
+    enforce(session, config, cname, "update", rec, {**rec, **changes}, changes)
     rec.update(changes)
     rec["updated_at"] = now(session)
     _log(session, config, "update", collection=cname, record_id=rec[ccfg["id_field"]], fields=sorted(changes))
@@ -264,7 +280,7 @@ def op_transition(
     cname, ccfg = _coll(config, tcfg)
     rec = _record(session, cname, ccfg, p[ccfg["id_param"]])
     to = tcfg.get("target") or p["status"]
-    _check_transition(session, config, ccfg, rec, to)
+    _check_transition(session, config, cname, ccfg, rec, to)
     _set_status(session, config, cname, ccfg, rec, to)
     return {ccfg["entity"]: rec}
 
@@ -307,7 +323,7 @@ def op_advance(
             "it is not in an open pipeline stage",
         )
     to = stages[stages.index(current) + 1]
-    _check_transition(session, config, ccfg, rec, to)
+    _check_transition(session, config, cname, ccfg, rec, to)
     _set_status(session, config, cname, ccfg, rec, to)
     return {ccfg["entity"]: rec, "stage": to}
 
@@ -438,6 +454,7 @@ def op_commit(
             raise invalid_transition(
                 ccfg["entity"], d["record_id"], str(status), str(status), "a final record is read-only"
             )
+        enforce(session, config, d["collection"], "update", rec, {**rec, **d["changes"]}, d["changes"])
     applied = []
     for did, d in sorted(drafts.items()):
         rec = session[d["collection"]][d["record_id"]]
@@ -540,3 +557,57 @@ def op_bash(
     from dataclaw.envcraft.synth.mechanics.claw import bash_over_state
 
     return bash_over_state(session, config, p["command"])
+
+
+# ---- business rules ------------------------------------------------------------------------------------
+
+
+@op("list_accounts")
+def op_list_accounts(
+    session: dict[str, Any], config: dict[str, Any], tcfg: dict[str, Any], p: dict[str, Any]
+) -> dict[str, Any]:
+    """The staff accounts (id, name, role): who may approve what the approval rules gate."""
+    rows = [a for _, a in sorted(session[config["accounts"]].items())]
+    role = p.get("role")
+    if role:
+        rows = [a for a in rows if a.get("role") == role]
+    return {"accounts": rows, "total": len(rows)}
+
+
+@op("approve")
+def op_approve(
+    session: dict[str, Any], config: dict[str, Any], tcfg: dict[str, Any], p: dict[str, Any]
+) -> dict[str, Any]:
+    """Approval by role: an account approves moving one record to a status an approval rule gates; the
+    account must hold the role the rule names (the rule's id is in the refusal otherwise)."""
+    cname, ccfg = _coll(config, tcfg)
+    rec = _record(session, cname, ccfg, p[ccfg["id_param"]])
+    to, rid = p["status"], rec[ccfg["id_field"]]
+    rules = [r for r in config.get("rules", []) if r["kind"] == "approval" and r["collection"] == cname]
+    rule = next((r for r in rules if r["on"] == to), None)
+    if rule is None:
+        gated = sorted({r["on"] for r in rules})
+        raise invalid_argument(
+            "status", f"no rule asks for an approval of that move (only of: {', '.join(gated)})"
+        )
+    accounts = session[config["accounts"]]
+    approver = p["approver_id"]
+    if approver not in accounts:
+        raise invalid_reference("account", approver, sorted(accounts))
+    role = accounts[approver].get("role")
+    if role != rule["role"]:
+        raise rule_violation(
+            rule["rule_id"],
+            f"{rule['description'].rstrip('.')} (account {approver} has role {role!r}, not {rule['role']!r})",
+        )
+    key = approval_key(cname, rid, to)
+    session[config["approvals"]][key] = {
+        "collection": cname,
+        "record_id": rid,
+        "status": to,
+        "approver_id": approver,
+        "role": role,
+        "at": now(session),
+    }
+    _log(session, config, "approval", collection=cname, record_id=rid, target=to, approver_id=approver)
+    return {"approval": session[config["approvals"]][key]}

@@ -34,7 +34,7 @@ from dataclaw.envcraft.runtime import Environment, Evaluator, ToolSet
 
 from . import tools
 from .evaluator import EVALUATOR
-from .state import DEFAULT_STATE
+from .state import CONFIG, DEFAULT_STATE
 
 
 class $cls(Environment):
@@ -45,6 +45,10 @@ class $cls(Environment):
     DEFAULT_STATE: ClassVar[dict[str, Any]] = DEFAULT_STATE
     tools: ClassVar[ToolSet] = ToolSet.from_modules(tools)
     evaluator: ClassVar[Evaluator] = EVALUATOR
+    enforced_rules: ClassVar[list[dict[str, Any]]] = [
+        {k: r[k] for k in ("rule_id", "kind", "entity", "on", "description")} for r in CONFIG.get("rules", [])
+    ]
+    """The business rules the tools enforce (a refusal names one as ``rule_violation: <rule id>: ...``)."""
 ''')
 
 STATE = Template('''"""Repository: world data and mechanics config from data/ (only this module reads it)."""
