@@ -333,6 +333,9 @@ def test_every_rule_has_a_goal_of_several_steps_with_a_read_first(shop: CompileR
     for s in steps:
         _ok(env.call(gold, s["tool"], **s["params"]))
     assert env.evaluate_session(gold)["overall_score"] == 1.0
+    assert "r3" not in json.dumps(sc.evaluation["expected"])
+    _ok(env.call(gold, "update_refund", refund_id="r3", reason="edited"))  # collateral costs
+    assert env.evaluate_session(gold)["overall_score"] < 1.0
     idle = env.create_session(sc.scenario_id)
     assert env.evaluate_session(idle)["overall_score"] == 0.0
     if len(writes) > 1:  # the last write alone (skipping what the rule requires first) does not do
@@ -416,3 +419,30 @@ def test_the_embedded_model_s_compact_schema_keeps_rules_as_prose() -> None:
     """SmolLM2-135M does not fill the rule language meaningfully; its recorded answers stay replayable."""
     rule = state_schema({"order": ["order_id"]}, COMPACT)["properties"]["business_rules"]["items"]
     assert set(rule["properties"]) == {"rule_id", "description", "entities"}
+
+
+def test_no_other_write_path_gets_round_a_rule(tmp_path: Path) -> None:
+    """Gaming attempts: the archetype mechanics' write paths (stage + commit, advance) and updates that move
+    a pointer or copy a value run the same guards as the canonical tools."""
+    from dataclaw.envcraft.synth import retrieve
+
+    spec = ESpec.model_validate(SHOP)
+    found = retrieve(spec, TSpec(), pinned=["transactional_workspace", "workflow_orchestration"])
+    res = compile_package(spec, TSpec(), found, tmp_path, scenario={})
+    assert {"stage_refund_changes", "commit_changes", "advance_refund"} <= set(res.tools), res.tools
+    env = load_env_package(res.path).env_cls()
+    sid = env.create_session("refund_broken_chair")
+    refused = {
+        "refund_limit": ("advance_refund", {"refund_id": "r2"}),
+        "refund_order": ("update_refund", {"refund_id": "r1", "order_id": "o9"}),
+        "refunds_per_order": ("update_refund", {"refund_id": "r1", "order_id": "o1"}),
+        "unique_email": ("update_customer", {"customer_id": "c2", "email": "lena@example.com"}),
+    }
+    for rule_id, (tool, params) in refused.items():
+        assert _err(env.call(sid, tool, **params)).startswith(f"rule_violation: {rule_id}: ")
+    _ok(env.call(sid, "stage_refund_changes", refund_id="r1", amount=900.0))
+    assert _err(env.call(sid, "commit_changes")).startswith("rule_violation: refund_cap: ")
+    state = env.get_session_state(sid)
+    assert state["refunds"]["r1"]["amount"] == 250.0 and state["refunds"]["r2"]["status"] == "approved"
+    assert state["customers"]["c2"]["email"] == "tom@example.com"
+    assert run_contract(res.path).passed
