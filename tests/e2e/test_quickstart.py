@@ -108,13 +108,13 @@ def test_envsynth_part_compiles_audits_and_uses_two_catalogue_scenarios(quicksta
     rows = _jsonl(part / "LIB" / "index.jsonl")
     assert sorted(r["scenario_id"] for r in rows) == ["monitoring_logging", "support_ticketing"]
     assert all(r["usage"]["spec"]["calls"] >= 3 for r in rows)  # the embedded model wrote the specs
-    passed = [r for r in rows if r["passed"]]
-    assert passed, [r["reasons"] for r in rows]  # both pass on the reference machine
-    for r in passed:
-        assert r["tools"] >= 6 and (part / "LIB" / r["package"]).is_dir()
-    chains = _jsonl(part / "tasks" / "chains.jsonl")
-    assert chains and {c["envs"][0] for c in chains} <= {r["env"] for r in passed}
-    assert _jsonl(part / "tasks" / "grounded.jsonl")  # grounded in the packages' env workers
+    for r in rows:  # compiled and audited; passing only with every gate (meaning, soundness too)
+        assert r["gates"]["audit"] and r["tools"] >= 6 and (part / "LIB" / r["package"]).is_dir()
+        assert r["passed"] == (r["status"] == "passing") == all(r["gates"].values()), r["reasons"]
+    passed = [r for r in rows if r["passed"]]  # none on the reference machine: the meaning gates fail
+    chains = _jsonl(part / "tasks" / "chains.jsonl")  # SmolLM2's one-entity CRUD specs
+    assert {c["envs"][0] for c in chains} <= {r["env"] for r in passed}
+    assert bool(chains) == bool(passed) == bool(_jsonl(part / "tasks" / "grounded.jsonl"))
 
 
 def test_rerun_resumes_without_paying_twice(quickstart):

@@ -38,7 +38,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     library: Annotated[
         Path | None,
-        typer.Option("--library", help="List the passing environments of a library (dataclaw env synth)."),
+        typer.Option("--library", help="List a library's environments: passing, floor and failed, with why."),
     ] = None,
 ) -> None:
     """List the built-in archetype environments, or a synthesised library's environments."""
@@ -58,21 +58,25 @@ def list_(
 
 
 def _list_library(library: Path, as_json: bool) -> None:
-    """The passing packages of a library, from its index (nothing of theirs is imported or run)."""
+    """A library's environments by status — passing, floor (invalid spec, smoke tests only), failed —
+    with the reasons of the others, from its index (nothing of theirs is imported or run)."""
     from dataclaw.envcraft.envs import library_rows
 
     listing = library_rows(library)
     if as_json:
-        _echo_json([asdict(r) for r in listing.rows])
+        _echo_json([asdict(r) for r in listing.all()])
         return
-    failed = listing.failed
     table = Table(
-        "name", "path", "tools", "scenarios", "archetypes", "package",
-        title=f"{library}: {len(listing.rows)} environments",
-        caption=f"{failed} failed (reasons in {library / 'index.jsonl'})" if failed else None,
+        "name", "status", "path", "tools", "scenarios", "archetypes", "package or reasons",
+        title=f"{library}: {len(listing.rows)} passing, {len(listing.floor)} floor (not counted as passing),"
+        f" {listing.failed} failed",
     )  # fmt: skip
-    for r in listing.rows:
-        table.add_row(r.name, r.path, str(r.tools), str(r.scenarios), ", ".join(r.archetypes), r.package)
+    for r in listing.all():
+        where = r.package if r.status == "passing" else f"{r.package} {r.reasons}".strip()[:200]
+        table.add_row(
+            r.name, r.status, r.path, str(r.tools if r.tools is not None else "-"),
+            str(r.scenarios if r.scenarios is not None else "-"), ", ".join(r.archetypes), where,
+        )  # fmt: skip
     Console().print(table)
 
 
@@ -347,8 +351,11 @@ def synth(
 ) -> None:
     """Synthesise environments: scenario → spec → package → audit (+ self-healing) → LIB/index.jsonl.
 
-    Passing packages land in LIB/envs/<path>/, failed ones in LIB/failed/<path>/ with their reasons in
-    the index; use the library with `env list --library LIB` and `tasks sample --library LIB`.
+    A package passes only with a valid spec, the meaning gates, the audit and the soundness suite on
+    tool tasks grounded in it (LIB/envs/<path>/); an invalid spec's package that still passes the audit is
+    a floor environment (LIB/floor/<path>/, smoke tests only, never in the pass rate); failed ones land in
+    LIB/failed/<path>/, with their reasons in the index. Use the library with `env list --library LIB`
+    and `tasks sample --library LIB`.
     """
     from dataclaw.envcraft.synth.run import SynthRequest, synth_library
 
@@ -385,14 +392,15 @@ def _phases() -> Any:
 
 
 def _synth_summary(run: LibraryRun) -> None:
-    """Raw → passed per path and per archetype, the failures, tokens and cost; the paper's rate beside."""
+    """Raw → passing per path and per archetype with floor environments counted apart (never in the
+    rate), the floor and failed rows with why, tokens and cost; the paper's rate beside."""
     table = Table(title=f"env synth: {run.lib}", caption=run.headline())
-    for col in ("", "raw", "passed", "pass rate"):
+    for col in ("", "raw", "passing", "floor", "pass rate"):
         table.add_column(col)
     for r in run.rates():
         rate = f"{r.pass_rate:.1%}" if r.raw else "-"
-        table.add_row(f"{r.kind} {r.name}", str(r.raw), str(r.passed), rate)
+        table.add_row(f"{r.kind} {r.name}", str(r.raw), str(r.passed), str(r.floor), rate)
     Console().print(table)
     for f in run.failures():
-        typer.echo(f"failed {f.scenario} [{f.path}]: {f.why}")
+        typer.echo(f"{f.status} {f.scenario} [{f.path}]: {f.why}")
     typer.echo(f"index: {run.index}")

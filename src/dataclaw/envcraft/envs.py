@@ -8,7 +8,7 @@ its passing packages from its index, without importing or running any of them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,42 +55,55 @@ def archetype_rows() -> list[EnvRow]:
 
 @dataclass
 class LibraryRow:
-    """One passing environment of a library, from its index row."""
+    """One environment of a library, from its index row: passing, floor or failed (with why)."""
 
     name: str
     path: str
     """How it was made: compile or codegen."""
-    tools: int
-    scenarios: int
+    tools: int | None
+    scenarios: int | None
     archetypes: list[str]
     scenario: str
     package: str
-    """The package folder, relative to the library."""
+    """The package folder, relative to the library ("" when none was built)."""
     folder: str
     description: str
+    status: str = "passing"
+    """passing (every gate passed), floor (an invalid spec compiled, smoke tests only) or failed."""
+    reasons: str = ""
 
 
 @dataclass
 class LibraryListing:
-    """A library's passing environments and how many of its index rows failed."""
+    """A library's passing environments, its floor ones and its failed rows (listed apart)."""
 
     rows: list[LibraryRow]
     failed: int
+    floor: list[LibraryRow] = field(default_factory=list)
+    failures: list[LibraryRow] = field(default_factory=list)
+
+    def all(self) -> list[LibraryRow]:
+        """Passing, then floor, then failed."""
+        return [*self.rows, *self.floor, *self.failures]
 
 
 def library_rows(library: Path) -> LibraryListing:
-    """The passing packages of a library, from its index (nothing of theirs is imported or run)."""
-    from dataclaw.envcraft.synth.library import library_packages, read_index
+    """The environments of a library by status, from its index (nothing of theirs is imported or run)."""
+    from dataclaw.envcraft.synth.library import library_packages, read_index, status_of
 
-    rows = [
-        LibraryRow(
-            name=r["env"], path=r["path"], tools=r["tools"], scenarios=r["scenarios"],
-            archetypes=r["archetypes"], scenario=r["scenario_id"], package=r["package"], folder=str(folder),
-            description=r["scenario_name"],
-        )
-        for r, folder in library_packages(library)
-    ]  # fmt: skip
-    return LibraryListing(rows, sum(1 for r in read_index(library) if not r["passed"]))
+    def as_row(r: dict[str, Any], folder: Path | None) -> LibraryRow:
+        return LibraryRow(
+            name=r["env"] or r["scenario_id"] or "(request)", path=r["path"], tools=r["tools"],
+            scenarios=r["scenarios"], archetypes=r["archetypes"], scenario=r["scenario_id"],
+            package=r["package"] or "", folder=str(folder) if folder else "", description=r["scenario_name"],
+            status=status_of(r), reasons="; ".join(f"{x['code']}: {x['message']}" for x in r["reasons"]),
+        )  # fmt: skip
+
+    index = read_index(library)
+    rows = [as_row(r, folder) for r, folder in library_packages(library)]
+    floor = [as_row(r, Path(library) / r["package"]) for r in index if status_of(r) == "floor"]
+    failures = [as_row(r, None) for r in index if status_of(r) == "failed"]
+    return LibraryListing(rows, len(failures), floor, failures)
 
 
 def describe_env(name: str) -> dict[str, Any]:

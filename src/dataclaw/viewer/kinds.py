@@ -750,3 +750,84 @@ register(
         _rollout_render,
     )
 )
+
+
+# ---- an environment library's index (env synth, env import) -------------------------------------------
+
+
+def _env_status(rec: Rec) -> str:
+    """passing / floor / failed, for rows written before statuses too (an invalid spec that passed the
+    audit was a floor environment)."""
+    from dataclaw.envcraft.synth.library import status_of
+
+    return status_of(rec)
+
+
+def _status_badge(status: str) -> str:
+    cls = {"passing": "ok", "floor": ""}.get(status, "bad")
+    return f'<span class="badge {cls}">{esc(status)}</span>'
+
+
+def _gate_cell(value: Any) -> str:
+    return "—" if value is None else _verdict_badge("passed" if value else "failed")
+
+
+def _env_row(rec: Rec, ctx: Ctx) -> list[str]:
+    return [
+        ctx.self_link(rec),
+        esc(rec.get("env") or rec.get("scenario_id")),
+        esc(rec.get("path")),
+        _status_badge(_env_status(rec)),
+        esc(rec.get("tools")),
+        esc(rec.get("chains3")),
+        esc(short(", ".join(_s(_d(x).get("code")) for x in _l(rec.get("reasons"))), 80)),
+    ]
+
+
+def _env_render(rec: Rec, ctx: Ctx) -> str:
+    status = _env_status(rec)
+    meaning, sound = _d(rec.get("meaning")), _d(rec.get("soundness"))
+    pairs = [
+        ("status", _status_badge(status)),
+        ("counted in the pass rate", "yes" if status == "passing" else "no"),
+        ("scenario", esc(rec.get("scenario_id"))),
+        ("path", esc(rec.get("path"))),
+        ("package", esc(rec.get("package"))),
+        (
+            "entities / tools / scenarios",
+            esc(f"{rec.get('entities')} / {rec.get('tools')} / {rec.get('scenarios')}"),
+        ),
+        ("enforced rules", esc(rec.get("rules"))),
+        ("distinct 3-step chains", esc(rec.get("chains3"))),
+    ]
+    if meaning:
+        pairs.append(("description coverage", esc(meaning.get("coverage"))))
+    if sound:
+        pairs.append(("sound tool tasks", esc(f"{sound.get('sound')} of {sound.get('grounded')} grounded")))
+    out = kv(pairs)
+    gates = _d(rec.get("gates"))
+    if gates:
+        out += "<h2>Gates</h2>" + table(
+            ["gate", "verdict"], [[esc(g), _gate_cell(v)] for g, v in gates.items()], "checks"
+        )
+    reasons = [[esc(_d(x).get("code")), esc(_d(x).get("message"))] for x in _l(rec.get("reasons"))]
+    if reasons:
+        out += "<h2>Why not passing</h2>" + table(["reason", "message"], reasons, "checks")
+    issues = [[esc(_d(i).get("code")), esc(_d(i).get("message"))] for i in _l(meaning.get("issues"))]
+    if issues:
+        out += "<h2>Meaning issues</h2>" + table(["issue", "message"], issues, "checks")
+    return out + json_block(rec, open_=False)
+
+
+register(
+    Kind(
+        "env_library",
+        "Environments",
+        ("index",),
+        ("row", "environment", "path", "status", "tools", "3-step chains", "reasons"),
+        ("status", "path"),
+        lambda run, r: {"status": _env_status(r), "path": _s(r.get("path"))},
+        _env_row,
+        _env_render,
+    )
+)

@@ -1,9 +1,11 @@
 """The synthesis library (``synth/library.py``): scenarios → specs → compiled packages → sandboxed audit →
-``LIB/index.jsonl``, driven by the answers SmolLM2-135M gave (recorded, replayed) and by a scripted server
-for broken answers. Rows carry their own usage, bad requests are rows, a rerun resumes."""
+meaning and soundness gates → ``LIB/index.jsonl``, driven by the answers SmolLM2-135M gave (recorded,
+replayed) and by a scripted server for broken answers. Rows carry their own usage and status (passing only
+with every gate; a floor environment counted apart), bad requests are rows, a rerun resumes."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -28,6 +30,7 @@ from dataclaw.sandbox import sandbox_available
 from support.openai_server import OpenAIServer, Reply
 
 RECORDED = Path(__file__).parent / "fixtures" / "compile"
+MEANING = importlib.util.find_spec("dataclaw.envcraft.synth.meaning")
 VALID = ["support_ticketing", "monitoring_logging"]
 INVALID = ["scheduling_reminders", "home_office_security_patrol"]  # SmolLM2's specs stay invalid
 
@@ -73,14 +76,23 @@ def test_recorded_specs_compile_into_audited_packages(lib) -> None:
     assert len(lib["rows"]) == 5 and len(read_index(lib["root"])) == 5
     for sid in [*VALID, INVALID[0]]:
         r = rows[sid]
-        assert r["passed"] and r["reasons"] == [] and r["path"] == "compile", r
-        assert (lib["root"] / r["package"]).is_dir() and r["package"].startswith("envs/compile/")
+        assert r["gates"]["audit"] and r["path"] == "compile", r
+        assert (lib["root"] / r["package"]).is_dir()
         assert r["tools"] >= 6 and r["scenarios"] >= 2 and r["archetypes"]
         assert r["model"].startswith("replay:") and r["seconds"] > 0
+        assert r["entities"] == 1 and r["chains3"] is not None
+        assert r["passed"] == (r["status"] == "passing") == all(r["gates"].values())
     assert rows["support_ticketing"]["spec_valid"] and rows["support_ticketing"]["spec_issues"] == []
-    # an invalid spec whose names are usable still gives the floor environment, its issues on record
-    assert not rows[INVALID[0]]["spec_valid"] and rows[INVALID[0]]["spec_issues"] == ["duplicate_id"]
-    assert [p.name for _, p in library_packages(lib["root"])] == [*VALID, INVALID[0]]
+    # an invalid spec whose names are usable still gives the floor environment, its issues on record: it
+    # is a floor environment, never a passing one, and kept apart in LIB/floor/
+    floor = rows[INVALID[0]]
+    assert not floor["spec_valid"] and floor["spec_issues"] == ["duplicate_id"]
+    assert (
+        floor["status"] == "floor" and not floor["passed"] and floor["package"].startswith("floor/compile/")
+    )
+    assert floor["reasons"][0]["code"] == "floor" and "duplicate_id" in floor["reasons"][0]["message"]
+    assert INVALID[0] not in [p.name for _, p in library_packages(lib["root"])]
+    assert INVALID[0] in [p.name for _, p in library_packages(lib["root"], floor=True)]
     # the packages were audited in the sandbox, never imported here
     assert not [m for m in lib["imported"] if m.split(".")[0] in (*VALID, INVALID[0])]
 
@@ -106,7 +118,9 @@ def test_each_row_carries_its_own_usage(lib) -> None:
             assert r["usage"]["spec"]["calls"] == specs[r["scenario_id"]]["calls"]
     manifest = json.loads((lib["root"] / "manifest.json").read_text())
     assert manifest["models"]["usage"]["total"]["calls"] == 10
-    assert manifest["library"]["per_path"]["compile"] == {"raw": 5, "passed": 3, "pass_rate": 0.6}
+    per_path = manifest["library"]["per_path"]["compile"]
+    assert (per_path["raw"], per_path["floor"], per_path["passed"] + per_path["failed"]) == (5, 1, 4)
+    assert per_path["pass_rate"] == round(per_path["passed"] / 5, 3)  # the floor one is not in it
 
 
 def test_rerun_skips_the_index_and_resumes_the_rest(lib) -> None:
@@ -127,10 +141,26 @@ def test_rerun_skips_the_index_and_resumes_the_rest(lib) -> None:
 
 def test_summary_groups_by_path_and_archetype(lib) -> None:
     s = summarize(lib["rows"])
-    assert (s["raw"], s["passed"]) == (5, 3)
+    assert (s["raw"], s["floor"]) == (5, 1) and s["passed"] + s["failed"] == 4
     assert s["paper"] == {"raw": PAPER_RAW, "passed": PAPER_PASSED, "pass_rate": 0.429}
     assert sum(v["raw"] for v in s["per_archetype"].values()) == 3  # bad requests retrieved nothing
-    assert s["reasons"] == {"unknown_scenario": 1, "empty_description": 1}
+    assert {"unknown_scenario": 1, "empty_description": 1, "floor": 1}.items() <= s["reasons"].items()
+    assert s["gates"]["spec"] == {"passed": 2, "failed": 1, "not_reached": 2}
+    assert s["gates"]["audit"] == {"passed": 3, "failed": 0, "not_reached": 2}
+
+
+@pytest.mark.skipif(MEANING is None, reason="the meaning gates are not installed")
+def test_the_embedded_models_recorded_specs_fail_the_meaning_gates(lib) -> None:
+    """SmolLM2's well-formed specs are generic CRUD over one entity named after an id: no passing
+    environment, whatever the audit said, and the reason names the meaning issues."""
+    rows = _by(lib["rows"])
+    for sid in VALID:
+        r = rows[sid]
+        assert r["spec_valid"] and r["gates"]["audit"] and r["gates"]["meaning"] is False, r["gates"]
+        assert r["status"] == "failed" and r["reasons"][0]["code"] == "meaning"
+        assert "entity_is_id" in r["meaning"]["codes"] and r["gates"]["soundness"] is None
+        assert r["package"].startswith("failed/compile/")
+    assert library_packages(lib["root"]) == []
 
 
 def test_broken_model_answers_are_per_scenario_reasons(
@@ -158,7 +188,7 @@ def test_broken_model_answers_are_per_scenario_reasons(
         assert r["usage"]["spec"]["calls"] == 3
     assert "schema" in got[("support_ticketing", "compile")]["reasons"][0]["message"]
     floor = got[("task_issue_tracking", "compile")]
-    assert floor["passed"] and floor["spec_issues"] == ["schema"], floor
+    assert floor["status"] == "floor" and not floor["passed"] and floor["spec_issues"] == ["schema"], floor
     refused = got[("task_issue_tracking", "codegen")]
     assert (
         refused["reasons"][0]["code"] == "invalid_spec"
@@ -217,7 +247,9 @@ def test_generated_packages_that_break_the_rules_are_classified(
         )
     got = _by(rows)
     good = got["crm_customer_management"]
-    assert good["passed"] and good["package"].startswith("envs/codegen/"), good["reasons"]
+    assert good["gates"]["spec"] and good["gates"]["audit"], good["reasons"]
+    where = {"passing": "envs", "failed": "failed"}[good["status"]]  # the meaning and soundness gates decide
+    assert good["package"].startswith(f"{where}/codegen/") and good["passed"] == all(good["gates"].values())
     assert good["usage"]["generation"]["calls"] == 1 and good["tokens"]["completion"] > 0
     net, hang = got["support_ticketing"], got["task_issue_tracking"]
     assert (
@@ -272,11 +304,118 @@ def test_floor_spec_drops_a_counter_that_repeats_a_collection_name() -> None:
     assert floor_spec(fixed) == (fixed, [])
 
 
-def test_env_list_rows_of_a_library_are_its_passing_packages_and_the_failed_are_counted(lib) -> None:
+def test_env_list_rows_of_a_library_are_listed_by_status(lib) -> None:
     from dataclaw.envcraft.envs import library_rows
 
     listing = library_rows(lib["root"])
     assert [r.folder for r in listing.rows] == [str(p) for _, p in library_packages(lib["root"])]
-    assert listing.failed == 2  # the unknown scenario and the empty description
-    row = listing.rows[0]
-    assert row.scenario == VALID[0] and row.path == "compile" and row.package.startswith("envs/compile/")
+    floor = {r.name: r for r in listing.floor}  # the rerun test may have added INVALID[1]
+    assert INVALID[0] in floor and set(floor) <= set(INVALID)
+    assert floor[INVALID[0]].package.startswith("floor/compile/") and "floor:" in floor[INVALID[0]].reasons
+    n = len(read_index(lib["root"]))
+    assert listing.failed == len(listing.failures) == n - len(floor) - len(listing.rows)
+    assert {"unknown_scenario", "empty_description"} <= {r.reasons.split(":")[0] for r in listing.failures}
+    assert [r.status for r in listing.all()] == sorted(
+        (r.status for r in listing.all()), key=["passing", "floor", "failed"].index
+    )
+
+
+# ---- the gates: a passing environment needs every one --------------------------------------------------
+
+FIXTURE_SPECS = {
+    json.loads(x)["scenario_id"]: json.loads(x) for x in (RECORDED / "specs.jsonl").read_text().splitlines()
+}
+
+
+def _gated(tmp_path: Path, sid: str, meaning: dict[str, Any]) -> dict[str, Any]:
+    """One hand-written fixture spec through the package step (compile, audit, gates), with the meaning
+    report the spec stage would have recorded on it (the gates' interface: a record's ``meaning``)."""
+    from dataclaw.envcraft.scenarios import ScenarioSpec
+    from dataclaw.envcraft.synth.library import Job, run_job
+    from dataclaw.envcraft.synth.stages import scenario_record
+
+    spec = {**FIXTURE_SPECS[sid], "meaning": meaning}
+    item = scenario_record(ScenarioSpec.model_validate(spec["scenario"]))
+    return run_job(Job(str(tmp_path), item, "compile", "replay:none", spec, timeout_s=60))
+
+
+MEANING_OK = {"passed": True, "coverage": 1.0, "issues": [], "codes": []}
+
+
+def test_an_environment_passes_only_with_every_gate_and_the_soundness_figures(tmp_path) -> None:
+    r = _gated(tmp_path, "monitoring_logging", MEANING_OK)
+    assert r["gates"] == {"spec": True, "meaning": True, "audit": True, "soundness": True}, r["reasons"]
+    assert r["status"] == "passing" and r["passed"] and r["reasons"] == []
+    assert r["package"].startswith("envs/compile/") and (tmp_path / r["package"]).is_dir()
+    sound = r["soundness"]
+    assert sound["grounded"] >= 1 and sound["sound"] * 2 >= sound["grounded"] and sound["passed"]
+    assert r["chains3"] >= 10 and r["entities"] >= 2
+
+
+def test_a_gamed_environment_fails_the_soundness_gate_naming_the_policies(tmp_path) -> None:
+    """The hand-written ticketing spec compiles and passes the audit, but most tool tasks grounded in it
+    are gamed by the suite's policies: failed, with the policies named."""
+    r = _gated(tmp_path, "support_ticketing", MEANING_OK)
+    assert r["gates"]["audit"] and r["gates"]["soundness"] is False and r["status"] == "failed"
+    assert r["reasons"][0]["code"] == "unsound" and "gamed_by_" in r["reasons"][0]["message"]
+    assert r["package"].startswith("failed/compile/") and not r["passed"]
+
+
+def test_a_spec_that_fails_the_meaning_gates_never_reaches_soundness(tmp_path) -> None:
+    issue = {"code": "entity_is_id", "message": "entity 'ticket_id' is an id, not a domain noun", "path": "e"}
+    r = _gated(
+        tmp_path, "monitoring_logging", {"passed": False, "issues": [issue], "codes": ["entity_is_id"]}
+    )
+    assert r["gates"] == {"spec": True, "meaning": False, "audit": True, "soundness": None}
+    assert r["status"] == "failed" and r["reasons"][0] == {
+        "code": "meaning",
+        "message": "entity_is_id: entity 'ticket_id' is an id, not a domain noun",
+    }
+
+
+def test_judge_a_floor_environment_is_never_passing_whatever_else_passed() -> None:
+    from dataclaw.envcraft.synth.library import judge
+
+    sound = {"sampled": 3, "grounded": 3, "sound": 3, "reasons": {}, "passed": True}
+    called: list[bool] = []
+
+    def probe(soundness: bool) -> dict[str, Any]:
+        called.append(soundness)
+        return {"chains3": 12, "rules": 1, **({"soundness": sound} if soundness else {})}
+
+    status, gates, reasons, _ = judge(
+        valid=False, meaning=MEANING_OK, audit=True, probe=probe, spec_codes=["x"]
+    )
+    assert status == "floor" and gates["spec"] is False and called == [False]  # no soundness run for it
+    assert reasons[0]["code"] == "floor" and "smoke tests only" in reasons[0]["message"]
+    status, *_ = judge(valid=False, meaning=MEANING_OK, audit=False, probe=probe, spec_codes=["x"])
+    assert status == "failed" and called == [False]  # an audit failure is never probed
+    status, gates, reasons, _ = judge(valid=True, meaning=MEANING_OK, audit=True, probe=probe, spec_codes=[])
+    assert status == "passing" and all(gates.values()) and reasons == [] and called[-1] is True
+    sound.update(sound=1, passed=False, reasons={"gamed_by_collateral": 2})
+    status, gates, reasons, _ = judge(valid=True, meaning=MEANING_OK, audit=True, probe=probe, spec_codes=[])
+    assert status == "failed" and reasons[0]["message"].startswith("2 of 3 tool tasks gamed")
+    sound.update(grounded=0, sound=0, passed=False, reasons={})
+    status, _, reasons, _ = judge(valid=True, meaning=MEANING_OK, audit=True, probe=probe, spec_codes=[])
+    assert status == "failed" and reasons[0]["code"] == "no_task"
+
+
+def test_floor_rows_are_never_in_the_pass_rate_and_old_rows_read_as_floor() -> None:
+    from dataclaw.envcraft.synth.library import row, status_of
+
+    scenario = {"id": "s", "name": "s", "category": "general", "source": "builtin"}
+    rows = [
+        row("a", scenario, "compile", status="passing", spec_valid=True),
+        row("b", scenario, "compile", status="floor", reasons=[{"code": "floor", "message": "m"}]),
+        row("c", scenario, "compile", status="floor", reasons=[{"code": "floor", "message": "m"}]),
+        row("d", scenario, "compile", reasons=[{"code": "timeout", "message": "m"}]),
+    ]
+    assert [r["passed"] for r in rows] == [True, False, False, False]
+    s = summarize(rows)
+    assert (s["raw"], s["passed"], s["floor"], s["failed"], s["pass_rate"]) == (4, 1, 2, 1, 0.25)
+    assert s["reasons"] == {"floor": 2, "timeout": 1}
+    # a row written before statuses: an invalid spec that "passed" the audit was a floor environment
+    old = {k: v for k, v in row("e", scenario, "compile", spec_valid=False).items() if k != "status"}
+    assert (
+        status_of({**old, "passed": True}) == "floor" and summarize([{**old, "passed": True}])["passed"] == 0
+    )

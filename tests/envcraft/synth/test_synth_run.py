@@ -34,11 +34,9 @@ def test_a_request_names_its_paths_and_config() -> None:
     assert (config.model, config.paths, config.workers, config.bounds) == ("m", PATHS, 3, "compact")
 
 
-def _row(
-    sid: str, path: str, passed: bool, archetype: str | None = None, reasons: list | None = None
-) -> dict:
+def _row(sid: str, path: str, status: str, archetype: str | None = None, reasons: list | None = None) -> dict:
     return row(
-        f"{sid}/{path}", {"id": sid}, path, passed=passed, archetypes=[archetype] if archetype else [],
+        f"{sid}/{path}", {"id": sid}, path, status=status, archetypes=[archetype] if archetype else [],
         reasons=reasons or [],
     )  # fmt: skip
 
@@ -48,21 +46,30 @@ def test_a_run_gives_rates_failures_and_a_headline(tmp_path: Path) -> None:
     run = LibraryRun(
         tmp_path,
         [
-            _row("s1", "compile", True, "crm"),
-            _row("s2", "compile", False, "crm", [{"code": "timeout", "message": long}]),
-            _row("", "codegen", False, reasons=[{"code": "unknown_scenario", "message": "no such"}]),
+            _row("s1", "compile", "passing", "crm"),
+            _row("s2", "compile", "failed", "crm", [{"code": "timeout", "message": long}]),
+            _row("", "codegen", "failed", reasons=[{"code": "unknown_scenario", "message": "no such"}]),
+            _row("s3", "compile", "floor", "crm", [{"code": "floor", "message": "spec still invalid"}]),
         ],
     )
-    assert [(r.kind, r.name, r.raw, r.passed) for r in run.rates()] == [
-        ("path", "codegen", 1, 0),
-        ("path", "compile", 2, 1),
-        ("archetype", "crm", 2, 1),
+    assert [(r.kind, r.name, r.raw, r.passed, r.floor) for r in run.rates()] == [
+        ("path", "codegen", 1, 0, 0),
+        ("path", "compile", 3, 1, 1),
+        ("archetype", "crm", 3, 1, 1),
     ]
     failures = run.failures()
-    assert [(f.scenario, f.path) for f in failures] == [("s2", "compile"), ("(request)", "codegen")]
+    assert [(f.scenario, f.path, f.status) for f in failures] == [
+        ("s2", "compile", "failed"),
+        ("(request)", "codegen", "failed"),
+        ("s3", "compile", "floor"),
+    ]
     assert len(failures[0].why) == 300 and failures[0].why.startswith("timeout: xxx")
     assert failures[1].why == "unknown_scenario: no such"
-    assert run.headline().startswith("all 3 → 1 = 33.3% · paper (Table 2) 324 → 139 = 42.9% · tokens 0 in")
+    # the floor environment is counted apart, never in the rate: 1 of 4, not 2 of 4
+    assert run.headline().startswith(
+        "all 4 → 1 passing = 25.0% · 1 floor (invalid spec, smoke tests only, not counted) · 2 failed"
+        " · paper (Table 2) 324 → 139 = 42.9% · tokens 0 in"
+    )
     assert run.index == tmp_path / "index.jsonl"
 
 

@@ -6,18 +6,30 @@ Layout of a library ``LIB/``::
 
     index.jsonl            one row per (scenario, path): see :func:`row`
     specs.jsonl            the SpecStage's records (resumable per scenario), rejects.jsonl, manifest.json
-    envs/<path>/<name>/    packages that passed the audit
-    failed/<path>/<name>/  packages that did not (kept for inspection, never dropped)
+    envs/<path>/<name>/    passing packages: valid spec, meaning gates, audit and soundness all passed
+    floor/<path>/<name>/   floor packages: compiled from a spec still invalid after repair and audited, for
+                           smoke tests only (never counted as passing)
+    failed/<path>/<name>/  packages that failed a gate (kept for inspection, never dropped)
     model_cache.sqlite     every model answer (a rerun pays for no call twice)
 
 An index row::
 
     {"id", "scenario_id", "scenario_name", "category", "source", "path": "compile" | "codegen",
      "env", "package" (relative to LIB, or null), "archetypes": [names retrieved], "spec_valid",
-     "spec_issues": [issue codes the compiler tolerated], "rounds", "passed",
+     "spec_issues": [issue codes the compiler tolerated], "rounds",
+     "status": "passing" | "floor" | "failed", "passed" (status == passing),
+     "gates": {"spec", "meaning", "audit", "soundness": true | false | null (not reached)},
+     "meaning": the meaning report (or null), "soundness": {sampled, grounded, sound, reasons},
+     "entities", "rules" (enforced rules, null when the package reports none), "chains3",
      "reasons": [{"code", "message"}], "tools", "scenarios", "calls",
      "usage": {"spec": {...}, "generation": {...}}, "tokens": {"prompt", "completion"}, "cost_usd",
      "seconds": wall seconds of the package step, "model"}
+
+An environment *passes* only when every gate passed: its spec is valid, it passes the meaning gates
+(:func:`.meaning.check_spec_meaning`), the static + sandboxed audit, and the soundness suite over a small
+seeded sample of chains grounded into tool tasks in it (:func:`soundness_sample`). A spec still invalid
+after repair may still compile and pass the audit: that is a *floor* environment, counted and listed apart,
+never in the pass rate.
 
 A row is written once (its id comes from the scenario's content and the path), so a rerun skips what the
 index holds and resumes the rest. Bad input is a row too: an unknown scenario id, an empty description,
@@ -59,12 +71,33 @@ domain code, the paper's path)."""
 PAPER_RAW, PAPER_PASSED = 324, 139
 """EnvCraft Table 2: environments generated and kept after auditing (42.9%)."""
 INDEX = "index"
-ENVS, FAILED, BUILD = "envs", "failed", ".build"
+ENVS, FLOOR, FAILED, BUILD = "envs", "floor", "failed", ".build"
 CACHE = "model_cache.sqlite"
 BOUNDS: dict[str, SchemaLimits | None] = {"auto": None, "compact": COMPACT, "full": FULL}
 SPEC_VERDICTS = (SpecReason.INVALID_SPEC.value, SpecReason.MODEL_ERROR.value)
 """SpecStage rejects that are a scenario's verdict (written to the index); any other (a crash) is retried
 by the next run and gets no row yet."""
+
+
+class EnvStatus(StrEnum):
+    """What a (scenario, path) gave: a ``passing`` environment (every gate passed), a ``floor`` one (an
+    invalid spec compiled and audited, for smoke tests only, never in the pass rate), or ``failed``."""
+
+    PASSING = "passing"
+    FLOOR = "floor"
+    FAILED = "failed"
+
+
+FOLDER_OF = {EnvStatus.PASSING: ENVS, EnvStatus.FLOOR: FLOOR, EnvStatus.FAILED: FAILED}
+GATES = ("spec", "meaning", "audit", "soundness")
+"""The gates of a passing environment, in the order they are judged."""
+SOUNDNESS_TASKS = 3
+"""Tool tasks the soundness gate grounds in an environment (distinct seeded chains of 2-4 steps)."""
+SOUNDNESS_TRIES = 40
+"""Chain walks tried to find them."""
+SOUND_SHARE = 0.5
+"""Share of the grounded sample whose soundness suite must pass (at least one task in all): the task
+pipeline rejects a gamed task, so an environment passes when most of its tasks survive, not when one does."""
 
 
 class LibraryReason(StrEnum):
@@ -81,6 +114,14 @@ class LibraryReason(StrEnum):
     COMPILE_ERROR = "compile_error"
     """The spec names things the runtime cannot use (bad identifiers, duplicates, no entity)."""
     GENERATION_FAILED = "generation_failed"
+    FLOOR = "floor"
+    """Compiled and audited from a spec still invalid after repair: a floor environment, not passing."""
+    MEANING = "meaning"
+    """The spec is well-formed but not about its scenario (the meaning gates' issues follow)."""
+    UNSOUND = "unsound"
+    """Tool tasks grounded in the environment are gamed (the soundness suite's policies name how)."""
+    NO_TASK = "no_task"
+    """No sampled chain of the environment grounded into a tool task, so its soundness is unproven."""
     INTERNAL_ERROR = "internal_error"
 
 
@@ -291,6 +332,13 @@ def row(rid: str, scenario: dict[str, Any], path: str, **fields: Any) -> dict[st
         "spec_fixes": [],
         "rounds": 0,
         "passed": False,
+        "status": EnvStatus.FAILED.value,
+        "gates": dict.fromkeys(GATES),
+        "meaning": None,
+        "soundness": None,
+        "entities": None,
+        "rules": None,
+        "chains3": None,
         "reasons": [],
         "tools": None,
         "scenarios": None,
@@ -304,7 +352,21 @@ def row(rid: str, scenario: dict[str, Any], path: str, **fields: Any) -> dict[st
         "seconds": 0.0,
         "model": "",
     }
-    return {**base, **fields}
+    out = {**base, **fields}
+    if "status" not in fields:  # rows that predate the gates (and imported rows): passed or not
+        out["status"] = (EnvStatus.PASSING if out["passed"] else EnvStatus.FAILED).value
+    out["passed"] = out["status"] == EnvStatus.PASSING
+    return out
+
+
+def status_of(r: dict[str, Any]) -> str:
+    """A row's status; rows written before statuses existed: ``floor`` for an invalid spec that passed
+    the audit (what they then called passed), else passing or failed."""
+    if r.get("status"):
+        return str(r["status"])
+    if r.get("passed") and r.get("spec_valid") is False:
+        return EnvStatus.FLOOR.value
+    return (EnvStatus.PASSING if r.get("passed") else EnvStatus.FAILED).value
 
 
 # ---- one (scenario, path) ----------------------------------------------------------------------------
@@ -325,10 +387,12 @@ class Job:
     timeout_s: float = 300.0
 
 
-def _place(lib: Path, path: str, package: Path, passed: bool) -> Path:
-    """Move a built package into ``envs/<path>/`` or ``failed/<path>/`` (replacing an older copy)."""
-    dest = lib / (ENVS if passed else FAILED) / path / package.name
-    for old in (lib / ENVS / path / package.name, lib / FAILED / path / package.name):
+def _place(lib: Path, path: str, package: Path, status: EnvStatus) -> Path:
+    """Move a built package into ``envs/``, ``floor/`` or ``failed/<path>/`` by its status (replacing an
+    older copy wherever it was)."""
+    dest = lib / FOLDER_OF[status] / path / package.name
+    for folder in FOLDER_OF.values():
+        old = lib / folder / path / package.name
         if old.exists():
             shutil.rmtree(old)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -405,6 +469,148 @@ def floor_spec(e: Any) -> tuple[Any, list[str]]:
     return (e.model_copy(update={"state_fields": kept}) if fixes else e), fixes
 
 
+# ---- the gates -------------------------------------------------------------------------------------------
+
+
+def meaning_of(spec: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any] | None:
+    """The meaning gates' report on a spec record or invalid-spec reject (the record's own ``meaning``
+    when the spec stage wrote one), as a dict; None when the gates are not installed."""
+    given = spec.get("meaning") or (spec.get("detail") or {}).get("meaning")
+    if isinstance(given, dict):
+        return given
+    try:
+        from dataclaw.envcraft.synth.meaning import check_spec_meaning
+    except ImportError:
+        return None
+    report = check_spec_meaning(spec, str(scenario.get("description", "")), env_name=scenario.get("id", ""))
+    return report.to_dict()
+
+
+def chains_of_three(graph: Any) -> int:
+    """Distinct 3-step chains a sampler can walk in a tool graph: tool paths a → b → c over its edges
+    (no step to itself) that end on a write tool, as :class:`~dataclaw.envcraft.graph.ChainSampler`
+    ends every chain."""
+    tools = set(graph.tools())
+    g = graph.graph
+    succ = {n: [m for m in g.successors(n) if m in tools and m != n] for n in tools}
+    writes = {n for n in tools if graph.is_write(n)}
+    return sum(1 for a in tools for b in succ[a] for c in succ[b] if c in writes)
+
+
+def enforced_rules(env_cls: Any) -> int | None:
+    """How many rules the environment enforces, when its package says (``enforced_rules`` of its
+    Environment class, as compiled rule-language packages expose them); None when it does not say."""
+    rules = getattr(env_cls, "enforced_rules", None)
+    if rules is None:
+        return None
+    return len(rules() if callable(rules) else rules)
+
+
+def soundness_sample(
+    env_cls: Any, graph: Any, package: str, *, tasks: int = SOUNDNESS_TASKS, seed: int = 0
+) -> dict[str, Any]:
+    """The soundness gate: up to ``tasks`` distinct seeded chains (2-4 steps) grounded into tool tasks in
+    the environment (S0 with distractors, a whole-state verifier), each run through the soundness suite
+    (:func:`~dataclaw.envcraft.quality.soundness.run_soundness`). Passes when at least one task is sound
+    and at least :data:`SOUND_SHARE` of the grounded ones are; ``reasons`` counts the policies that gamed
+    the others."""
+    import random
+
+    from dataclaw.envcraft.graph import ChainSampler
+    from dataclaw.envcraft.quality.soundness import run_soundness
+    from dataclaw.envcraft.runtime.task import ToolTask
+    from dataclaw.envcraft.tasks import GroundingError, ground_chain
+    from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+    from dataclaw.envcraft.tasks.tool.synth import SynthError
+
+    out: dict[str, Any] = {"sampled": 0, "grounded": 0, "sound": 0, "reasons": {}, "passed": False}
+    try:
+        sampler = ChainSampler([graph])
+    except ConfigError as exc:  # no write tool: no chain can end
+        return {**out, "error": str(exc)}
+    rng, seen, reasons = random.Random(seed), set(), Counter()
+    for n in range(SOUNDNESS_TRIES):
+        chain = sampler.walk(graph.env, rng, 2, 4)
+        if chain is None or chain.steps in seen:
+            continue
+        seen.add(chain.steps)
+        try:
+            g = build_initial_state(env_cls, ground_chain(env_cls, list(chain.steps), seed=n), seed=n)
+            verifier, _ = build_verifier(g, env_cls)
+        except (GroundingError, SynthError):
+            continue
+        task = ToolTask(
+            id=f"soundness/{graph.env}/{n}", env=graph.env, env_module=package, scenario_id=g["scenario_id"],
+            initial_state=g["initial_state"], verifier=verifier,
+            gold_chain=[{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
+        )  # fmt: skip
+        report = run_soundness(task, env_cls=env_cls)
+        out["grounded"] += 1
+        out["sound"] += report.passed
+        reasons.update(str(r) for r in report.reasons)
+        if out["grounded"] >= tasks:
+            break
+    out["sampled"], out["reasons"] = len(seen), dict(reasons)
+    out["passed"] = out["sound"] > 0 and out["sound"] >= SOUND_SHARE * out["grounded"]
+    return out
+
+
+def probe_package(folder: Path, *, soundness: bool) -> dict[str, Any]:
+    """What a package that passed the audit offers, measured in its sandboxed env worker: distinct 3-step
+    chains, enforced rules (when it says), and with ``soundness`` the soundness sample."""
+    from dataclaw.envcraft.graph import build_tool_graph
+    from dataclaw.envcraft.worker import open_environment
+
+    handle = open_environment(folder)
+    try:
+        graph = build_tool_graph(handle.env_cls)
+        out: dict[str, Any] = {"chains3": chains_of_three(graph), "rules": enforced_rules(handle.env_cls)}
+        if soundness:
+            out["soundness"] = soundness_sample(handle.env_cls, graph, str(folder))
+        return out
+    finally:
+        handle.close()
+
+
+def judge(
+    *, valid: bool, meaning: dict[str, Any] | None, audit: bool, probe: Any, spec_codes: list[str]
+) -> tuple[EnvStatus, dict[str, bool | None], list[dict[str, str]], dict[str, Any]]:
+    """The gates in order (spec, meaning, audit, soundness) → (status, gates, reasons, probe figures).
+    ``probe(soundness)`` measures the package and runs only for a package the audit passed; the soundness
+    suite runs only when every earlier gate passed. A failed gate's reason names it; a floor environment
+    (an invalid spec whose package passed the audit) says so."""
+    gates: dict[str, bool | None] = dict.fromkeys(GATES)
+    gates["spec"], gates["audit"] = valid, audit
+    gates["meaning"] = None if meaning is None else bool(meaning.get("passed"))
+    reasons: list[dict[str, str]] = []
+    if meaning is not None and not meaning.get("passed"):
+        issues = meaning.get("issues") or []
+        lines = "; ".join(f"{i.get('code')}: {i.get('message')}" for i in issues[:4])
+        reasons.append({"code": LibraryReason.MEANING.value, "message": lines or "meaning gates failed"})
+    figures: dict[str, Any] = {}
+    if audit:
+        figures = probe(valid and gates["meaning"] is not False)
+        sound = figures.get("soundness")
+        if sound is not None:
+            gates["soundness"] = bool(sound["passed"])
+            if not sound["grounded"]:
+                why = sound.get("error") or f"none of {sound['sampled']} sampled chains grounded into a task"
+                reasons.append({"code": LibraryReason.NO_TASK.value, "message": why})
+            elif not sound["passed"]:
+                gamed = ", ".join(f"{k} ({v})" for k, v in sorted(sound["reasons"].items()))
+                msg = f"{sound['grounded'] - sound['sound']} of {sound['grounded']} tool tasks gamed: {gamed}"
+                reasons.append({"code": LibraryReason.UNSOUND.value, "message": msg})
+    if not valid:
+        why = f"spec still invalid after repair ({', '.join(spec_codes) or 'unusable'})"
+        if audit:
+            why += ": compiled as a floor environment, for smoke tests only"
+        reasons.insert(0, {"code": (LibraryReason.FLOOR if audit else LibraryReason.INVALID_SPEC).value,
+                           "message": why})  # fmt: skip
+    if all(gates[g] is not False for g in GATES) and gates["audit"] and gates["soundness"]:
+        return EnvStatus.PASSING, gates, [], figures
+    return (EnvStatus.FLOOR if not valid and audit else EnvStatus.FAILED), gates, reasons, figures
+
+
 def _compile(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """Spec compilation (no model call), then the audit. An invalid spec still compiles when its names
     are usable (the floor environment); the issues it carried are listed in ``spec_issues``."""
@@ -430,14 +636,23 @@ def _compile(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]
     outcome = asyncio.run(
         audit_and_heal(None, res.path, context={"path": "compile", "spec": spec}, options=_options(job))
     )
-    placed = _place(lib, "compile", res.path, outcome.passed)
+    meaning = meaning_of(spec, scenario)
+    status, gates, reasons, figures = judge(
+        valid=valid, meaning=meaning, audit=bool(outcome.passed), spec_codes=codes,
+        probe=lambda sound: probe_package(res.path, soundness=sound),
+    )  # fmt: skip
+    placed = _place(lib, "compile", res.path, status)
     shutil.rmtree(build, ignore_errors=True)
     return {
         **out,
         "env": res.env_name,
         "package": str(placed.relative_to(lib)),
-        "passed": outcome.passed,
-        "reasons": _reasons(outcome),
+        "status": status.value,
+        "gates": gates,
+        "meaning": meaning,
+        "entities": len(e.entities),
+        **figures,
+        "reasons": reasons + _reasons(outcome),
         "tools": len(res.tools),
         "scenarios": len(res.scenarios),
     }
@@ -481,16 +696,26 @@ def _codegen(job: Job, lib: Path, scenario: dict[str, Any], spec: dict[str, Any]
     except ModelError as exc:
         reason = {"code": LibraryReason.MODEL_ERROR.value, "message": str(exc)}
         return {"spec_valid": True, "reasons": [reason], "usage": {"generation": usage_of(meter)}}
+    built = outcome.package is not None and Path(outcome.package).is_dir()
+    meaning = meaning_of(spec, scenario)
+    status, gates, reasons, figures = judge(
+        valid=True, meaning=meaning, audit=bool(outcome.passed and built), spec_codes=[],
+        probe=lambda sound: probe_package(Path(outcome.package), soundness=sound),
+    )  # fmt: skip
     out: dict[str, Any] = {
         "spec_valid": True,
         "rounds": outcome.rounds,
-        "passed": bool(outcome.passed),
-        "reasons": _reasons(outcome),
+        "status": status.value,
+        "gates": gates,
+        "meaning": meaning,
+        "entities": len((spec.get("e_spec") or {}).get("entities") or []),
+        **figures,
+        "reasons": reasons + _reasons(outcome),
         "usage": {"generation": usage_of(meter)},
         "env": outcome.env_name or None,
     }
-    if outcome.package is not None and Path(outcome.package).is_dir():
-        placed = _place(lib, "codegen", Path(outcome.package), outcome.passed)
+    if built:
+        placed = _place(lib, "codegen", Path(outcome.package), status)
         out["package"] = str(placed.relative_to(lib))
         out["tools"], out["scenarios"] = _counts(placed)
     shutil.rmtree(build, ignore_errors=True)
@@ -508,6 +733,156 @@ def _counts(folder: Path) -> tuple[int | None, int | None]:
         n_scen = len(list(scen.glob("*.json"))) if scen.is_dir() else None
         return tools, n_scen
     return None, None
+
+
+# ---- know before the run -------------------------------------------------------------------------------
+
+CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+"""Where an OpenAI-compatible server's ``/models`` entry may say the model's context (vLLM and SGLang:
+``max_model_len``); a server that says none is not refused."""
+CHARS_PER_TOKEN = 4.0
+"""Characters per token where no tokenizer is at hand (a served model): a low estimate for JSON and
+code, so a refusal on it is never a close call."""
+MESSAGE_OVERHEAD = 8
+"""Tokens a chat template adds per message, at most, counted on top of the contents."""
+
+
+@dataclass(frozen=True)
+class PromptFit:
+    """One synthesis path's prompt against the model's context: ``prompt`` tokens (``exact``: counted by
+    the model's own tokenizer, else estimated from characters) of the smallest prompt the path sends
+    (``at_least``) or its largest (a repair, with the previous answer), and the model's ``context``."""
+
+    path: str
+    prompt: int
+    context: int
+    exact: bool
+    at_least: bool = True
+
+    @property
+    def fits(self) -> bool:
+        return self.prompt < self.context
+
+    def line(self, model: str) -> str:
+        """The one-line refusal: the path, the prompt size and the context length."""
+        size = f"{'' if self.exact else '≈'}{self.prompt:,} tokens"
+        size = f"at least {size}" if self.at_least else f"up to {size}"
+        hint = {
+            "codegen": "use --path compile, or a model with a longer context",
+            "repair": "use --repair-rounds 0, or a model with a longer context",
+        }.get(self.path, "use a model with a longer context")
+        return (
+            f"the {self.path} path cannot run on {model}: its prompt is {size}, more than the model's "
+            f"context of {self.context:,} tokens; {hint}"
+        )
+
+
+def context_length(model: Any) -> int | None:
+    """The model's context in tokens, where the model layer knows it: an embedded model's ``n_ctx``; an
+    OpenAI-compatible server's ``/models`` entry when it says (``max_model_len``…). None when unknown."""
+    backend = getattr(model, "backend", model)
+    n_ctx = getattr(backend, "n_ctx", None)
+    if isinstance(n_ctx, int) and n_ctx > 0:
+        return n_ctx
+    base = getattr(backend, "base_url", None)
+    if not isinstance(base, str):
+        return None
+    import urllib.request
+
+    req = urllib.request.Request(
+        f"{base}/models", headers={"Authorization": f"Bearer {getattr(backend, 'api_key', '')}"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            listed = json.loads(resp.read().decode("utf-8", errors="replace")).get("data") or []
+    except Exception:  # noqa: BLE001 - a server that does not say is not refused
+        return None
+    name = getattr(backend, "model_name", "")
+    entries = [e for e in listed if isinstance(e, dict)]
+    mine = [e for e in entries if e.get("id") == name] or (entries if len(entries) == 1 else [])
+    for entry in mine:
+        for key in CONTEXT_KEYS:
+            value = entry.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
+
+
+def _token_counter(model: Any) -> tuple[Callable[[list[dict[str, str]]], int], bool]:
+    """Count a prompt's tokens: with the embedded model's own tokenizer when there is one (the model the
+    run loads anyway; its vocabulary alone when it runs in a child process), else estimated from
+    characters. Returns (counter, exact)."""
+    backend = getattr(model, "backend", model)
+    tokenize = None
+    with contextlib.suppress(Exception):  # no tokenizer at hand: estimate
+        if getattr(backend, "isolated", None) is None and callable(getattr(backend, "load", None)):
+            tokenize = backend.load().llama.tokenize
+        elif isinstance(getattr(backend, "path", None), Path):
+            import llama_cpp
+            from llama_cpp._utils import suppress_stdout_stderr
+
+            with suppress_stdout_stderr(disable=False):
+                tokenize = llama_cpp.Llama(
+                    model_path=str(backend.path), vocab_only=True, verbose=False
+                ).tokenize
+    if tokenize is not None:
+        count = tokenize
+
+        def exact(messages: list[dict[str, str]]) -> int:
+            body = sum(len(count(m["content"].encode(), add_bos=False)) for m in messages)
+            return body + MESSAGE_OVERHEAD * len(messages)
+
+        return exact, True
+
+    def estimate(messages: list[dict[str, str]]) -> int:
+        chars = sum(len(m["content"]) for m in messages)
+        return int(chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(messages)
+
+    return estimate, False
+
+
+def path_prompts(
+    scenarios: list[ScenarioSpec], paths: Iterable[str], repair_rounds: int
+) -> dict[str, tuple[list[list[dict[str, str]]], bool, int]]:
+    """The prompts each synthesis path sends, as built before any call: ``spec`` (each scenario's first
+    spec call), ``repair`` (that call with the most issues a repair shows, plus the previous answer at
+    its full token budget) and ``codegen`` (the generation prompt of an empty spec over the reference
+    archetype: every real one is longer). Values: (messages per scenario, at_least, tokens to add)."""
+    from dataclaw.envcraft.synth.expand import E_SPEC_TOKENS, MAX_ISSUES_SHOWN, entities_prompt
+    from dataclaw.envcraft.synth.spec import Issue, IssueCode
+
+    out = {"spec": ([entities_prompt(s, None, []) for s in scenarios], True, 0)}
+    if repair_rounds > 0:
+        issue = Issue(
+            code=IssueCode.SCHEMA, path="$", message="not JSON of the requested schema: " + "x" * 160
+        )
+        prompts = [entities_prompt(s, "", [issue] * MAX_ISSUES_SHOWN) for s in scenarios]
+        out["repair"] = (prompts, False, E_SPEC_TOKENS)
+    if "codegen" in paths:
+        from dataclaw.envcraft.synth.codegen import generation_messages
+
+        empty = {"e_spec": {}, "t_spec": [], "archetypes": []}
+        prompts = [
+            generation_messages({**empty, "scenario": s.model_dump(mode="json")}, s.id) for s in scenarios
+        ]
+        out["codegen"] = (prompts, True, 0)
+    return out
+
+
+def check_context(
+    model: Any, scenarios: list[ScenarioSpec], paths: Iterable[str], repair_rounds: int
+) -> None:
+    """Know before the run: refuse, in one line naming the path, its prompt size and the model's context,
+    a synthesis path whose prompt the model cannot read. Nothing is refused when the context is unknown."""
+    context = context_length(model)
+    if context is None or not scenarios:
+        return
+    count, exact = _token_counter(model)
+    model_id = getattr(model, "model_id", "the model")
+    for path, (prompts, at_least, extra) in path_prompts(scenarios, paths, repair_rounds).items():
+        fit = PromptFit(path, max(count(m) for m in prompts) + extra, context, exact, at_least)
+        if not fit.fits:
+            raise ConfigError(fit.line(model_id))
 
 
 # ---- the run -------------------------------------------------------------------------------------------
@@ -553,6 +928,10 @@ def synthesize(
         wanted = {(it["id"], p): row_id(it["id"], p) for it in items for p in config.paths}
         todo_items = [it for it in items if any(wanted[(it["id"], p)] not in index for p in config.paths)]
         if todo_items:
+            from dataclaw.models import get_model
+
+            todo = [ScenarioSpec.model_validate(it["scenario"]) for it in todo_items]
+            check_context(get_model(config.model), todo, config.paths, config.repair_rounds)
             stage = LibrarySpecStage(
                 config.model,
                 str(lib / CACHE),
@@ -625,13 +1004,15 @@ def read_index(lib: Path) -> list[dict[str, Any]]:
         return list(store.records(INDEX))
 
 
-def library_packages(lib: Path) -> list[tuple[dict[str, Any], Path]]:
-    """(row, package folder) of every passing package of a library, one per environment name (the first
-    row in index order wins when two paths gave the same name)."""
+def library_packages(lib: Path, *, floor: bool = False) -> list[tuple[dict[str, Any], Path]]:
+    """(row, package folder) of every passing package of a library (with ``floor``, the floor packages
+    too: for smoke tests, never for training data), one per environment name (the first row in index
+    order wins when two paths gave the same name)."""
+    wanted = {EnvStatus.PASSING.value, *([EnvStatus.FLOOR.value] if floor else [])}
     out: list[tuple[dict[str, Any], Path]] = []
     names: set[str] = set()
     for r in read_index(lib):
-        if not r["passed"] or not r.get("package"):
+        if status_of(r) not in wanted or not r.get("package"):
             continue
         folder = Path(lib) / r["package"]
         if folder.is_dir() and r.get("env") not in names:
@@ -642,11 +1023,24 @@ def library_packages(lib: Path) -> list[tuple[dict[str, Any], Path]]:
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Raw → passed per path, per archetype (the first retrieved) and in all, next to the paper's rate;
-    failure reasons counted."""
+    floor environments counted apart (never in ``passed`` nor the rate); each gate's passed/failed/not
+    reached counts; failure reasons counted."""
 
     def rate(items: list[dict[str, Any]]) -> dict[str, Any]:
-        n, k = len(items), sum(1 for r in items if r["passed"])
-        return {"raw": n, "passed": k, "pass_rate": round(k / n, 3) if n else None}
+        status = Counter(status_of(r) for r in items)
+        n, k = len(items), status[EnvStatus.PASSING]
+        return {
+            "raw": n,
+            "passed": k,
+            "floor": status[EnvStatus.FLOOR],
+            "failed": status[EnvStatus.FAILED],
+            "pass_rate": round(k / n, 3) if n else None,
+        }
+
+    gates: dict[str, dict[str, int]] = {}
+    for g in GATES:
+        seen = Counter((r.get("gates") or {}).get(g) for r in rows)
+        gates[g] = {"passed": seen[True], "failed": seen[False], "not_reached": seen[None]}
 
     by_path: dict[str, list[dict[str, Any]]] = {}
     by_arch: dict[str, list[dict[str, Any]]] = {}
@@ -654,9 +1048,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_path.setdefault(r["path"], []).append(r)
         if r.get("archetypes"):
             by_arch.setdefault(r["archetypes"][0], []).append(r)
-    reasons = Counter(x["code"] for r in rows for x in r["reasons"] if not r["passed"])
+    reasons = Counter(x["code"] for r in rows for x in r["reasons"] if status_of(r) != EnvStatus.PASSING)
     return {
         **rate(rows),
+        "gates": gates,
         "paper": {"raw": PAPER_RAW, "passed": PAPER_PASSED, "pass_rate": round(PAPER_PASSED / PAPER_RAW, 3)},
         "per_path": {k: rate(v) for k, v in sorted(by_path.items())},
         "per_archetype": {k: rate(v) for k, v in sorted(by_arch.items())},

@@ -18,7 +18,16 @@ from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.audit.report import check_sandbox
 from dataclaw.envcraft.scenarios import load_catalogue
 from dataclaw.envcraft.synth.expand import REPAIR_ROUNDS
-from dataclaw.envcraft.synth.library import INDEX, PATHS, SynthConfig, resolve_requests, summarize, synthesize
+from dataclaw.envcraft.synth.library import (
+    INDEX,
+    PATHS,
+    EnvStatus,
+    SynthConfig,
+    resolve_requests,
+    status_of,
+    summarize,
+    synthesize,
+)
 
 WHY_CHARS = 300
 """A failure's reasons are cut to this many characters (the index row keeps them all)."""
@@ -35,16 +44,20 @@ class PassRate:
     passed: int
     pass_rate: float | None
     """None when the group has no rows."""
+    floor: int = 0
+    """Floor environments (an invalid spec compiled and audited): counted apart, never in ``passed``."""
 
 
 @dataclass(frozen=True)
 class Failure:
-    """A (scenario, path) that gave no passing package, and why (its reasons, code: message)."""
+    """A (scenario, path) that gave no passing package: its status (``floor`` or ``failed``) and why (its
+    reasons, code: message)."""
 
     scenario: str
     """The scenario id, or ``(request)`` for a request that named none."""
     path: str
     why: str
+    status: str = EnvStatus.FAILED.value
 
 
 @dataclass
@@ -67,30 +80,33 @@ class LibraryRun:
     def rates(self) -> list[PassRate]:
         """Raw → passed per path, then per archetype."""
         return [
-            PassRate(kind, name, r["raw"], r["passed"], r["pass_rate"])
+            PassRate(kind, name, r["raw"], r["passed"], r["pass_rate"], r["floor"])
             for kind, key in (("path", "per_path"), ("archetype", "per_archetype"))
             for name, r in self.summary[key].items()
         ]
 
     def failures(self) -> list[Failure]:
-        """Every row that did not pass, in index order."""
+        """Every row that did not pass (floor and failed), in index order."""
         return [
             Failure(
                 r["scenario_id"] or "(request)",
                 r["path"],
                 "; ".join(f"{x['code']}: {x['message']}" for x in r["reasons"])[:WHY_CHARS],
+                status_of(r),
             )
             for r in self.rows
-            if not r["passed"]
+            if status_of(r) != EnvStatus.PASSING
         ]
 
     def headline(self) -> str:
-        """All raw → passed with the rate, the paper's (Table 2) beside it, tokens and cost, on one line."""
+        """All raw → passing with the rate (floor environments counted apart, never in it), the paper's
+        (Table 2) beside it, tokens and cost, on one line."""
         s = self.summary
         paper = s["paper"]
         return (
-            f"all {s['raw']} → {s['passed']}"
+            f"all {s['raw']} → {s['passed']} passing"
             + (f" = {s['pass_rate']:.1%}" if s["raw"] else "")
+            + f" · {s['floor']} floor (invalid spec, smoke tests only, not counted) · {s['failed']} failed"
             + f" · paper (Table 2) {paper['raw']} → {paper['passed']} = {paper['pass_rate']:.1%}"
             + f" · tokens {s['tokens']['prompt']} in / {s['tokens']['completion']} out, ${s['cost_usd']:.4f}"
         )
