@@ -17,10 +17,11 @@ from typing import Any
 
 from dataclaw.core.progress import ProgressFactory, progress_for
 from dataclaw.core.store import RunStore
-from dataclaw.envcraft.quality.common import StageCount, reject_reasons
+from dataclaw.envcraft.quality.common import StageCount, reject_reasons, task_id
 from dataclaw.envcraft.quality.runs import LoadedTasks, audit_by_code, rubric_tasks
 from dataclaw.envcraft.quality.soundness import SoundnessSettings
 from dataclaw.envcraft.quality.task_runs import run_model
+from dataclaw.models.backends.local import isolation_options
 from dataclaw.models.ledger import saved_usage
 from dataclaw.sandbox import SandboxPolicy
 
@@ -118,6 +119,14 @@ def summarize_audit(rows: list[dict[str, Any]], *, seconds: float, resumed: int)
     )
 
 
+async def _rubric_run(chat: Any, tasks: list[Any], store: RunStore, bar: Any) -> list[dict[str, Any]]:
+    """The rubric over ``tasks``, then the model closed (an isolated model's child process ends here)."""
+    try:
+        return await rubric_tasks(chat, tasks, store, progress=bar)
+    finally:
+        await chat.aclose()
+
+
 @dataclass
 class CodeAudit:
     """The code audit of a task source: one report row per task and their summary."""
@@ -148,13 +157,16 @@ def audit_tasks(
     progress: ProgressFactory | None = None,
     on_code_audit: Callable[[CodeAudit], None] | None = None,
     soundness: SoundnessSettings | None = None,
+    isolate_model: bool = True,
 ) -> TaskAudit:
     """Audit the tasks ``loaded`` from ``source`` into the run directory ``run`` (resumable): every task by
     code (``workers`` at once; a claw task fails when its untouched workspace scores above ``floor``), then,
     with ``model``, every loadable task by the LLM rubric. ``on_code_audit`` is told the code audit before
     the rubric starts. Tool tasks also run the soundness suite (``soundness``: its settings, the defaults
-    when None; a task a policy games fails with ``gamed_by_<policy>``). The summary goes into the run
-    manifest under ``audit``."""
+    when None; a task a policy games fails with ``gamed_by_<policy>``). The embedded model runs the rubric
+    in one child process for the whole run (``isolate_model``; ``local:…?isolate=false`` or False opts
+    out), so a crash of llama.cpp is that task's ``model_error`` and the run goes on. The summary goes
+    into the run manifest under ``audit``."""
     soundness = soundness or SoundnessSettings()
     with RunStore(run) as store:
         before = store.stage("code_audit").ids()
@@ -172,11 +184,12 @@ def audit_tasks(
         rubric = None
         if model:
             with saved_usage(store) as ledger:
-                chat = run_model(model, run, ledger)
+                chat = run_model(model, run, ledger, **isolation_options(model, isolate_model))
                 with progress_for(progress, "rubric") as bar:
-                    verdicts = asyncio.run(rubric_tasks(chat, loaded.tasks, store, progress=bar))
+                    verdicts = asyncio.run(_rubric_run(chat, loaded.tasks, store, bar))
             kept = sum(v["qualified"] for v in verdicts)
-            reasons = reject_reasons(store, "rubric", {v["id"] for v in verdicts})
+            # every task's reject counts, a model_error included (it leaves no verdict row)
+            reasons = reject_reasons(store, "rubric", {task_id(t) for t in loaded.tasks})
             rubric = StageCount("rubric", len(loaded.tasks), kept, reasons)
             failed += len(loaded.tasks) - kept
         store.update_manifest(

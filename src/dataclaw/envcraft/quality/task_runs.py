@@ -29,11 +29,12 @@ OnUnloadable = Callable[[list[dict[str, Any]]], None]
 after they became rejects and before the run starts (or fails for want of a task)."""
 
 
-def run_model(spec: str, run: Path, ledger: UsageLedger | None) -> Any:
-    """A model whose answers are cached in the run directory and whose usage goes to the run's ledger."""
+def run_model(spec: str, run: Path, ledger: UsageLedger | None, **options: Any) -> Any:
+    """A model whose answers are cached in the run directory and whose usage goes to the run's ledger
+    (``options``: the backend's, e.g. ``isolate``)."""
     from dataclaw.models import get_model
 
-    return get_model(spec, cache=run / "model_cache.sqlite", ledger=ledger)
+    return get_model(spec, cache=run / "model_cache.sqlite", ledger=ledger, **options)
 
 
 def rollout_config(

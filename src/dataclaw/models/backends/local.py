@@ -28,7 +28,12 @@ from typing import Any
 from dataclaw.core.errors import ConfigError, require
 from dataclaw.core.ids import canonical_json, stable_hash
 from dataclaw.core.registry import Registry
-from dataclaw.models.backends.base import refuse_unknown_options, register_backend, take_option
+from dataclaw.models.backends.base import (
+    parse_spec,
+    refuse_unknown_options,
+    register_backend,
+    take_option,
+)
 from dataclaw.models.errors import ModelOutputError, ModelRequestError, UnknownModelError
 from dataclaw.models.images import drop_images
 from dataclaw.models.schema import grammar_schema
@@ -359,6 +364,16 @@ class LlamaCppBackend(Backend):
                 "function": {"name": name, "arguments": arguments},
             }
         ]
+
+
+def isolation_options(spec: str, isolate: bool = True) -> dict[str, Any]:
+    """The options that run ``spec``'s model in a child process (``isolate``) when it is the embedded model
+    and the spec does not say otherwise: a caller that must survive a crash of llama.cpp (the LLM rubric of
+    ``tasks audit``) isolates by default, and ``local:…?isolate=false`` opts out. Any other model: none."""
+    scheme, _, query = parse_spec(spec)
+    if scheme != "local" or "isolate" in query:
+        return {}
+    return {"isolate": isolate}
 
 
 @register_backend("local")
