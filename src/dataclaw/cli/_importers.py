@@ -47,8 +47,32 @@ def run_import_cli(
         console.print(f"… {len(s.reject_messages) - 10} more in {out / 'rejects.jsonl'}")
     resumed = f" ({s.resumed} done by an earlier run)" if s.resumed else ""
     console.print(f"{s.produce}: {s.records} records in {out / s.file}{resumed}")
+    if s.produce == "environments":
+        _runnable_line(out / s.file, s.format)
     if s.items and not s.imported:
         raise typer.Exit(1)
+
+
+def _runnable_line(index: Path, fmt: str) -> None:
+    """Imported is not runnable: how many of the format's imported environments are (their package loads,
+    passes the audit, its tools answer), and why the others are not."""
+    import json
+
+    try:
+        lines = index.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return
+    rows = [r for r in map(json.loads, filter(None, lines)) if str(r.get("source", "")).startswith(f"{fmt}:")]
+    if not rows:
+        return
+    ok = [r for r in rows if r.get("passed")]
+    console.print(f"runnable: {len(ok)} of {len(rows)} imported environments", markup=False, highlight=False)
+    for r in [r for r in rows if not r.get("passed")][:10]:
+        why = (r.get("reasons") or [{}])[0]
+        console.print(
+            f"not runnable: {r.get('env')}: {why.get('code', '?')}: {str(why.get('message', ''))[:200]}",
+            markup=False, highlight=False,
+        )  # fmt: skip
 
 
 def list_importers(produce: str) -> None:

@@ -190,11 +190,14 @@ def test_side_effects_come_from_the_docs_not_from_the_role_other() -> None:
 
 def test_the_released_graphs_docs_chains_and_world_data_load(shared_data: Path, tmp_path: Path) -> None:
     lib = tmp_path / "lib"
-    s = run_import("auto", shared_data / "clawforge", lib, Produces.ENVIRONMENTS)
+    s = run_import("auto", shared_data / "clawforge", lib, Produces.ENVIRONMENTS, options={"audit": False})
     assert s.format == "clawforge" and s.items == 26 and s.imported == 26 and not s.rejects
     rows = {r["env"]: r for r in map(json.loads, (lib / "index.jsonl").read_text().splitlines())}
     for env, row in rows.items():
-        assert row["passed"] is False and row["reasons"][0]["code"] == "needs_synthesis"
+        assert row["passed"] is True and row["runnable"] is True, (env, row["reasons"])
+        assert row["tools_reproduced"] >= 0.8 * row["tools_released"], env
+        report = json.loads((lib / row["report"]).read_text())
+        assert len(report["tools_reproduced"]) == row["tools_reproduced"], env
         graph = load_tool_graph(lib / row["graph"])
         roles = {d["role"] for n, d in graph.graph.nodes(data=True) if d.get("layer") != "scaffold"}
         assert roles <= {"read", "write"}, env  # no "other", "produce" or "guard" left
@@ -228,3 +231,57 @@ def test_the_released_graphs_docs_chains_and_world_data_load(shared_data: Path, 
     assert _run(args) == 0
     chains = [json.loads(x) for x in (tmp_path / "s" / "chains.jsonl").read_text().splitlines()]
     assert chains and all(music.is_write(c["steps"][-1]) for c in chains)
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_every_released_environment_is_runnable_audited_and_replays_a_released_chain(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """The release made runnable: every environment's package passes the audit the synthesis path uses and
+    keeps the released tools' names and parameters; a task grounded from a released chain replays its
+    gold to 1.0 and its untouched state scores 0; doing harm (cancelling the target) is refused."""
+    from dataclaw.envcraft.runtime.task import ToolTask
+    from dataclaw.envcraft.tasks import ground_chain
+    from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+    from dataclaw.envcraft.tasks.tool.stages import replay_task
+
+    lib = tmp_path / "lib"
+    run_import("clawforge", shared_data / "clawforge", lib, Produces.ENVIRONMENTS)
+    rows = {r["env"]: r for r in map(json.loads, (lib / "index.jsonl").read_text().splitlines())}
+    assert len(rows) == 26 and all(r["audit"] is True and r["passed"] for r in rows.values())
+    docs = json.loads((shared_data / "clawforge" / "tool_docs" / "logistics_envs.json").read_text())
+    handle = open_environment(lib / rows["logistics_envs"]["package"])
+    try:
+        tools = handle.env_cls.tools
+        adjust = next(v for v in docs["visible_verbs"] if v["verb"] == "adjust-inventory")
+        spec = tools.get("adjust_inventory")
+        params = {p.name: p for p in spec.params}
+        assert set(params) == {a["name"].lstrip("-").replace("-", "_") for a in adjust["args"]}
+        assert params["quantity_change"].schema["type"] == "integer" and params["quantity_change"].required
+        assert not params["notes"].required and spec.side_effect == "write"
+        with tempfile.TemporaryDirectory() as root:
+            env = handle.env_cls(root)
+            sid = env.create_session("fulfillment_inventory_reconcile")
+            state = env.get_session_state(sid)
+            assert "ret_001" in state["returns"] and "SKU-1002" in state["inventory"]  # the world data
+            got = env.call(sid, "approve_return", return_id="ret_003", notes="ok")
+            assert got["status"] == "error"  # the released flow: only a return under review is approved
+    finally:
+        handle.close()
+    env = "itinerary_envs"
+    chain = json.loads((lib / rows[env]["chains"]["file"]).read_text().splitlines()[0])
+    handle = open_environment(lib / rows[env]["package"])
+    try:
+        steps = [s["op"].replace("-", "_") for s in chain["chain"] if s["layer"] == "cli"]
+        g = build_initial_state(handle.env_cls, ground_chain(handle.env_cls, steps, seed=0), seed=0)
+        verifier, _ = build_verifier(g, handle.env_cls)
+    finally:
+        handle.close()
+    task = ToolTask(
+        id="t/cf", env=env, env_module=str(lib / rows[env]["package"]), scenario_id=g["scenario_id"],
+        initial_state=g["initial_state"], verifier=verifier,
+        gold_chain=[{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
+    )  # fmt: skip
+    assert replay_task(task)["score"] == 1.0
+    assert replay_task(task, [])["score"] == 0.0

@@ -24,12 +24,16 @@ help text; what stays unknown is a read, so no chain is ever made to end on it. 
 CLI step a known verb, the last non-scaffold step a write) and kept in ``LIB/chains/<env>.jsonl``, the
 others counted by reason. A world-data folder (no code) becomes a specification source for ``env synth``:
 ``LIB/specs/<env>.yaml`` (a scenario: README + SKILL + the verbs) with the folder's data beside it.
-These rows are not runnable packages (``passed: false``, reason ``needs_synthesis``).
+Each released environment is also made runnable (:mod:`.clawforge_runnable`): a spec built from its tool
+docs and world data (:mod:`.clawforge_spec`, no model) is compiled by the spec compiler, the released
+verbs are laid over it with their own names and parameters, and the package is placed in
+``LIB/envs/import/<env>/`` with ``data/import_report.json`` (tools reproduced, rules reproduced, what was
+dropped and why). Its row is ``passed`` (runnable) when the package loads in its env worker, passes the
+environment audit and at least :data:`MIN_TOOL_SHARE` of its released tools answer.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import shutil
@@ -56,86 +60,21 @@ from dataclaw.envcraft.importers.base import (
     mark_imported,
 )
 from dataclaw.envcraft.importers.clawforge_api import ApiSourceError, fields_of, read_api
+from dataclaw.envcraft.importers.clawforge_runnable import build_runnable
+from dataclaw.envcraft.importers.clawforge_spec import (  # noqa: F401 - the word lists stay importable here
+    READ_WORDS,
+    WRITE_WORDS,
+    _gold_action_types,
+    verb_side_effect,
+)
 
 PROBE_TIMEOUT_S = 20.0
+MIN_TOOL_SHARE = 0.8
+"""A released environment is runnable when its package loads, passes the audit and at least this share of
+its released tools answer."""
 BASE_TIME = "2025-01-01T09:00:00+00:00"
 MAX_SOURCE_BYTES = 2 << 20
 TEMPLATE = Path(__file__).parent / "clawforge_package" / "env.py"
-
-READ_WORDS = frozenset(
-    {"get", "list", "search", "show", "view", "find", "lookup", "query", "read", "fetch", "describe",
-     "check", "status", "summary", "session", "task", "compare", "preview", "inspect", "count", "browse",
-     "filter", "verify", "validate", "estimate", "calculate", "analyze", "analyse", "recommend", "explain",
-     "evaluate", "diff", "track", "monitor", "help", "info", "peek", "load", "match", "rank", "score",
-     "screen", "aggregate", "provide", "review", "traffic"}
-)  # fmt: skip
-WRITE_WORDS = frozenset(
-    {"create", "add", "update", "set", "delete", "remove", "approve", "reject", "adjust", "assign", "cancel",
-     "book", "send", "post", "write", "edit", "modify", "move", "archive", "close", "open", "arm", "disarm",
-     "lock", "unlock", "revoke", "grant", "reclaim", "reserve", "release", "receive", "ship", "submit",
-     "mark", "tag", "untag", "link", "unlink", "merge", "split", "schedule", "reschedule", "generate",
-     "produce", "deny", "allow", "block", "unblock", "enable", "disable", "start", "stop", "pause",
-     "resume", "play", "next", "previous", "seek", "switch", "toggle", "turn", "record", "log", "save",
-     "store", "upload", "import", "export", "publish", "notify", "escalate", "resolve", "refund", "pay",
-     "transfer", "apply", "register", "enroll", "confirm", "flag", "label", "rename", "reset", "clear",
-     "extract", "plan", "optimize", "draft", "reply", "forward", "attach", "commit", "rollback", "restore",
-     "acknowledge", "finalize", "classify", "fill", "control", "arrive", "reroute", "media"}
-)  # fmt: skip
-_HELP_WRITE = re.compile(
-    r"\b(create|update|delete|remove|approve|record|write|store|save|set|mark|log)s?\b", re.I
-)
-
-
-# ---- side effects of ClawForge verbs -------------------------------------------------------------------
-
-
-def verb_side_effect(verb: dict[str, Any], gold_actions: set[str]) -> tuple[str, str]:
-    """(``read``/``write``, where that came from) for one tool-doc verb. ClawForge's ``role`` is only
-    trusted when it says ``read``; ``produce``/``guard``/``other`` are decided from the docs."""
-    action = str(verb.get("action") or verb.get("verb", "")).replace("-", "_")
-    words = [w for w in re.split(r"[-_\s]+", str(verb.get("verb") or action).lower()) if w]
-    role = str(verb.get("role") or "")
-    if role == "read":
-        return "read", "docs: role read"
-    if action in gold_actions:
-        return "write", "docs: a scenario's gold action"
-    if words and words[0] in WRITE_WORDS:
-        return "write", f"docs: verb '{words[0]}'"
-    if words and words[0] in READ_WORDS:
-        return "read", f"docs: verb '{words[0]}'"
-    help_words = re.findall(r"[a-z]+", str(verb.get("help") or "").lower())
-    lead = help_words[0].removesuffix("s") if help_words else ""
-    if lead in WRITE_WORDS:
-        return "write", f"docs: help '{help_words[0]}'"
-    if lead in READ_WORDS:
-        return "read", f"docs: help '{help_words[0]}'"
-    hit = next((w for w in words if w in WRITE_WORDS), None)
-    if hit:
-        return "write", f"docs: verb word '{hit}'"
-    if _HELP_WRITE.search(str(verb.get("help") or "")):
-        return "write", "docs: help text"
-    return "read", f"docs: role {role or 'none'} with no write verb (a read, so no chain ends on it)"
-
-
-def _gold_action_types(docs: dict[str, Any]) -> set[str]:
-    out: set[str] = set()
-    for actions in (docs.get("gold_actions_by_scenario") or {}).values():
-        for a in actions or []:
-            parsed = _literal_dict(a)
-            if parsed and parsed.get("action_type"):
-                out.add(str(parsed["action_type"]))
-    return out
-
-
-def _literal_dict(text: Any) -> dict[str, Any] | None:
-    """ClawForge writes gold actions as Python dict reprs inside JSON strings."""
-    if isinstance(text, dict):
-        return text
-    try:
-        value = ast.literal_eval(str(text))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def relabel_graph(graph: Any, docs: dict[str, Any]) -> dict[str, int]:
@@ -407,13 +346,35 @@ class ClawForgeImporter(Importer):
         if p.get("world"):
             out["spec"] = _spec_source(Path(p["world"]), env, docs, ctx.out)
         rid = root_id("import-env", env, [item.key, item.fingerprint])
-        why = "a claw environment released without code: synthesise it with env synth --scenarios"
-        reasons = [{"code": "needs_synthesis", "message": why}]
-        return [
-            library_row(
-                "clawforge", rid, item.key, env, passed=False, reasons=reasons, tools=len(effects), **out
-            )
-        ]
+        world = Path(p["world"]) if p.get("world") else None
+        built = build_runnable(
+            env, docs, world, ctx.out, audit=bool(ctx.options.get("audit", True)), unsafe=ctx.policy.unsafe
+        )
+        report = built["report"]
+        released = len(docs["visible_verbs"])
+        share = built.get("tools_reproduced", 0) / max(1, released)
+        min_share = float(ctx.options.get("min_tool_share", MIN_TOOL_SHARE))
+        reasons = [built["reason"]] if built.get("reason") else []
+        runnable = bool(built["runnable"])
+        if runnable and share < min_share:
+            reasons.append({"code": "tools_missing", "message": f"{share:.0%} of the released tools answer "
+                            f"(at least {min_share:.0%} needed)"})  # fmt: skip
+        rules = report.get("rules", [])
+        out.update(
+            package=built.get("package"),
+            runnable=runnable and share >= min_share,
+            audit=built.get("audit"),
+            tools_released=released,
+            tools_reproduced=built.get("tools_reproduced", 0),
+            tools_share=round(share, 3),
+            rules_found=len(rules),
+            rules_enforced=sum(1 for r in rules if r.get("enforced")),
+            dropped=[f"{d['tool']}: {d['why']}" for d in report.get("tools_dropped", [])],
+            report=f"{built['package']}/data/import_report.json" if built.get("package") else None,
+        )
+        passed = bool(out["runnable"])
+        fields = {**out, "tools": len(effects)}
+        return [library_row("clawforge", rid, item.key, env, passed=passed, reasons=reasons, **fields)]
 
 
 # ---- helpers -------------------------------------------------------------------------------------------
