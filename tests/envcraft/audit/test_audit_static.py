@@ -120,6 +120,23 @@ BREAKS: dict[str, tuple[list[tuple], str]] = {
         ],
         "evaluator uses random.random",
     ),
+    # a generated package (synthesis's marker) whose evaluator marks no goal dimension
+    "S061": (
+        [
+            ("data/codegen.json", '{"generated": "codegen"}\n'),
+            (
+                "evaluator.py",
+                '"expected ticket fields hold their target values")',
+                '"expected ticket fields hold their target values", goal=True)',
+            ),
+            (
+                "evaluator.py",
+                '"resolution notes and comments carry the required facts"\n',
+                '"resolution notes and comments carry the required facts", goal=True\n',
+            ),
+        ],
+        "no dimension is marked goal=True",
+    ),
 }
 
 

@@ -31,6 +31,8 @@ S050   network-subprocess      no network or subprocess modules/calls
 S051   dynamic-code            no eval/exec/compile/__import__/importlib
 S060   evaluator-impure        evaluator: no randomness, clock, file or console I/O, no mutation of its
                                inputs (#11)
+S061   evaluator-no-goal       a generated package's evaluator marks the dimensions that measure the goal
+                               (``goal=True``), so doing nothing and destructive moves score 0
 =====  ======================  ===========================================================================
 
 Rules are registered with :func:`~dataclaw.envcraft.audit.rules.rule` in the rule registry
@@ -193,6 +195,46 @@ def _missing_interface(pkg: PackageSource) -> Iterator[Finding]:
     yield from _interface_main(pkg)
     yield from _interface_evaluator(pkg)
     yield from _interface_scenarios(pkg)
+
+
+GENERATED_MARKERS = ("data/compile.json", "data/codegen.json")
+"""Files synthesis writes into the packages it generates (spec compilation, code generation)."""
+
+
+def _goal_marked(node: ast.AST) -> bool:
+    """A dimension definition whose ``.dimension(...)`` decorator says ``goal=True``."""
+    return any(
+        isinstance(d, ast.Call)
+        and isinstance(d.func, ast.Attribute)
+        and d.func.attr == "dimension"
+        and any(k.arg == "goal" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in d.keywords)
+        for d in getattr(node, "decorator_list", [])
+    )  # fmt: skip
+
+
+@rule(
+    "S061",
+    "evaluator-no-goal",
+    "a generated package's evaluator marks its goal dimensions (goal=True): the Evaluator guarantee",
+)
+def _evaluator_goal(pkg: PackageSource) -> Iterator[Finding]:
+    """Without a goal dimension the evaluator is a plain weighted mean, which pays an idle agent every
+    "nothing broken" dimension: a package synthesis generates must mark what measures the goal (an
+    out-of-tree package may keep the plain mean; the guarantee is documented for ours)."""
+    if not any((pkg.root / m).is_file() for m in GENERATED_MARKERS):
+        return
+    evaluators = [m for m in pkg.with_role(Role.EVALUATOR) if m.tree is not None]
+    if not evaluators or any(_goal_marked(n) for m in evaluators for n in m.tree.body):
+        return
+    yield finding(
+        "S061",
+        evaluators[0].rel,
+        1,
+        "no dimension is marked goal=True: the untouched state and destructive moves score above 0; mark "
+        'the dimensions that measure the scenario\'s goal, e.g. @EVALUATOR.dimension("goal_state", 0.5, '
+        '"...", goal=True)',
+    )
 
 
 @rule("S003", "skill-too-long", f"SKILL.md has fewer than {SKILL_MAX_LINES} lines (C.1 item 4)")

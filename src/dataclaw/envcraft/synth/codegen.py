@@ -54,7 +54,10 @@ OUTPUT_TASK = """Write the package as JSON in the output schema:
 - "skill_md": SKILL.md, fewer than 50 lines: the workflow, the preferred tools, the critical rules.
 - "files": every other file, each with its path relative to the package folder and its role:
   environment_class (env.py: the Environment subclass), domain_module (one module of @tool functions per
-  domain), evaluator (evaluator.py: EVALUATOR = Evaluator() with weighted dimensions), repository
+  domain), evaluator (evaluator.py: EVALUATOR = Evaluator() with weighted dimensions; mark each dimension
+  that measures the scenario's goal with goal=True, e.g. @EVALUATOR.dimension("goal_state", 0.5, "...",
+  goal=True): the others are then paid only in proportion to goal progress, so doing nothing and a
+  destructive move score 0), repository
   (state.py: reads data/ once and builds DEFAULT_STATE; the only module that reads files), helper (other
   pure modules), data_scenario (data/scenarios/<scenario_id>.json, at least two, each with a
   reference_solution that scores >= 0.9 and at least one with forbidden_actions the evaluator penalises),
