@@ -204,6 +204,10 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> CompileResult:
     return compile_package(spec, TSpec(), [], tmp_path_factory.mktemp("rules"), scenario={})
 
 
+def _spec_rules(rules: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [r for r in rules if r["source"] == "spec"]
+
+
 def _err(out: dict[str, Any]) -> str:
     assert out["status"] == "error", out
     return f"{out['error']['category']}: {out['error']['message']}"
@@ -282,12 +286,17 @@ def test_each_rule_kind_refuses_the_violation_naming_the_rule_and_accepts_the_co
 
 
 def test_the_package_lists_what_it_enforces(shop: CompileResult) -> None:
-    kinds = {r["rule_id"]: r["kind"] for r in shop.rules}
+    kinds = {r["rule_id"]: r["kind"] for r in _spec_rules(shop.rules)}
     assert kinds == {r["rule_id"]: r["kind"] for r in RULES}
+    # the references the attributes declare without a rule (refund.order_id has one) are inferred, and say so
+    assert [(r["rule_id"], r["source"]) for r in shop.rules if r["source"] != "spec"] == [
+        ("order_customer_exists", "inferred"),
+        ("order_line_order_exists", "inferred"),
+    ]
     marker = json.loads((shop.path / MARKER).read_text())
-    assert [r["rule_id"] for r in marker["rules"]] == [r["rule_id"] for r in RULES]
+    assert marker["rules"] == shop.rules
     config = json.loads((shop.path / "data" / "config.json").read_text())
-    assert len(config["rules"]) == len(RULES)
+    assert len(config["rules"]) == len(RULES) + 2
     assert load_env_package(shop.path).env_cls.enforced_rules == marker["rules"]  # what the library counts
     skill = (shop.path / "SKILL.md").read_text()
     assert "## Enforced rules" in skill and "`refund_limit` (approval" in skill
@@ -355,7 +364,7 @@ def test_refusals_reach_the_agent_through_the_env_worker(shop: CompileResult) ->
     from dataclaw.envcraft.worker import env_class
 
     cls = env_class(str(shop.path))
-    assert [r["rule_id"] for r in cls.enforced_rules] == [r["rule_id"] for r in RULES]
+    assert [r["rule_id"] for r in _spec_rules(cls.enforced_rules)] == [r["rule_id"] for r in RULES]
     env = cls()
     for rule_id, bad, good in CASES:
         refusal, _ = _run_case(env, "refund_broken_chair", rule_id, bad, good)
@@ -386,7 +395,7 @@ def test_a_malformed_rule_is_one_clear_issue_and_the_rest_still_compiles(
     assert [(i.code, i.path) for i in issues] == [(IssueCode.BAD_RULE, "business_rules[2]")], issues
     assert "bad_one" in issues[0].message and why in issues[0].message, issues[0].message
     res = compile_package(spec, TSpec(), [], tmp_path, scenario={})
-    assert [r["rule_id"] for r in res.rules] == ["refund_needs_delivery", "refund_limit"]
+    assert [r["rule_id"] for r in _spec_rules(res.rules)] == ["refund_needs_delivery", "refund_limit"]
     assert any(d.startswith("rule bad_one not enforced: ") for d in res.defaults), res.defaults
 
 
@@ -394,8 +403,22 @@ def test_prose_rules_stay_prose_and_compile_unchanged(tmp_path: Path) -> None:
     raw = copy.deepcopy(SHOP)
     raw["business_rules"] = [{"rule_id": "be_kind", "description": "Answer customers politely."}]
     res = compile_package(ESpec.model_validate(raw), TSpec(), [], tmp_path, scenario={})
-    assert res.rules == [] and "approve_refund" not in res.tools
-    assert not any(s.startswith("rule_") for s in res.scenarios)
+    assert _spec_rules(res.rules) == [] and "approve_refund" not in res.tools
+    assert "## Other rules (guidance, not enforced)" in (res.path / "SKILL.md").read_text()
+
+
+def test_a_reference_the_attributes_declare_is_inferred_and_enforced_when_set(shop: CompileResult) -> None:
+    """order.customer_id is named after customer's id field: set, it must name a customer; left out, the
+    order is still created (the spec did not make it required)."""
+    env = load_env_package(shop.path).env_cls()
+    sid = env.create_session("refund_broken_chair")
+    out = _err(env.call(sid, "create_order", title="Sofa", customer_id="c9"))
+    assert (
+        out.startswith("rule_violation: order_customer_exists: ") and "'c9' names no existing customer" in out
+    )
+    _ok(env.call(sid, "create_order", title="Sofa", customer_id="c2"))
+    _ok(env.call(sid, "create_order", title="Rug"))
+    assert env.scenario("rule_order_customer_exists").reference_solution[0]["tool"] == "search_customers"
 
 
 @pytest.mark.parametrize("limits", [FULL, dataclasses.replace(COMPACT, rules=True)], ids=["full", "compact"])

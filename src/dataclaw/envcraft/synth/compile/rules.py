@@ -83,8 +83,11 @@ def compile_rules(p: Plan) -> None:
                 "role": rule.role,
                 "inactive": [s for s in inactive.statuses if cancel_like(s)],
                 "approve_tool": "",
+                "required": True,
+                "source": "spec",
             }
         )
+    _infer_references(p)
     if not p.rules:
         return
     p.config["rules"] = p.rules
@@ -92,6 +95,47 @@ def compile_rules(p: Plan) -> None:
     if any(r["kind"] == "approval" for r in p.rules):
         _add_approvals(p)
     p.mechanics.append("business_rules")
+
+
+def _infer_references(p: Plan) -> None:
+    """Cross-entity references the spec's attributes declare without a rule: an attribute of one entity
+    named after another's id field (``patient_id`` on a prescription) must name an existing record when
+    set (not required on create: the spec did not say so). Listed as ``source: inferred``."""
+    ids: dict[str, Collection] = {}
+    for c in p.collections.values():
+        ids.setdefault(c.id_field, c)
+        ids.setdefault(f"{c.entity}_id", c)
+    covered = {(r["collection"], r["field"]) for r in p.rules if r["kind"] == "reference"}
+    for c in p.collections.values():
+        for attr, kind in c.attributes.items():
+            target = ids.get(attr)
+            if target is None or target is c or kind != "string" or (c.name, attr) in covered:
+                continue
+            what = f"A {spaced(c.entity)}'s {spaced(attr)} names an existing {spaced(target.entity)}."
+            p.rules.append(
+                {
+                    "rule_id": f"{c.entity}_{target.entity}_exists"[:48],
+                    "kind": "reference",
+                    "description": what,
+                    "collection": c.name,
+                    "entity": c.entity,
+                    "on": "",
+                    "field": attr,
+                    "op": "",
+                    "value": None,
+                    "related": target.name,
+                    "via": "",
+                    "of": "",
+                    "role": "",
+                    "inactive": [],
+                    "approve_tool": "",
+                    "required": False,
+                    "source": "inferred",
+                }
+            )
+            p.defaults.append(
+                f"rule {p.rules[-1]['rule_id']} inferred: {c.entity}.{attr} names a {target.entity}"
+            )
 
 
 def _fix_world(p: Plan) -> None:
@@ -206,6 +250,6 @@ def finish_rules(p: Plan) -> None:
 def enforced(p: Plan) -> list[dict[str, str]]:
     """The enforced rules as a package lists them (``CompileResult.rules``, SKILL.md, the index)."""
     return [
-        {k: str(r[k]) for k in ("rule_id", "kind", "entity", "on", "description")}
+        {k: str(r[k]) for k in ("rule_id", "kind", "entity", "on", "description", "source")}
         for r in copy.deepcopy(p.rules)
     ]

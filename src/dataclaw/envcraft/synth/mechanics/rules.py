@@ -181,7 +181,7 @@ def _reference(session: dict[str, Any], config: dict[str, Any], rule: dict[str, 
     ref = w.after.get(rule["field"])
     entity = config["collections"][rule["related"]]["entity"]
     if ref is None:
-        if w.before is None:
+        if w.before is None and rule.get("required", True):
             raise _refuse(rule, f"give {rule['field']}: the id of an existing {entity}")
         return
     if not isinstance(ref, str) or ref not in session[rule["related"]]:

@@ -46,7 +46,8 @@ class $cls(Environment):
     tools: ClassVar[ToolSet] = ToolSet.from_modules(tools)
     evaluator: ClassVar[Evaluator] = EVALUATOR
     enforced_rules: ClassVar[list[dict[str, Any]]] = [
-        {k: r[k] for k in ("rule_id", "kind", "entity", "on", "description")} for r in CONFIG.get("rules", [])
+        {k: r.get(k, "spec") for k in ("rule_id", "kind", "entity", "on", "description", "source")}
+        for r in CONFIG.get("rules", [])
     ]
     """The business rules the tools enforce (a refusal names one as ``rule_violation: <rule id>: ...``)."""
 ''')
