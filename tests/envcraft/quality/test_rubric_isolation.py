@@ -24,7 +24,7 @@ TASKS = {"smart_home_energy_cost", "logistics_manager_review"}
 
 
 def model_children() -> set[int]:
-    """This process's multiprocessing children (the isolated model), from /proc."""
+    """This process's isolated-model children (by the function they run), from /proc."""
     me, out = os.getpid(), set()
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -34,7 +34,7 @@ def model_children() -> set[int]:
             cmd = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == me and b"spawn_main" in cmd:
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me and b"_isolated_model_main" in cmd:
             out.add(int(proc.name))
     return out
 

@@ -20,6 +20,8 @@ import functools
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,51 +213,73 @@ def decoding_schema(schema: dict[str, Any], model_id: str) -> dict[str, Any]:
     return relaxed
 
 
-def _child_main(path: str, n_ctx: int, n_threads: int | None, conn: Any) -> None:
-    """The isolated model process: load the model, then answer ``(messages, kwargs)`` requests until the
-    pipe closes. A crash here (a segfault in llama.cpp) ends only this process."""
-    loaded = load_llama(Path(path), n_ctx, n_threads)
+CHILD_ENTRY = "_isolated_model_main"
+"""The function the isolated model process runs (also how a test finds that process by its command line)."""
+
+
+def _isolated_model_main(path: str, n_ctx: int, n_threads: int, fd_in: int, fd_out: int) -> None:
+    """The isolated model process: load the model, then answer ``(messages, kwargs)`` requests read from
+    ``fd_in`` on ``fd_out`` until the parent closes its end. A crash here (a segfault in llama.cpp) ends
+    only this process."""
+    from multiprocessing.connection import Connection
+
+    requests, answers = Connection(fd_in, writable=False), Connection(fd_out, readable=False)
+    loaded = load_llama(Path(path), n_ctx, n_threads or None)
     while True:
         try:
-            messages, kwargs = conn.recv()
+            messages, kwargs = requests.recv()
         except (EOFError, OSError):
             return
         try:
-            conn.send(("ok", loaded.llama.create_chat_completion(messages=messages, **kwargs)))
+            answers.send(("ok", loaded.llama.create_chat_completion(messages=messages, **kwargs)))
         except ValueError as exc:
-            conn.send(("error", str(exc)))
+            answers.send(("error", str(exc)))
 
 
 class _IsolatedModel:
     """One llama.cpp model in a child process (``local:…?isolate=true``): any crash of the model is the
-    call's :class:`ModelRequestError`, and the next call starts a fresh child."""
+    call's :class:`ModelRequestError`, and the next call starts a fresh child.
+
+    The child is a fresh interpreter (``python -c``) talking over two pipes of its own, not a
+    ``multiprocessing`` spawn: a spawn re-runs the parent's main script, which fails in a script without an
+    ``if __name__ == "__main__"`` guard, and llama.cpp's own output on stdout cannot mix with the
+    answers."""
 
     def __init__(self, path: Path, n_ctx: int, n_threads: int | None) -> None:
-        self.args = (str(path), n_ctx, n_threads)
+        self.args = (str(path), n_ctx, n_threads or 0)
         self.lock = threading.Lock()
         self.proc: Any = None
-        self.conn: Any = None
+        self.requests: Any = None
+        self.answers: Any = None
 
     def _start(self) -> None:
-        import multiprocessing
+        from multiprocessing.connection import Connection
 
-        ctx = multiprocessing.get_context("spawn")  # a fork would copy the parent's threads and llama state
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_child_main, args=(*self.args, child), daemon=True)
-        self.proc.start()
-        child.close()
+        child_in, parent_out = os.pipe()
+        parent_in, child_out = os.pipe()
+        code = f"from {__name__} import {CHILD_ENTRY} as run; run(*{self.args!r}, {child_in}, {child_out})"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.DEVNULL, pass_fds=(child_in, child_out)
+        )
+        os.close(child_in)
+        os.close(child_out)
+        self.requests = Connection(parent_out, readable=False)
+        self.answers = Connection(parent_in, writable=False)
 
     def call(self, model_id: str, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
-            if self.proc is None or not self.proc.is_alive():
+            if self.proc is None or self.proc.poll() is not None:
                 self._start()
             try:
-                self.conn.send((messages, kwargs))
-                status, value = self.conn.recv()
-            except (EOFError, OSError, BrokenPipeError):
-                self.proc.join(timeout=5)
-                code = self.proc.exitcode
-                self.proc = None
+                self.requests.send((messages, kwargs))
+                status, value = self.answers.recv()
+            except (EOFError, OSError):
+                try:
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:  # still alive after closing its answers: end it
+                    self.proc.kill()
+                    code = self.proc.wait()
+                self._drop()
                 why = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
                 raise ModelRequestError(
                     f"model {model_id}: the model process crashed ({why}); the next call starts a new one",
@@ -265,12 +289,23 @@ class _IsolatedModel:
             raise ModelRequestError(f"model {model_id}: {value}", model=model_id)
         return value
 
+    def _drop(self) -> None:
+        for conn in (self.requests, self.answers):
+            if conn is not None:
+                conn.close()
+        self.proc = self.requests = self.answers = None
+
     def close(self) -> None:
-        if self.proc is not None and self.proc.is_alive():
-            self.conn.close()
-            self.proc.join(timeout=5)
-            if self.proc.is_alive():
-                self.proc.kill()
+        with self.lock:
+            if self.proc is None:
+                return
+            proc = self.proc
+            self._drop()  # the child reads EOF and returns
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # a child that does not end when its pipe closes is killed
+                proc.kill()
+                proc.wait()
 
 
 class LlamaCppBackend(Backend):
