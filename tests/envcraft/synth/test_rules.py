@@ -469,3 +469,24 @@ def test_no_other_write_path_gets_round_a_rule(tmp_path: Path) -> None:
     assert state["refunds"]["r1"]["amount"] == 250.0 and state["refunds"]["r2"]["status"] == "approved"
     assert state["customers"]["c2"]["email"] == "tom@example.com"
     assert run_contract(res.path).passed
+
+
+def test_a_rule_naming_its_entity_only_in_entities_still_compiles(tmp_path: Path) -> None:
+    raw = copy.deepcopy(SHOP)
+    raw["business_rules"] = [{**RULES[2], "entity": ""}]  # refund_cap, entities ["refund"]
+    spec = ESpec.model_validate(raw)
+    assert check_e_spec(spec) == []
+    res = compile_package(spec, TSpec(), [], tmp_path, scenario={})
+    assert [r["rule_id"] for r in _spec_rules(res.rules)] == ["refund_cap"]
+
+
+def test_a_precondition_on_a_status_the_lifecycle_lacks_is_not_enforced(tmp_path: Path) -> None:
+    """It would refuse every move for ever: the compiler leaves it out and says why."""
+    raw = copy.deepcopy(SHOP)
+    raw["business_rules"] = [{**RULES[0], "value": "refunded_twice"}]
+    res = compile_package(ESpec.model_validate(raw), TSpec(), [], tmp_path, scenario={})
+    assert _spec_rules(res.rules) == []
+    assert any(
+        "refund_needs_delivery not enforced: 'refunded_twice' is not a status of order" in d
+        for d in res.defaults
+    )

@@ -97,6 +97,8 @@ class BusinessRule(BaseModel):
       create).
     - ``computed``: ``field`` of an ``entity`` record is the ``op`` (``sum`` of ``of``, or ``count``) over
       the ``related`` records whose ``via`` names it, kept by the tools and never written directly.
+
+    An empty ``entity`` is the first of ``entities``.
     """
 
     model_config = _STRICT
@@ -445,7 +447,7 @@ def _attr_types(ent: Entity) -> dict[str, str]:
 def rule_problem(rule: BusinessRule, entities: dict[str, Entity]) -> str | None:
     """Why a rule of the rule language cannot be enforced (the first problem, one sentence), or None."""
     kind = rule.kind
-    ent = entities.get(rule.entity)
+    ent = entities.get(rule.entity or (rule.entities[0] if rule.entities else ""))
     if ent is None:
         return f"{kind} rule {rule.rule_id!r}: entity {rule.entity!r} is not declared"
     attrs = _attr_types(ent)

@@ -35,6 +35,14 @@ def _unfit(rule: BusinessRule, c: Collection, rel: Collection | None) -> str | N
         owner = c if rule.kind == "computed" else holder
         if rule.field not in owner.attributes:
             return f"{owner.entity} has no compiled attribute {rule.field!r}"
+    status_of = rel if rule.kind == "precondition" and rel is not None else c
+    if (
+        rule.kind == "precondition"
+        and rule.field == status_of.status_field
+        and rule.op == "=="
+        and rule.value not in status_of.statuses
+    ):
+        return f"{rule.value!r} is not a status of {status_of.entity} ({'/'.join(status_of.statuses)})"
     if rule.via and rel is not None:
         holder = rel if rule.kind == "computed" else c
         if rule.via not in holder.attributes:
@@ -58,6 +66,8 @@ def compile_rules(p: Plan) -> None:
     for rule in p.spec.business_rules:
         if not rule.kind:
             continue
+        if not rule.entity and rule.entities:  # a model names the entity in ``entities`` only
+            rule = rule.model_copy(update={"entity": rule.entities[0]})
         c, rel = by_entity.get(rule.entity), by_entity.get(rule.related)
         why = rule_problem(rule, entities) or (_unfit(rule, c, rel) if c is not None else "no collection")
         if why:
@@ -164,7 +174,9 @@ def _fix_world(p: Plan) -> None:
         seen: set[Any] = set()
         for rid, rec in sorted(p.state[r["collection"]].items()):
             value = rec.get(r["field"])
-            if value is not None and value in seen:
+            if not isinstance(value, str | int | float | bool):
+                continue
+            if value in seen:
                 rec[r["field"]] = f"{value}-{rid}" if isinstance(value, str) else None
                 p.defaults.append(f"rule {r['rule_id']}: {rid}.{r['field']} made unique")
             seen.add(rec.get(r["field"]))
