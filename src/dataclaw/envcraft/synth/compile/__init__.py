@@ -22,6 +22,7 @@ generated glue: ``tools.py`` (typed, documented ``@tool`` functions whose body i
 
 Modules, in the order a compilation runs: :mod:`.plan` (the package model: collections, tools, the plan),
 :mod:`.world` (spec → collections and world state), :mod:`.mapping` (T_spec tools → operations),
+:mod:`.rules` (the rule language's business rules → guards the tools enforce),
 :mod:`.mechanics` (what each retrieved archetype adds), :mod:`.tools` (the canonical tools),
 :mod:`.scenarios` (goals, reference solutions, forbidden actions), :mod:`.emit` (the files written) and
 :mod:`.package` (:func:`compile_package`, the entry point).

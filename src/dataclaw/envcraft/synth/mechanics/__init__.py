@@ -2,7 +2,8 @@
 
 ``run(session, CONFIG, tool, **params)`` is the body of every compiled tool; :data:`OPS` is the operation
 registry (records, lifecycles, schedules, matching, pipelines, events, streams, confirmations, drafts,
-the claw bash tool); :mod:`.evaluation` holds the evaluator dimensions. See ``docs/envcraft.md``,
+the claw bash tool); :mod:`.rules` the business-rule guards every write runs (``rule_violation``);
+:mod:`.evaluation` holds the evaluator dimensions. See ``docs/envcraft.md``,
 "Spec compilation".
 """
 
