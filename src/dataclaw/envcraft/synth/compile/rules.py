@@ -121,7 +121,8 @@ def _infer_references(p: Plan) -> None:
             target = ids.get(attr)
             if target is None or target is c or kind != "string" or (c.name, attr) in covered:
                 continue
-            what = f"A {spaced(c.entity)}'s {spaced(attr)} names an existing {spaced(target.entity)}."
+            article = "An" if c.entity[:1] in "aeiou" else "A"
+            what = f"{article} {spaced(c.entity)}'s {spaced(attr)} names an existing {spaced(target.entity)}."
             p.rules.append(
                 {
                     "rule_id": f"{c.entity}_{target.entity}_exists"[:48],
