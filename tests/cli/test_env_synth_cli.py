@@ -63,4 +63,5 @@ def test_env_list_library_says_which_is_passing_floor_or_failed(library: Path, c
     assert _run(["env", "list", "--library", str(library)]) == 0
     table = capsys.readouterr().out
     assert "1 passing, 1 floor (not counted as passing), 1 failed" in " ".join(table.split())
-    assert "floor" in table and "entity_is_id" in table
+    assert "floor" in table and "meaning" in table and "why, in full:" in table
+    assert listed[2]["codes"] == ["meaning"]

@@ -67,17 +67,19 @@ def _list_library(library: Path, as_json: bool) -> None:
         _echo_json([asdict(r) for r in listing.all()])
         return
     table = Table(
-        "name", "status", "path", "tools", "scenarios", "archetypes", "package or reasons",
+        "name", "status", "path", "tools", "scenarios", "archetypes", "package", "why not passing",
         title=f"{library}: {len(listing.rows)} passing, {len(listing.floor)} floor (not counted as passing),"
         f" {listing.failed} failed",
     )  # fmt: skip
     for r in listing.all():
-        where = r.package if r.status == "passing" else f"{r.package} {r.reasons}".strip()[:200]
+        codes = ", ".join(r.codes)
         table.add_row(
             r.name, r.status, r.path, str(r.tools if r.tools is not None else "-"),
-            str(r.scenarios if r.scenarios is not None else "-"), ", ".join(r.archetypes), where,
+            str(r.scenarios if r.scenarios is not None else "-"), ", ".join(r.archetypes), r.package, codes,
         )  # fmt: skip
     Console().print(table)
+    if listing.floor or listing.failures:
+        typer.echo(f"why, in full: env list --library {library} --json, or {library / 'index.jsonl'}")
 
 
 @app.command()

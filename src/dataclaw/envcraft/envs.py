@@ -71,6 +71,8 @@ class LibraryRow:
     status: str = "passing"
     """passing (every gate passed), floor (an invalid spec compiled, smoke tests only) or failed."""
     reasons: str = ""
+    codes: list[str] = field(default_factory=list)
+    """The reasons' codes (floor, meaning, unsound, invalid_spec, an audit code …)."""
 
 
 @dataclass
@@ -97,6 +99,7 @@ def library_rows(library: Path) -> LibraryListing:
             scenarios=r["scenarios"], archetypes=r["archetypes"], scenario=r["scenario_id"],
             package=r["package"] or "", folder=str(folder) if folder else "", description=r["scenario_name"],
             status=status_of(r), reasons="; ".join(f"{x['code']}: {x['message']}" for x in r["reasons"]),
+            codes=list(dict.fromkeys(x["code"] for x in r["reasons"])),
         )  # fmt: skip
 
     index = read_index(library)

@@ -252,12 +252,9 @@ def test_generated_packages_that_break_the_rules_are_classified(
     assert good["package"].startswith(f"{where}/codegen/") and good["passed"] == all(good["gates"].values())
     assert good["usage"]["generation"]["calls"] == 1 and good["tokens"]["completion"] > 0
     net, hang = got["support_ticketing"], got["task_issue_tracking"]
-    assert (
-        not net["passed"]
-        and net["reasons"][0]["code"] == "static_audit"
-        and "S050" in net["reasons"][0]["message"]
-    )
-    assert not hang["passed"] and hang["reasons"][0]["code"] == "timeout", hang["reasons"]
+    why = {x["code"]: x["message"] for r in (net, hang) for x in r["reasons"] if x["code"] != "meaning"}
+    assert not net["passed"] and not net["gates"]["audit"] and "S050" in why["static_audit"]
+    assert not hang["passed"] and not hang["gates"]["audit"] and "timeout" in why, hang["reasons"]
     for r in (net, hang):
         assert r["package"].startswith("failed/codegen/") and (tmp_path / "LIB" / r["package"]).is_dir()
 
@@ -327,14 +324,40 @@ FIXTURE_SPECS = {
 }
 
 
-def _gated(tmp_path: Path, sid: str, meaning: dict[str, Any]) -> dict[str, Any]:
-    """One hand-written fixture spec through the package step (compile, audit, gates), with the meaning
-    report the spec stage would have recorded on it (the gates' interface: a record's ``meaning``)."""
+def _shop_spec() -> dict[str, Any]:
+    """The rule-language test's web shop (four related entities, a rule of each kind) as a spec record,
+    with a refund tool: a spec a careful author writes."""
+    path = Path(__file__).parent / "test_rules.py"
+    module_spec = importlib.util.spec_from_file_location("_rules_fixture", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    shop = module.SHOP
+    refund = {
+        "name": "refund_order",
+        "description": "Pay out an approved refund of an order.",
+        "parameters": {
+            "type": "object",
+            "properties": {"refund_id": {"type": "string", "description": "the refund"}},
+            "required": ["refund_id"],
+        },
+        "returns": {"type": "object", "description": "the refund", "success_keys": [], "error_format": {}},
+        "side_effect": "write",
+        "modifies_state": True,
+        "state_fields_affected": ["refunds"],
+    }
+    scenario = {"id": shop["environment_name"], "category": "general", "name": "Shop refunds",
+                "description": shop["task_description"], "source": "test"}  # fmt: skip
+    return {"scenario_id": scenario["id"], "scenario": scenario, "e_spec": shop, "t_spec": [refund]}
+
+
+def _gated(tmp_path: Path, spec: dict[str, Any], meaning: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One spec record through the package step (compile, audit, gates); ``meaning``: the report the spec
+    stage would have recorded on it (the gates' interface: a record's ``meaning``), else computed."""
     from dataclaw.envcraft.scenarios import ScenarioSpec
     from dataclaw.envcraft.synth.library import Job, run_job
     from dataclaw.envcraft.synth.stages import scenario_record
 
-    spec = {**FIXTURE_SPECS[sid], "meaning": meaning}
+    spec = {**spec, **({"meaning": meaning} if meaning is not None else {})}
     item = scenario_record(ScenarioSpec.model_validate(spec["scenario"]))
     return run_job(Job(str(tmp_path), item, "compile", "replay:none", spec, timeout_s=60))
 
@@ -342,30 +365,49 @@ def _gated(tmp_path: Path, sid: str, meaning: dict[str, Any]) -> dict[str, Any]:
 MEANING_OK = {"passed": True, "coverage": 1.0, "issues": [], "codes": []}
 
 
-def test_an_environment_passes_only_with_every_gate_and_the_soundness_figures(tmp_path) -> None:
-    r = _gated(tmp_path, "monitoring_logging", MEANING_OK)
+@pytest.mark.skipif(MEANING is None, reason="the meaning gates are not installed")
+def test_a_careful_spec_passes_every_gate_and_clears_the_bar(tmp_path) -> None:
+    r = _gated(tmp_path, _shop_spec())
     assert r["gates"] == {"spec": True, "meaning": True, "audit": True, "soundness": True}, r["reasons"]
     assert r["status"] == "passing" and r["passed"] and r["reasons"] == []
     assert r["package"].startswith("envs/compile/") and (tmp_path / r["package"]).is_dir()
     sound = r["soundness"]
     assert sound["grounded"] >= 1 and sound["sound"] * 2 >= sound["grounded"] and sound["passed"]
-    assert r["chains3"] >= 10 and r["entities"] >= 2
+    # the issue's bar for a passing environment: >= 2 entities, >= 1 enforced rule, >= 10 3-step chains
+    assert r["entities"] >= 2 and r["chains3"] >= 10
+    assert r["rules"] is None or r["rules"] >= 1  # counted when the compiler reports what it enforces
 
 
-def test_a_gamed_environment_fails_the_soundness_gate_naming_the_policies(tmp_path) -> None:
-    """The hand-written ticketing spec compiles and passes the audit, but most tool tasks grounded in it
-    are gamed by the suite's policies: failed, with the policies named."""
-    r = _gated(tmp_path, "support_ticketing", MEANING_OK)
+def test_a_one_edge_environment_has_no_task_to_prove_sound(lib, tmp_path) -> None:
+    """SmolLM2's monitoring spec, even with its meaning waved through: a tool graph of one edge gives no
+    3-step chain and no task, so the soundness gate fails it (``no_task``)."""
+    rec = next(json.loads(x) for x in (lib["root"] / "specs.jsonl").open() if VALID[1] in x)
+    r = _gated(tmp_path, rec, MEANING_OK)
     assert r["gates"]["audit"] and r["gates"]["soundness"] is False and r["status"] == "failed"
-    assert r["reasons"][0]["code"] == "unsound" and "gamed_by_" in r["reasons"][0]["message"]
+    assert r["chains3"] == 0 and r["reasons"][0]["code"] == "no_task"
     assert r["package"].startswith("failed/compile/") and not r["passed"]
+
+
+def test_the_soundness_sample_names_the_policies_that_game_an_environment(lib, tmp_path) -> None:
+    """SmolLM2's patrol spec compiles (as a floor environment) into tools whose tasks a seeded random
+    policy completes: the soundness sample fails it and names the policy."""
+    from dataclaw.envcraft.synth.library import probe_package
+
+    rows = synthesize(
+        tmp_path / "LIB",
+        resolve_requests(load_catalogue(), [INVALID[1]], paths=["compile"]),
+        _config(f"replay:{lib['recording']}"),
+    )
+    assert rows[0]["status"] == "floor" and rows[0]["gates"]["soundness"] is None  # never run for a floor
+    sound = probe_package(tmp_path / "LIB" / rows[0]["package"], soundness=True)["soundness"]
+    assert sound["grounded"] >= 1 and not sound["passed"] and sound["sound"] * 2 < sound["grounded"]
+    assert sound["reasons"] and all(k.startswith("gamed_by_") for k in sound["reasons"])
 
 
 def test_a_spec_that_fails_the_meaning_gates_never_reaches_soundness(tmp_path) -> None:
     issue = {"code": "entity_is_id", "message": "entity 'ticket_id' is an id, not a domain noun", "path": "e"}
-    r = _gated(
-        tmp_path, "monitoring_logging", {"passed": False, "issues": [issue], "codes": ["entity_is_id"]}
-    )
+    meaning = {"passed": False, "issues": [issue], "codes": ["entity_is_id"]}
+    r = _gated(tmp_path, FIXTURE_SPECS["monitoring_logging"], meaning)
     assert r["gates"] == {"spec": True, "meaning": False, "audit": True, "soundness": None}
     assert r["status"] == "failed" and r["reasons"][0] == {
         "code": "meaning",

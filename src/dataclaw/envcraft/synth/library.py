@@ -93,6 +93,9 @@ GATES = ("spec", "meaning", "audit", "soundness")
 """The gates of a passing environment, in the order they are judged."""
 SOUNDNESS_TASKS = 3
 """Tool tasks the soundness gate grounds in an environment (distinct seeded chains of 2-4 steps)."""
+SOUNDNESS_STEPS = (3, 4)
+"""Chain lengths of the sample: a one- or two-call task is one a random policy often completes (the suite
+rejects it as gamed_by_random whatever the environment), so the gate asks for tasks of several steps."""
 SOUNDNESS_TRIES = 40
 """Chain walks tried to find them."""
 SOUND_SHARE = 0.5
@@ -530,7 +533,7 @@ def soundness_sample(
         return {**out, "error": str(exc)}
     rng, seen, reasons = random.Random(seed), set(), Counter()
     for n in range(SOUNDNESS_TRIES):
-        chain = sampler.walk(graph.env, rng, 2, 4)
+        chain = sampler.walk(graph.env, rng, *SOUNDNESS_STEPS)
         if chain is None or chain.steps in seen:
             continue
         seen.add(chain.steps)
