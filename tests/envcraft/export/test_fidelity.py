@@ -8,12 +8,17 @@ the tool specs and the publisher's own functions)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
+import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,12 +28,14 @@ import pytest
 import yaml
 
 from dataclaw.envcraft.export import export_tasks
-from dataclaw.envcraft.export.base import flat_schema, method_name, param_description
+from dataclaw.envcraft.export.base import flat_schema, locate_env, method_name, param_description
 from dataclaw.envcraft.export.episode import Sessions, TaskSet, ToolCallError, reward_of
 from dataclaw.envcraft.export.trl import hint
+from dataclaw.envcraft.quality.soundness import Trial, run_soundness
+from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.envcraft.tasks.tool.stages import replay_task
 from dataclaw.sandbox import sandbox_available
-from envcraft.export.conftest import TRAIN_PY, write
+from envcraft.export.conftest import REPO, TRAIN_PY, VERL_PY, write
 from envcraft.export.test_trainers import probe
 
 needs_sandbox = pytest.mark.skipif(not sandbox_available(), reason="needs the sandbox (env worker)")
@@ -120,6 +127,153 @@ def assert_same_rewards(
         assert trl_rewards(trl, tasks, gold=gold) == expected, ("trl", gold)
         assert verl_rewards(verl, tasks, gold=gold) == expected, ("verl", gold)
     return found
+
+
+# ---- every trial through TRL, VERL and env serve ------------------------------------------------------
+
+OPENENV_PY = Path(os.environ.get("DATACLAW_OPENENV_PYTHON", REPO / ".venv-openenv" / "bin" / "python"))
+PYTHONS = {"trl": TRAIN_PY, "verl": VERL_PY, "serve": OPENENV_PY}
+"""Each path in the venv its trainer lives in (``replay_probe.py`` drives it there)."""
+needs_paths = pytest.mark.skipif(
+    not all(p.is_file() for p in PYTHONS.values()),
+    reason=f"needs the side venvs {', '.join(str(p) for p in PYTHONS.values())} (make test)",
+)
+
+
+def gold_trials(tasks: list[dict[str, Any]]) -> dict[str, list[Trial]]:
+    """Each task's gold chain as a trial, scored in process (``replay_task``)."""
+    return {t["id"]: [Trial("gold", t["gold_chain"], replay_task(t)["score"])] for t in tasks}
+
+
+def suite_trials(tasks: list[dict[str, Any]]) -> tuple[dict[str, list[Trial]], dict[str, Any]]:
+    """Every scored run of the soundness suite per task (``report.trials``), and the reports."""
+    reports = {t["id"]: run_soundness(t) for t in tasks}
+    for tid, rep in reports.items():
+        assert rep.error is None, (tid, rep.error)
+    return {tid: rep.trials for tid, rep in reports.items()}, reports
+
+
+def figures_of(trials: list[Trial], scores: list[float]) -> dict[str, float]:
+    """A task's soundness figures from its trials' scores, as the suite aggregates them (gold, untouched:
+    the score; collateral, wrong_last_write: the highest; random: the mean)."""
+    by: dict[str, list[float]] = {}
+    for trial, score in zip(trials, scores, strict=True):
+        by.setdefault(trial.policy, []).append(score)
+    agg = {"collateral": max, "wrong_last_write": max, "random": lambda xs: sum(xs) / len(xs)}
+    return {p: round(agg.get(p, lambda xs: xs[0])(xs), 4) for p, xs in by.items()}
+
+
+@contextlib.contextmanager
+def env_server(src: Path, task: dict[str, Any], log: Path) -> Any:
+    """``dataclaw env serve`` (the real command, in .venv-openenv) of the task's environment with the
+    task file, on a free port; yields its base URL once ``/health`` answers."""
+    from envcraft.serve.conftest import free_port
+
+    codes = [locate_env(ToolTask.of(task), e) for e in ToolTask.of(task).member_envs]
+    name = str(codes[0].package) if codes[0].package else "+".join(c.env for c in codes)
+    port = free_port()
+    exe = OPENENV_PY.parent / "dataclaw"
+    args = [str(exe), "env", "serve", name, "--tasks", str(src), "--port", str(port), "--max-steps", "100000"]
+    with open(log, "w") as err:
+        proc = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 300
+            while True:
+                assert proc.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "env serve did not come up"
+                try:
+                    with urllib.request.urlopen(f"{url}/health", timeout=2) as res:
+                        if res.status == 200:
+                            break
+                except OSError:
+                    time.sleep(0.2)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def through(
+    path: str, jobs: list[tuple[str, list[tuple[str, Trial]]]], work: Path
+) -> list[tuple[list[float], list[float]]]:
+    """Each job's runs (``(task id, trial)``) replayed through ``path`` against its target (an export
+    folder, a server URL): per job the verifier's scores and the rewards the path hands its trainer."""
+    work.mkdir(parents=True, exist_ok=True)
+    runs_file, out_file = work / f"{path}-runs.json", work / f"{path}-out.json"
+    payload = {
+        "jobs": [
+            {"target": target, "runs": [{"task_id": tid, "calls": tr.calls} for tid, tr in runs]}
+            for target, runs in jobs
+        ]
+    }
+    runs_file.write_text(json.dumps(payload))
+    probe(PYTHONS[path], "replay_probe.py", path, str(runs_file), str(out_file), timeout=3000)
+    found = json.loads(out_file.read_text())["jobs"]
+    return [(job["scores"], job["rewards"]) for job in found]
+
+
+def assert_trials_identical(
+    groups: list[tuple[Path, list[dict[str, Any]], dict[str, list[Trial]]]],
+    work: Path,
+    *,
+    reports: dict[str, Any] | None = None,
+    paths: tuple[str, ...] = ("trl", "verl", "serve"),
+) -> dict[str, int]:
+    """Every trial of every task (``groups``: a task file of one environment group, its tasks, their
+    trials) replayed through each path; each score must equal the in-process one, else the test fails
+    naming the path, the task, the policy and the calls. With ``reports``, each task's soundness figures
+    recomputed from each path's scores equal the suite's. Returns the runs and seconds per path."""
+    jobs: dict[str, list[tuple[str, list[tuple[str, Trial]]]]] = {p: [] for p in paths}
+    found: dict[str, list[tuple[list[float], list[float]]]] = {p: [] for p in paths}
+    seconds = dict.fromkeys(paths, 0.0)
+    for k, (src, tasks, trials) in enumerate(groups):
+        runs = [(t["id"], tr) for t in tasks for tr in trials.get(t["id"], [])]
+        out = work / f"g{k}"
+        for fmt in {"trl", "verl"} & set(paths):
+            exported = export_tasks(src, fmt, out / fmt, reward="fraction", check=False).out
+            jobs[fmt].append((str(exported), runs))
+        if "serve" in paths:  # one server at a time: each is a process of its own
+            out.mkdir(parents=True, exist_ok=True)
+            started = time.monotonic()
+            with env_server(src, tasks[0], out / "serve.log") as url:
+                jobs["serve"].append((url, runs))
+                found["serve"] += through("serve", jobs["serve"][-1:], out)
+            seconds["serve"] += time.monotonic() - started
+    for p in {"trl", "verl"} & set(paths):  # one trainer process per path for every group
+        started = time.monotonic()
+        found[p] = through(p, jobs[p], work / "probe")
+        seconds[p] += time.monotonic() - started
+    wrong = []
+    for p in paths:
+        for (_, runs), (scores, rewards) in zip(jobs[p], found[p], strict=True):
+            assert len(scores) == len(runs) == len(rewards)
+            for (tid, trial), got, reward in zip(runs, scores, rewards, strict=True):
+                # the served reward is binary (D.3): a gold chain that solves the task in process earns 1.0
+                if p == "serve" and trial.policy == "gold" and trial.score == 1.0 and reward != 1.0:
+                    wrong.append(f"serve: task {tid}: gold scores 1.0 but the served reward is {reward!r}")
+                if got != trial.score:
+                    calls = json.dumps(trial.calls)
+                    wrong.append(
+                        f"{p}: task {tid} policy {trial.policy}: in process {trial.score!r}, through {p} "
+                        f"{got!r}; calls {calls[:800]}"
+                    )
+    assert not wrong, f"{len(wrong)} runs score differently:\n" + "\n".join(wrong[:10])
+    for p in paths if reports else ():
+        for (_, runs), (scores, _) in zip(jobs[p], found[p], strict=True):
+            by_task: dict[str, tuple[list[Trial], list[float]]] = {}
+            for (tid, trial), got in zip(runs, scores, strict=True):
+                by_task.setdefault(tid, ([], []))[0].append(trial)
+                by_task[tid][1].append(got)
+            for tid, (trials, scores_) in by_task.items():
+                if tid not in reports:
+                    continue  # only its gold run was replayed
+                suite = {f.policy: f.score for f in reports[tid].figures if f.score is not None}
+                assert figures_of(trials, scores_) == suite, (p, tid)
+    return {p: {"runs": sum(len(r) for _, r in jobs[p]), "s": round(seconds[p], 1)} for p in paths}
 
 
 # ---- archetype tasks (synthesised by the task pipeline) ------------------------------------------------
@@ -423,7 +577,9 @@ def test_tau2_mock_tasks_score_the_same_through_both_exports(tmp_path: Path) -> 
 @needs_sandbox
 def test_every_imported_bfcl_task_scores_the_same_through_trl_and_verl(tmp_path: Path) -> None:
     """All 800 BFCL-v3 multi-turn entries: import, then per environment group both exports, gold and
-    untouched rewards equal to the in-process ones (measured: see docs/training.md)."""
+    untouched rewards equal to the in-process ones; then every task's gold and every run of the soundness
+    suite on a seeded sample through TRL and VERL in their venvs, and a seeded sample of runs through
+    `dataclaw env serve`, each score identical (measured: see docs/training.md)."""
     from dataclaw.envcraft.importers import Produces, run_import
 
     started = time.monotonic()
@@ -440,7 +596,185 @@ def test_every_imported_bfcl_task_scores_the_same_through_trl_and_verl(tmp_path:
         found = assert_same_rewards(src, picked, tmp_path / group)
         solved[group], untouched[group] = sum(found[True].values()), sum(found[False].values())
     assert sum(solved.values()) == 800 and sum(untouched.values()) == 0
+    replayed = time.monotonic()
+    # every path, scores compared run by run: the gold chain of every task, and every run of the soundness
+    # suite on a seeded sample of two tasks per group (TRL, VERL); env serve, whose sandboxed episodes
+    # cost ~1 s each, replays a seeded sample of ten of each group's runs, the sampled tasks' gold included
+    rng = random.Random(25)
+    sample = [t for _, picked in sorted(by_group.items()) for t in rng.sample(picked, 2)]
+    trials, reports = suite_trials(sample)
+    suite = time.monotonic()
+    groups, served = [], []
+    for group, picked in sorted(by_group.items()):
+        mine = {**gold_trials(picked), **{t["id"]: trials[t["id"]] for t in picked if t["id"] in trials}}
+        src = tmp_path / group / "tasks.jsonl"
+        groups.append((src, picked, mine))
+        runs = [(t["id"], tr) for t in picked if t["id"] in trials for tr in trials[t["id"]]]
+        keep = set(
+            map(
+                id,
+                [tr for _, tr in runs if tr.policy == "gold"]
+                + [tr for _, tr in rng.sample(runs, min(8, len(runs)))],
+            )
+        )
+        served.append((src, picked, {tid: [tr for tr in ts if id(tr) in keep] for tid, ts in mine.items()}))
+    exports = assert_trials_identical(groups, tmp_path / "paths", reports=reports, paths=("trl", "verl"))
+    serve = assert_trials_identical(served, tmp_path / "served", paths=("serve",))
+    assert _all_policies(trials) == {"gold", "untouched", "collateral", "wrong_last_write", "random"}
     print(
         f"BFCL fidelity: {len(tasks)} tasks in {len(by_group)} groups; import {imported - started:.0f}s, "
-        f"exports and replays {time.monotonic() - imported:.0f}s"
+        f"exports and replays {replayed - imported:.0f}s; suite on {len(sample)} tasks "
+        f"({sum(map(len, trials.values()))} runs) {suite - replayed:.0f}s; runs and seconds per path "
+        f"{ {**exports, **serve} }; total {time.monotonic() - started:.0f}s"
     )
+
+
+# ---- every soundness trial through TRL, VERL and env serve ---------------------------------------------
+
+
+def _tau2_run(tmp_path: Path, domain: str, src: Path = TAU2_TOOLS) -> tuple[Path, list[dict[str, Any]]]:
+    from dataclaw.envcraft.importers import Produces, run_import
+
+    root = tmp_path / "tau2-bench"
+    shutil.copytree(TAU2 / domain, root / "data" / "tau2" / "domains" / domain)
+    shutil.copytree(src, root / "src")
+    s = run_import("auto", root, tmp_path / "run", Produces.TASKS)
+    assert s.format == "tau2" and s.imported >= 3, s.reject_messages
+    return tmp_path / "run" / "tasks.jsonl", _records(tmp_path / "run" / "tasks.jsonl")
+
+
+def _all_policies(trials: dict[str, list[Trial]]) -> set[str]:
+    return {tr.policy for ts in trials.values() for tr in ts}
+
+
+@needs_paths
+@pytest.mark.timeout(1800)
+def test_every_trial_of_archetype_tasks_scores_the_same_through_trl_verl_and_env_serve(
+    tool_tasks: list, cross_tasks: list, tmp_path: Path
+) -> None:
+    group = cross_tasks[0]["env"]
+    cross = [t for t in cross_tasks if t["env"] == group]
+    trials, reports = suite_trials([*tool_tasks, *cross])
+    assert _all_policies(trials) == {"gold", "untouched", "collateral", "wrong_last_write", "random"}
+    groups = [
+        (write(tool_tasks, tmp_path / "one" / "tasks.jsonl"), tool_tasks, trials),
+        (write(cross, tmp_path / "cross" / "tasks.jsonl"), cross, trials),
+    ]
+    runs = assert_trials_identical(groups, tmp_path / "paths", reports=reports)
+    assert runs["serve"]["runs"] == sum(len(trials[t["id"]]) for t in [*tool_tasks, *cross]) > 40
+    print(f"archetype fidelity: {len(tool_tasks)} + {len(cross)} tasks; runs and seconds per path {runs}")
+
+
+@needs_paths
+@pytest.mark.timeout(900)
+def test_a_score_that_differs_fails_naming_the_path_task_policy_and_calls(
+    tool_tasks: list, tmp_path: Path
+) -> None:
+    """The comparison can fail: a trial whose recorded score is not what its calls reach is named."""
+    task = tool_tasks[0]
+    trials, _ = suite_trials([task])
+    collateral = next(tr for tr in trials[task["id"]] if tr.policy == "collateral")
+    collateral.score = 1.0 - collateral.score / 2 if collateral.score < 1 else 0.5
+    src = write([task], tmp_path / "t" / "tasks.jsonl")
+    with pytest.raises(AssertionError) as caught:
+        assert_trials_identical([(src, [task], trials)], tmp_path / "paths", paths=("trl", "verl", "serve"))
+    text = str(caught.value)
+    assert "3 runs score differently" in text
+    for path in ("trl", "verl", "serve"):
+        assert f"{path}: task {task['id']} policy collateral" in text
+    assert json.dumps(collateral.calls)[:200] in text
+
+
+def test_the_export_summary_carries_the_soundness_figures_per_policy(
+    tool_tasks: list, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from dataclaw.cli.app import _run
+    from dataclaw.envcraft.export.base import soundness_summary
+
+    src = write(tool_tasks, tmp_path / "run" / "tasks.jsonl")
+    result = export_tasks(src, "verl", tmp_path / "verl")
+    manifest = json.loads((tmp_path / "verl" / "manifest.json").read_text())
+    expected = soundness_summary([run_soundness(t) for t in tool_tasks])
+    assert manifest["soundness"] == {**expected, "publisher_tasks": 0} == result.soundness
+    figures = manifest["soundness"]["policies"]
+    assert figures["gold"] == {**figures["gold"], "tasks": 4, "sound": 4, "min": 1.0, "max": 1.0}
+    assert figures["untouched"]["max"] == 0.0 and figures["random"]["runs"] == 4 * 8
+    assert _run(["tasks", "export", str(src), "--to", "trl", "-o", str(tmp_path / "trl")]) == 0
+    out = capsys.readouterr().out
+    assert "soundness: 4/4 tasks sound" in out
+    assert "gold              4/4 sound over 4 runs; score min 1.000 mean 1.000 max 1.000" in out
+    assert _run(["tasks", "export", str(src), "--to", "trl", "-o", str(tmp_path / "nc"), "--no-check"]) == 0
+    assert "soundness: not checked (--no-check" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "nc" / "manifest.json").read_text())
+    assert manifest["soundness"]["checked"] is False
+
+
+@needs_paths
+@needs_sandbox
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(not (TAU2 / "mock").is_dir(), reason="needs ../shared/data/tau2")
+def test_every_trial_of_tau2_mock_tasks_scores_the_same_through_every_path(tmp_path: Path) -> None:
+    src, tasks = _tau2_run(tmp_path, "mock")
+    trials, reports = suite_trials(tasks)
+    result = export_tasks(src, "trl", tmp_path / "checked")
+    assert result.soundness["checked"] is False and "publisher" in result.soundness["why"]
+    runs = assert_trials_identical([(src, tasks, trials)], tmp_path / "paths", reports=reports)
+    print(f"tau2 mock fidelity: {len(tasks)} tasks; runs and seconds per path {runs}")
+
+
+@pytest.mark.slow  # the 800-task test covers every group; this one is the quick look at Twitter's
+@needs_paths
+@needs_bfcl
+@needs_sandbox
+@pytest.mark.timeout(1800)
+def test_every_trial_of_bfcl_twitter_tasks_scores_the_same_through_every_path(twitter, tmp_path) -> None:
+    """BFCL's Twitter group (the one whose omitted ``tags`` once changed the reward), every trial."""
+    src, tasks = twitter
+    started = time.monotonic()
+    trials, reports = suite_trials(tasks)
+    suite = time.monotonic()
+    runs = assert_trials_identical([(src, tasks, trials)], tmp_path, reports=reports)
+    print(f"BFCL twitter: suite {suite - started:.1f}s; runs and seconds per path {runs}")
+
+
+def _clawforge_tasks(root: Path) -> list[dict[str, Any]]:
+    """Tool tasks derived by the task pipeline over an environment imported from ClawForge's tool-API
+    format (the importer tests' release shape): chains sampled from its graph, grounded (S0, verifier
+    with its guard) and made into task records. The grounding's soundness gate is off: on a five-tool
+    environment a seeded random policy completes these chains often, and a gamed figure must come out
+    of every path exactly as it does in process too."""
+    from dataclaw.envcraft.graph import ChainSampler, build_env_graph, build_tool_graph
+    from dataclaw.envcraft.importers import Produces, run_import
+    from dataclaw.envcraft.tasks import GroundStage, chain_record
+    from dataclaw.envcraft.tasks.tool.stages import task_record
+    from dataclaw.envcraft.worker import open_environment
+    from envcraft.importers import shapes
+
+    src = shapes.tool_api_folder(root / "ClawForge-Tool_env", bad=False)
+    s = run_import("auto", src, root / "lib", Produces.ENVIRONMENTS)
+    assert (s.format, s.imported) == ("clawforge", 1), s.reject_messages
+    pkg = root / "lib" / "envs" / "import" / "todo_management_system"
+    graph = build_tool_graph(open_environment(pkg))
+    stage = GroundStage(soundness=None)
+    out = []
+    for chain in ChainSampler([graph], build_env_graph([graph])).sample(60, seed=3, min_len=1, max_len=4):
+        grounded = stage.process(chain_record(chain, {"todo_management_system": str(pkg)}))
+        if isinstance(grounded, list):
+            g = grounded[0]
+            text = {"instruction": f"Please do {len(g['steps'])} things.", "user_turns": [], "user": []}
+            persona = {"id": "lead", "description": "a team lead", "similarity": 1.0}
+            out.append(task_record(g, persona, {**text, "derived": []}, "scripted"))
+    return out
+
+
+@needs_paths
+@needs_sandbox
+@pytest.mark.timeout(1800)
+def test_every_trial_of_clawforge_derived_tasks_scores_the_same_through_every_path(tmp_path: Path) -> None:
+    tasks = _clawforge_tasks(tmp_path)
+    assert len(tasks) >= 3 and all(t["env_module"].endswith("todo_management_system") for t in tasks)
+    trials, reports = suite_trials(tasks)
+    assert {"gamed_by_random"} <= {str(r) for rep in reports.values() for r in rep.reasons}
+    src = write(tasks, tmp_path / "run" / "tasks.jsonl")
+    runs = assert_trials_identical([(src, tasks, trials)], tmp_path / "paths", reports=reports)
+    print(f"ClawForge-derived fidelity: {len(tasks)} tasks; runs and seconds per path {runs}")

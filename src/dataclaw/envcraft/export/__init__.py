@@ -30,7 +30,9 @@ def export_tasks(
     """Export the task set ``tasks`` (a tasks.jsonl or a run folder) to trainer format ``to`` in ``out``."""
     exporter = EXPORTERS.get(to)()
     prep = prepare(tasks, group=group, reward=reward, check=check)
-    return exporter.write(prep, Path(out))
+    result = exporter.write(prep, Path(out))
+    result.soundness = prep.soundness
+    return result
 
 
 __all__ = ["EXPORTERS", "ExportError", "ExportResult", "Exporter", "Prepared", "export_tasks", "prepare"]

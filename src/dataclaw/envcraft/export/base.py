@@ -216,11 +216,54 @@ def check_gold(env_cls: Any, tasks: list[ToolTask]) -> None:
         )
 
 
+def soundness_summary(reports: list[Any], settings: Any = None) -> dict[str, Any]:
+    """What the export's manifest and printed summary say of the suite it ran: tasks and tasks per reason
+    (:func:`~dataclaw.envcraft.quality.soundness.summarize`), the settings, and per policy the tasks it
+    scored, its runs, the tasks it found sound, and the lowest, mean and highest of the tasks' figures
+    (gold, untouched: the score; collateral, wrong_last_write: the highest run; random: the mean)."""
+    from dataclaw.envcraft.quality.soundness import Policy, SoundnessSettings, summarize
+
+    out = {"checked": True, **summarize(reports)}
+    out["settings"] = (settings or SoundnessSettings()).to_dict()
+    policies: dict[str, Any] = {}
+    for policy in Policy:
+        figs = [f for rep in reports for f in rep.figures if f.policy == policy]
+        scores = [f.score for f in figs if f.score is not None]
+        policies[str(policy)] = {
+            "tasks": len(scores),
+            "runs": sum(f.runs for f in figs),
+            "sound": sum(f.ok for f in figs if f.score is not None),
+            "min": round(min(scores), 4) if scores else None,
+            "mean": round(sum(scores) / len(scores), 4) if scores else None,
+            "max": round(max(scores), 4) if scores else None,
+        }
+    out["policies"] = policies
+    return out
+
+
+def soundness_lines(summary: dict[str, Any] | None) -> list[str]:
+    """The soundness summary in words, one line per policy (what ``tasks export`` prints)."""
+    if not summary:
+        return []
+    if not summary.get("checked"):
+        return [f"soundness: not checked ({summary.get('why', 'skipped')})"]
+    lines = [f"soundness: {summary['passed']}/{summary['tasks']} tasks sound"]
+    for policy, f in summary["policies"].items():
+        if not f["tasks"]:
+            lines.append(f"  {policy:<17} not tried (no run applies)")
+            continue
+        lines.append(
+            f"  {policy:<17} {f['sound']}/{f['tasks']} sound over {f['runs']} runs; "
+            f"score min {f['min']:.3f} mean {f['mean']:.3f} max {f['max']:.3f}"
+        )
+    return lines
+
+
 def check_soundness(env_cls: Any, tasks: list[ToolTask], settings: Any = None) -> dict[str, Any]:
     """Run the soundness suite (:mod:`dataclaw.envcraft.quality.soundness`) on every task and refuse the
     set when any fails it (a reward a policy games by doing nothing, harm or extra must not reach a
-    trainer); returns the suite's summary (tasks per reason) for the export manifest."""
-    from dataclaw.envcraft.quality.soundness import run_soundness, summarize
+    trainer); returns the suite's figures (:func:`soundness_summary`) for the export manifest."""
+    from dataclaw.envcraft.quality.soundness import run_soundness
 
     reports = [run_soundness(t, settings, env_cls) for t in tasks]
     bad = [r for r in reports if not r.passed]
@@ -231,7 +274,7 @@ def check_soundness(env_cls: Any, tasks: list[ToolTask], settings: Any = None) -
             f"{len(bad)} task(s) fail the soundness suite: {named}{more}. A policy that games a reward "
             "learns the gaming: audit them (`dataclaw tasks audit`), resynthesise them, or pass --no-check"
         )
-    return summarize(reports)
+    return soundness_summary(reports, settings)
 
 
 def has_scenario(env_cls: Any, scenario_id: str) -> bool:
@@ -258,6 +301,8 @@ class Prepared:
     envs: list[EnvCode]
     tools: dict[str, str]  # agent-facing name -> environment tool name
     reward: str
+    soundness: dict[str, Any] | None = None
+    """The soundness suite's figures (:func:`soundness_summary`), or why it was not run."""
 
 
 def prepare(
@@ -293,6 +338,7 @@ def prepare(
     tools = {method_name(spec.name): spec.name for spec in env_cls.tools}
     if len(tools) != len(env_cls.tools):
         raise ExportError(f"environment {first.group!r}: two tools map to the same method name")
+    figures: dict[str, Any] = {"checked": False, "why": "--no-check: gold chains and soundness not checked"}
     if check:
         check_gold(env_cls, tasks)
         # tasks of imported sets carry their publisher's verifiers, which dataclaw cannot remake: their
@@ -300,9 +346,17 @@ def prepare(
         from dataclaw.envcraft.importers.base import publisher_set
 
         ours = [t for t in tasks if publisher_set(t) is None]
-        if soundness is not False and ours:
-            check_soundness(env_cls, ours, None if soundness is True else soundness)
-    return Prepared(source, first.group, tasks, env_cls, envs, tools, reward)
+        if soundness is False:
+            figures = {"checked": False, "why": "soundness=False: the suite was skipped"}
+        elif not ours:
+            figures = {
+                "checked": False,
+                "why": "an imported publisher set: its own verifiers (`dataclaw tasks audit` reports them)",
+            }
+        else:
+            figures = check_soundness(env_cls, ours, None if soundness is True else soundness)
+            figures["publisher_tasks"] = len(tasks) - len(ours)
+    return Prepared(source, first.group, tasks, env_cls, envs, tools, reward, figures)
 
 
 @dataclass
@@ -315,6 +369,8 @@ class ExportResult:
     tasks: int
     files: list[str] = field(default_factory=list)
     usage: str = ""
+    soundness: dict[str, Any] | None = None
+    """What the export checked of the rewards (:func:`soundness_summary`, or why it did not)."""
 
 
 class Exporter:
@@ -349,6 +405,7 @@ def write_common(prep: Prepared, out: Path, fmt: str, extra: dict[str, Any] | No
         "tools": prep.tools,
         "tasks": len(prep.tasks),
         "source": str(prep.source),
+        "soundness": prep.soundness,
         **(extra or {}),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

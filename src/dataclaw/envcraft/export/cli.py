@@ -30,6 +30,7 @@ def export_command(
     """Write what a trainer loads: TRL (an environment_factory class, dataset, reward function) or VERL
     (parquet, tool-config YAML, BaseTool adapters, compute_score). One environment group per export."""
     from dataclaw.envcraft.export import export_tasks
+    from dataclaw.envcraft.export.base import soundness_lines
 
     result = export_tasks(tasks, to, out, group=env, reward=reward, check=check)
     console.print(
@@ -37,4 +38,6 @@ def export_command(
     )
     for name in result.files:
         console.print(f"  {name}")
+    for line in soundness_lines(result.soundness):
+        console.print(line, markup=False, highlight=False)
     console.print(f"use: {result.usage}  (see {result.out / 'README.md'})")
