@@ -51,6 +51,9 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _config(model: str, **kw: Any) -> SynthConfig:
+    """The recordings predate the meaning round (its asks would miss them): the spec and repair rounds
+    only, as they were recorded; test_meaning runs the embedded model with a meaning round."""
+    kw.setdefault("meaning_rounds", 0)
     return SynthConfig(model=model, bounds="compact", timeout_s=60, **kw)
 
 
@@ -178,7 +181,11 @@ def test_broken_model_answers_are_per_scenario_reasons(
         server.enqueue(*[Reply.text("Sure! Here is the environment you asked for.")] * 3)
         server.enqueue(*[Reply.json(x) for x in (ents, state, bad_tools, bad_tools, bad_tools)])
         config = SynthConfig(
-            model=f"{server.base_url}::writer", paths=("compile", "codegen"), concurrency=1, timeout_s=60
+            model=f"{server.base_url}::writer",
+            paths=("compile", "codegen"),
+            concurrency=1,
+            timeout_s=60,
+            meaning_rounds=0,  # the queued replies answer the spec and repair asks only
         )
         rows = synthesize(tmp_path / "LIB", reqs, config)
     got = {(r["scenario_id"], r["path"]): r for r in rows}
@@ -239,6 +246,7 @@ def test_generated_packages_that_break_the_rules_are_classified(
             model=f"{server.base_url}::coder",
             paths=("codegen",),
             repair_rounds=0,
+            meaning_rounds=0,  # the queued replies answer the spec asks only
             concurrency=1,
             timeout_s=15,
         )

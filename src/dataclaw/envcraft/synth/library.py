@@ -59,7 +59,7 @@ from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import child_id, root_id, stable_hash
 from dataclaw.core.store import RunStore
 from dataclaw.envcraft.scenarios import Catalogue, Category, ScenarioSpec
-from dataclaw.envcraft.synth.expand import REPAIR_ROUNDS, SpecReason, expand_scenario
+from dataclaw.envcraft.synth.expand import MEANING_ROUNDS, REPAIR_ROUNDS, SpecReason, expand_scenario
 from dataclaw.envcraft.synth.spec import COMPACT, FULL, SchemaLimits
 from dataclaw.envcraft.synth.stages import SpecStage, scenario_record, spec_record
 from dataclaw.models import ModelError, UsageLedger
@@ -209,7 +209,11 @@ class LibrarySpecStage(SpecStage):
         with metered() as meter:
             try:
                 result = await expand_scenario(
-                    self._model, scenario, repair_rounds=self.repair_rounds, limits=BOUNDS[self.bounds]
+                    self._model,
+                    scenario,
+                    repair_rounds=self.repair_rounds,
+                    meaning_rounds=self.meaning_rounds,
+                    limits=BOUNDS[self.bounds],
                 )
             except ModelError as exc:
                 if getattr(exc, "fatal", False):
@@ -235,6 +239,7 @@ class LibrarySpecStage(SpecStage):
             e_spec=result.e_spec.model_dump(mode="json") if result.e_spec is not None else None,
             t_spec=[t.unified_schema() for t in result.t_spec.tools] if result.t_spec is not None else [],
             archetypes=[r.to_dict() for r in found],
+            meaning=result.meaning.to_dict() if result.meaning is not None else None,
             usage=usage_of(meter),
         )
 
@@ -896,6 +901,7 @@ class SynthConfig:
     model: str
     paths: tuple[str, ...] = ("compile",)
     repair_rounds: int = REPAIR_ROUNDS
+    meaning_rounds: int = MEANING_ROUNDS  # asks to fix a valid spec the meaning gates fail (kept if better)
     bounds: str = "auto"
     workers: int = 1
     concurrency: int = 4
@@ -940,6 +946,7 @@ def synthesize(
                 str(lib / CACHE),
                 bounds=config.bounds,
                 repair_rounds=config.repair_rounds,
+                meaning_rounds=config.meaning_rounds,
                 ledger=ledger,
             )
             bar = (lambda d, t: progress("specs", d, t)) if progress else None
