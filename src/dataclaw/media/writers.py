@@ -128,6 +128,31 @@ register_codec(
 DEFAULT_CODEC = H264_RGB_LOSSLESS.name
 
 
+def codec_for(name: str) -> VideoCodec | None:
+    """The profile an artifact's recorded codec name stands for (``h264``, ``lossless``, ``h264-crf23`` as
+    :func:`get_codec` names a CRF variant), or None for a name no profile makes (an image format)."""
+    base, _, crf = name.rpartition("-crf")
+    try:
+        if base and crf.isdigit():
+            return get_codec(base, int(crf))
+        return get_codec(name)
+    except ConfigError:
+        return None
+
+
+def describe_codec(spec: VideoCodec) -> str:
+    """What a profile really writes, in one line for people (dataset cards, summaries): encoder, pixel
+    format, container, options, and whether decoded frames equal the source frames."""
+    options = ", ".join(f"{k} {v}" for k, v in spec.options.items())
+    exact = (
+        "lossless: decoded RGB frames equal the source frames bit for bit"
+        if spec.lossless
+        else "lossy: decoded pixels differ from the source frames (not frame-exact)"
+    )
+    settings = ", ".join(x for x in (spec.encoder, spec.pix_fmt, spec.container, options) if x)
+    return f"{settings}; {exact}"
+
+
 @dataclass(frozen=True)
 class Written:
     """What a writer produced: the file, its sha256 and what it holds."""

@@ -3,7 +3,7 @@ trainers load.
 
 Exporters register by name: ``jsonl`` (normalised samples + artifacts + media), ``llamafactory``
 (ShareGPT multimodal JSON + a ``dataset_info.json`` entry, as LLaMA-Factory's ``mllm_video_demo``),
-``hf`` (Hugging Face ``datasets`` parquet shards with ``Image`` / ``Video`` columns, media embedded).
+``hf`` (Hugging Face ``datasets`` parquet shards: ``Image`` columns, videos as clip bytes, media embedded).
 Each is ``export(run_dir, out_dir) -> ExportSummary``.
 
 Every sample is checked before it is written; one that fails is left out with a reject (reason code +

@@ -1,4 +1,5 @@
-"""``hf``: Hugging Face ``datasets`` parquet shards with ``Image`` / ``Video`` columns, media embedded."""
+"""``hf``: Hugging Face ``datasets`` parquet shards with ``Image`` columns and video columns of clip bytes
+(readable without ``torchcodec``), media embedded, and a dataset card that states the clips' codec."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dataclaw.core.errors import ConfigError, require
+from dataclaw.media.writers import codec_for, describe_codec
 from dataclaw.tailor.export.base import Checked, Exporter, ExportSummary, register_exporter
 from dataclaw.tailor.records import Artifact
 
@@ -22,8 +24,16 @@ configs:
 {samples} samples written by `dataclaw tailor export --format hf`. `images` / `videos` are the model's
 input media (one per `<image>` / `<video>` token in `messages`); `target_images` / `target_videos` hold the
 media that paper placeholders such as `<video_gen>` and `<image_recall>` stand for (`targets` maps each
-placeholder to its index); `output` is the structured answer as JSON. Videos are lossless and
-frame-exact; decoding the `Video` columns needs `torchcodec`.
+placeholder to its index); `output` is the structured answer as JSON.
+
+Video columns are not decoded: each item of `videos` / `target_videos` is `{{"bytes", "path"}}`, the whole
+clip file, so the dataset loads and reads with `datasets` alone (no `torchcodec`). Decode the bytes with
+PyAV (`av.open(io.BytesIO(item["bytes"]))`), or turn decoding on where `torchcodec` is installed:
+`ds.cast_column("videos", datasets.List(datasets.Video()))`. Images decode as PIL images.
+
+## How the clips are encoded
+
+{codecs}
 """
 
 
@@ -32,15 +42,17 @@ class HuggingFaceExporter(Exporter):
     """Parquet shards under ``data/`` loadable with ``datasets.load_dataset("parquet" | out_dir)``.
 
     Columns: ``id``, ``intent``, ``domain``, ``stream_id``, ``candidate_id``, ``messages``, ``images``
-    (``List(Image())``), ``videos`` (``List(Video())``), ``target_images``, ``target_videos``,
+    (``List(Image())``), ``videos`` (``List({"bytes", "path"})``), ``target_images``, ``target_videos``,
     ``targets`` (placeholder → index into the target lists) and ``output`` (the structured answer as
-    JSON text). Media bytes are embedded, so the parquet files stand alone. Decoding the ``Video``
-    column needs ``torchcodec`` (``datasets``' video backend); without it, cast the column to
-    ``Video(decode=False)`` and read the bytes.
+    JSON text). Media bytes are embedded, so the parquet files stand alone. Video columns are lists of
+    ``{"bytes", "path"}`` (the clip file), not ``Video`` features: a ``Video`` column decodes on read,
+    which needs ``torchcodec``, and ``Video(decode=False)`` does not survive the round trip through
+    parquet. ``cast_column("videos", List(Video()))`` turns decoding on. The dataset card says how the
+    clips were really encoded (:func:`codec_lines`).
     """
 
     name: ClassVar[str] = "hf"
-    description: ClassVar[str] = "Hugging Face datasets parquet with Image/Video columns"
+    description: ClassVar[str] = "Hugging Face datasets parquet: Image columns, video bytes, dataset card"
 
     def __init__(self, shard_size: int = 256, verify_hashes: bool = True) -> None:
         super().__init__(verify_hashes)
@@ -51,6 +63,9 @@ class HuggingFaceExporter(Exporter):
     def features(self) -> Any:
         ds = require("datasets", "the Hugging Face export", "hf")
         text = ds.Value("string")
+        # a plain struct, not Video(decode=False): `decode` is not kept in the parquet's features, so a
+        # Video column loads decoding again and its first row read needs torchcodec
+        clip = {"bytes": ds.Value("binary"), "path": text}
         return ds.Features(
             {
                 "id": text,
@@ -60,9 +75,9 @@ class HuggingFaceExporter(Exporter):
                 "candidate_id": text,
                 "messages": ds.List({"role": text, "content": text}),
                 "images": ds.List(ds.Image()),
-                "videos": ds.List(ds.Video()),
+                "videos": ds.List(clip),
                 "target_images": ds.List(ds.Image()),
-                "target_videos": ds.List(ds.Video()),
+                "target_videos": ds.List(clip),
                 "targets": ds.List(
                     {"placeholder": text, "role": text, "kind": text, "index": ds.Value("int32")}
                 ),
@@ -122,6 +137,24 @@ class HuggingFaceExporter(Exporter):
         finally:
             if bars:
                 ds.enable_progress_bars()
-        (out / "README.md").write_text(DATASET_CARD.format(samples=len(samples)), encoding="utf-8")
+        card = DATASET_CARD.format(samples=len(samples), codecs="\n".join(codec_lines(samples)))
+        (out / "README.md").write_text(card, encoding="utf-8")
         summary.media_files = len({a.id for c in samples for a in c.artifacts})
         return [*files, "README.md"]
+
+
+def codec_lines(samples: list[Checked]) -> list[str]:
+    """One Markdown bullet per codec the exported videos were encoded with, as the run recorded it in each
+    artifact (``source.encoding``): the profile's real settings and whether frames are exact."""
+    counts: dict[str, int] = {}
+    for art in {a.id: a for c in samples for a in c.artifacts if a.media_type == "video"}.values():
+        name = str((art.source.get("encoding") or {}).get("codec") or "unrecorded")
+        counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return ["No videos in this export."]
+    lines = []
+    for name, n in sorted(counts.items()):
+        spec = codec_for(name)
+        how = describe_codec(spec) if spec else "a codec this dataclaw does not know; probe the files"
+        lines.append(f"- `{name}` ({n} video{'s' if n != 1 else ''}): {how}.")
+    return lines
