@@ -122,6 +122,7 @@ def overlay(rs: ReleaseSpec, folder: Path) -> dict[str, Any]:
     config = json.loads((folder / "data" / "config.json").read_text(encoding="utf-8"))
     bindings, dropped = _bind(rs, config)
     tools = []
+    refined: list[dict[str, str]] = []
     for r in rs.released:
         if r["name"] not in bindings:
             continue
@@ -130,7 +131,14 @@ def overlay(rs: ReleaseSpec, folder: Path) -> dict[str, Any]:
             dropped.append({"tool": r["name"], "why": f"parameter {bad[0]!r} is not a usable Python name"})
             del bindings[r["name"]]
             continue
-        bindings[r["name"]]["title"] = r["description"]
+        b = bindings[r["name"]]
+        b["title"] = r["description"]
+        sp = next((p for p in r["params"] if p["name"] == b.get("status_param")), None)
+        if sp is not None and not sp["schema"].get("enum"):  # a free-text status: the lifecycle's values
+            sp["schema"] = {**sp["schema"], "enum": list(config["collections"][b["collection"]]["statuses"])}
+            refined.append(
+                {"tool": r["name"], "param": sp["name"], "why": "enum: the statuses of the lifecycle"}
+            )
         tools.append(_py_tool(r, _fields(bindings[r["name"]], config) if r["side_effect"] == "write" else []))
     text = (folder / "tools.py").read_text(encoding="utf-8")
     text = _rename_compiled(folder, text, [r["name"] for r in rs.released if r["name"] in bindings], config)
@@ -148,7 +156,7 @@ def overlay(rs: ReleaseSpec, folder: Path) -> dict[str, Any]:
         "prompts": {s.scenario_id: s.task_prompt for s in rs.e_spec.scenarios},
     }
     (folder / "data" / "config.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n", "utf-8")
-    return {"bindings": bindings, "dropped": dropped}
+    return {"bindings": bindings, "dropped": dropped, "refined": refined}
 
 
 def _rename_compiled(folder: Path, text: str, released: list[str], config: dict[str, Any]) -> str:
@@ -234,6 +242,27 @@ def check_runnable(folder: Path, names: list[str]) -> dict[str, Any]:
     return {"loaded": True, "answered": answered, "calls": got["calls"], "error": None}
 
 
+def chain_steps(chain: dict[str, Any], tools: Any) -> list[str]:
+    """The tool names of a released chain's environment steps, in order: its CLI verbs and the action types
+    of its implicit (gold) steps, those the package has (the scaffold's read/grep/finish are the agent's
+    own tools, not the environment's)."""
+    from dataclaw.envcraft.importers.clawforge_spec import _literal_dict, snake
+
+    out = []
+    for step in chain.get("chain") or []:
+        if not isinstance(step, dict):
+            continue
+        if step.get("layer") == "cli":
+            name = snake(str(step.get("op", "")))
+        elif step.get("layer") == "implicit":
+            name = snake(str((_literal_dict(step.get("op")) or {}).get("action_type", "")))
+        else:
+            continue
+        if name in tools:
+            out.append(name)
+    return out
+
+
 def build_runnable(
     env: str, docs: dict[str, Any], world: Path | None, lib: Path, *, audit: bool = True, unsafe: bool = False
 ) -> dict[str, Any]:
@@ -294,6 +323,7 @@ def build_runnable(
         tools_reproduced=sorted(check["answered"]),
         tools_dropped=dropped,
         bindings={n: b["kind"] for n, b in laid["bindings"].items()},
+        params_refined=laid["refined"],
         rules=[
             {
                 **r,

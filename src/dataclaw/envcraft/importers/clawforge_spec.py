@@ -64,9 +64,23 @@ _WORKSPACE_READS = {
     "summary": "summary",
     "info": "summary",
     "list_scenarios": "scenarios",
-    "list_attachments": "attachments",
-    "read_attachment": "attachment",
 }
+_LIST_WORDS = frozenset({"list", "search", "find", "filter", "browse", "query"})
+_CREATE_WORDS = frozenset(
+    {
+        "generate",
+        "create",
+        "produce",
+        "compose",
+        "draft",
+        "export",
+        "add",
+        "build",
+        "make",
+        "schedule",
+        "book",
+    }
+)
 _RUNTIME_COMMANDS = {"task": "the environment CLI's own `task` command shows the task and workspace"}
 _GROUP_VERBS = frozenset({"alerts", "monitoring", "notifications", "reports", "sensors", "trends"})
 _RESERVED_ATTRS = frozenset({"created_at", "updated_at", "session", "limit", "query"})
@@ -473,6 +487,41 @@ def build_release_spec(env: str, docs: dict[str, Any], world: Path | None) -> Re
             e.add_attr(n, "string", f"the {ent.replace('_', ' ')} id")
             entities.setdefault(ent, e)
             by_id[n] = e
+    # entities a lookup verb names by another key (``get-stock --symbol``: a stock, by its symbol)
+    for v in verbs:
+        name, params = tool_name(v), verb_params(v)
+        req = [p["name"] for p in params if p["required"]]
+        first, _, noun = name.partition("_")
+        if first not in ("get", "show", "view", "fetch") or len(req) != 1 or req[0] in by_id or not noun:
+            continue
+        ent = entity_name(singular(noun))
+        if ent in entities or req[0].endswith("_id") or ("_" in noun and noun.split("_")[0] in ("all", "or")):
+            continue
+        e = EntityPlan(ent, ent + "_records" if ent.endswith("s") else ent + "s", req[0], "verb arguments")
+        e.add_attr(req[0], "string", f"the {ent.replace('_', ' ')} {req[0].replace('_', ' ')}")
+        entities[ent] = e
+        by_id[req[0]] = e
+    # attachments: records the verbs read by their own argument (--attachment-path / --attachment-id)
+    att = next(
+        (
+            p["name"]
+            for v in verbs
+            for p in verb_params(v)
+            if p["name"] in ("attachment_path", "attachment_id")
+        ),
+        None,
+    )
+    if att is not None:
+        e = entities.get("attachment") or EntityPlan("attachment", "attachments", att, "world data")
+        e.add_attr(att, "string", "the attachment")
+        e.add_attr("filename", "string", "the attachment's file name")
+        e.add_attr("content", "string", "the attachment's text")
+        for fname, text in data["attachments"].items():
+            key = fname if att.endswith("_path") else Path(fname).stem
+            e.records.append({e.id_field: key, "filename": fname, "content": text[:4000]})
+        e.source = "world data" if data["attachments"] else "verb arguments"
+        entities["attachment"] = e
+        by_id[att] = e
     # 3. records the gold actions name (ids of argument-made entities)
     for g in gold:
         for k, val in g.items():
@@ -523,10 +572,10 @@ def build_release_spec(env: str, docs: dict[str, Any], world: Path | None) -> Re
         target = by_id[id_param] if id_param else None
         others = [p for p in params if p["name"] != id_param]
         words = frozenset(READ_WORDS | WRITE_WORDS)
+        first = name.split("_")[0]
         if effect == "read":
-            if (target is not None and v.get("role") == "read" and not others) or (
-                target is not None and name.split("_")[0] in ("get", "show", "view", "read", "fetch")
-            ):
+            listing = first in _LIST_WORDS or target is None
+            if not listing:
                 bindings[name] = {
                     "kind": "get",
                     "entity": target.name,
@@ -534,18 +583,20 @@ def build_release_spec(env: str, docs: dict[str, Any], world: Path | None) -> Re
                     "side_effect": "read",
                 }
                 continue
-            coll = target or _match_entity(_noun(name, words), params, entities)
+            coll = _match_entity(_noun(name, words), params, entities, strict=True) or target
+            coll = coll or _match_entity(_noun(name, words), params, entities)
             if coll is None:
                 coll = _ensure_output(entities, _noun(name, words) or name, params)
-            bindings[name] = {
-                "kind": "list",
-                "entity": coll.name,
-                "side_effect": "read",
-                "filters": [p["name"] for p in params],
-            }
+            filters = [p["name"] for p in params]
+            bindings[name] = {"kind": "list", "entity": coll.name, "side_effect": "read", "filters": filters}
             continue
+        if first in _CREATE_WORDS:
+            noun = _noun(name, frozenset(WRITE_WORDS))
+            if noun and (target is None or entity_name(singular(noun)) != target.name):
+                out = _ensure_output(entities, singular(noun), params, creates=True)
+                bindings[name] = {"kind": "create", "entity": out.name, "side_effect": "write"}
+                continue
         # writes
-        first = name.split("_")[0]
         if target is not None:
             status = _PARTICIPLE.get(first)
             new_status = next((p["name"] for p in others if p["name"] in ("status", "new_status")), None)
@@ -716,10 +767,13 @@ def build_release_spec(env: str, docs: dict[str, Any], world: Path | None) -> Re
 
 
 def _match_entity(
-    noun: str, params: list[dict[str, Any]], entities: dict[str, EntityPlan]
+    noun: str, params: list[dict[str, Any]], entities: dict[str, EntityPlan], *, strict: bool = False
 ) -> EntityPlan | None:
-    """The collection a read verb without a record id reads: by its noun, else by the attributes its
-    filters name."""
+    """The collection a listing verb reads: by its noun, else by the attributes its filters name;
+    ``strict``: only an entity named by the noun (``list-ledger-entries`` → ``ledger_entry``)."""
+    if strict:
+        want = {entity_name(singular(noun)), entity_name(noun), snake(noun)}
+        return next((e for e in entities.values() if e.name in want or e.collection in want), None)
     toks = set(noun.split("_")) - {""}
     best, score = None, 0
     for e in entities.values():
