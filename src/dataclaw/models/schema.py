@@ -102,6 +102,13 @@ def _strip_fences(text: str) -> str:
     return s
 
 
+def loads_answer(text: str) -> Any:
+    """A model's JSON answer decoded: a Markdown fence around it dropped, and raw control characters
+    inside strings (a newline or tab that a grammar decoder lets through) read as the characters they are,
+    as ``json.loads(strict=False)`` does. Raises ``ValueError`` when it is not JSON."""
+    return json.loads(_strip_fences(text), strict=False)
+
+
 def parse_json_answer(text: str | None, schema: dict[str, Any], model: str) -> Any:
     """Decode ``text`` as JSON and validate it against ``schema``; errors keep the raw text."""
     if text is None or not text.strip():
@@ -109,8 +116,7 @@ def parse_json_answer(text: str | None, schema: dict[str, Any], model: str) -> A
             f"model {model} returned no text where JSON was required", model=model, raw_text=text
         )
     try:
-        # strict=False: a raw newline inside a string (grammar decoders allow one) is still readable JSON
-        value = json.loads(_strip_fences(text), strict=False)
+        value = loads_answer(text)  # a raw newline inside a string is still readable JSON
     except ValueError as exc:
         raise ModelOutputError(
             f"model {model} returned invalid JSON ({exc.msg} at char {exc.pos}): {text[:120]!r}",
