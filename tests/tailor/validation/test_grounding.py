@@ -320,3 +320,15 @@ def test_facts_keep_window_titles_and_ocr_inside_the_span_once() -> None:
     assert [f["text"] for f in facts] == [
         "agentnet-annotator", "explorer", "ShellExperienceHost", "ApplicationFrameHost", "1366 x 768",
     ]  # fmt: skip
+
+
+def test_a_contradiction_heads_a_reject_that_also_repeats_itself(
+    stage: ValidateStage, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """A blue bottle said twice: the headline is the contradiction (grounding), not the copy (content)."""
+    rec = _with(recorded["34af6812"], output_frames=[294, 330])  # its only structural fault removed
+    result = stage.process(rec)
+    assert not isinstance(result, list)
+    assert result.reason == ValidationIssue.CONTRADICTS_ANCHOR
+    reasons = [f["reason"] for f in result.detail["failures"]]
+    assert reasons.index("contradicts_anchor") < reasons.index("duplicate_fields")

@@ -32,6 +32,16 @@ from typing import Any
 
 from dataclaw.tailor.validation.base import Failure, ValidationIssue, register_validator, values_at
 from dataclaw.tailor.validation.quality import mentions
+from dataclaw.tailor.validation.severity import Severity, register_severity
+
+for _reason in (
+    ValidationIssue.OUTSIDE_CANDIDATE_WINDOW,
+    ValidationIssue.STEP_NOT_SELECTED,
+    ValidationIssue.CONTRADICTS_ANCHOR,
+):
+    register_severity(_reason, Severity.GROUNDING)  # text that disagrees with its evidence
+for _reason in (ValidationIssue.DUPLICATE_FIELDS, ValidationIssue.NEAR_DUPLICATE_FIELDS):
+    register_severity(_reason, Severity.CONTENT)  # a field that says nothing new, like duplicate_steps
 
 # ------------------------------------------------------------------------------------------------
 # shared helpers
