@@ -23,6 +23,7 @@ from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.synthesis.context import _facts
 from dataclaw.tailor.validation.base import ValidationIssue, run_validator
 from dataclaw.tailor.validation.grounding import grounding_status, similarity
+from dataclaw.tailor.validation.severity import Severity, headline, severity
 from dataclaw.tailor.validation.stage import ValidateStage
 
 HERE = Path(__file__).parent
@@ -322,13 +323,16 @@ def test_facts_keep_window_titles_and_ocr_inside_the_span_once() -> None:
     ]  # fmt: skip
 
 
-def test_a_contradiction_heads_a_reject_that_also_repeats_itself(
-    stage: ValidateStage, recorded: dict[str, dict[str, Any]]
-) -> None:
+def test_a_contradiction_heads_a_reject_that_also_repeats_itself(recorded: dict[str, dict[str, Any]]) -> None:
     """A blue bottle said twice: the headline is the contradiction (grounding), not the copy (content)."""
-    rec = _with(recorded["34af6812"], output_frames=[294, 330])  # its only structural fault removed
-    result = stage.process(rec)
-    assert not isinstance(result, list)
-    assert result.reason == ValidationIssue.CONTRADICTS_ANCHOR
-    reasons = [f["reason"] for f in result.detail["failures"]]
-    assert reasons.index("contradicts_anchor") < reasons.index("duplicate_fields")
+    rec = recorded["34af6812"]
+    fails = [
+        *run_validator(
+            "cross_field_duplicate", rec["output"], rec["context"], {"pairs": [["answer", "reasoning"]]}
+        ),
+        *run_validator("anchor_agreement", rec["output"], rec["context"], {"fields": ["answer"]}),
+    ]
+    assert [f.reason for f in fails] == [ValidationIssue.DUPLICATE_FIELDS, ValidationIssue.CONTRADICTS_ANCHOR]
+    assert headline(fails).reason is ValidationIssue.CONTRADICTS_ANCHOR
+    assert severity("near_duplicate_fields") is Severity.CONTENT
+    assert severity("outside_candidate_window") is Severity.GROUNDING
