@@ -13,7 +13,7 @@ from typing import Any
 from dataclaw.core.errors import ConfigError
 from dataclaw.models.cache import ResponseCache
 from dataclaw.models.errors import CapabilityError, ImagesNotSupportedError, ModelError, ModelOutputError
-from dataclaw.models.images import attach_images, drop_images, has_images
+from dataclaw.models.images import attach_images, count_images, drop_images, has_images
 from dataclaw.models.ledger import UsageLedger
 from dataclaw.models.prices import PriceTable
 from dataclaw.models.schema import check_schema, parse_json_answer, parse_tool_arguments
@@ -137,8 +137,10 @@ class Model:
                 if exc.capability != "images" or not self.drop_images or not has_images(request.messages):
                     raise
                 messages = self._downgrade(request.messages, str(exc))
-                return await self._answer(request.model_copy(update={"messages": messages}), start, use_cache)
+                request = request.model_copy(update={"messages": messages})
+                return await self._answer(request, start, use_cache)
         except ModelError as exc:
+            exc.images_sent = count_images(request.messages)  # what the failed call last sent
             if not isinstance(exc, ModelOutputError):  # bad answers are counted where they are found
                 self.ledger.record_error(self.model_id, exc, latency_s=time.perf_counter() - start)
             raise
@@ -238,6 +240,7 @@ class Model:
             model=self.model_id,
             cached=cached,
             latency_s=latency_s,
+            images_sent=count_images(request.messages),
             finish_reason=generation.finish_reason,
             reasoning=generation.reasoning,
             logprobs=generation.logprobs,

@@ -25,6 +25,8 @@ class ModelError(DataclawError):
         super().__init__(message)
         self.model = model
         self.raw_text = raw_text
+        self.images_sent: int | None = None
+        """Images the last request of the failed call carried (set by ``Model.complete``; None: unknown)."""
 
 
 class UnknownModelError(ConfigError):

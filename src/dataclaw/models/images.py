@@ -107,6 +107,15 @@ def has_images(messages: list[Message]) -> bool:
     )
 
 
+def count_images(messages: list[Message]) -> int:
+    """How many image content parts ``messages`` carry: what a request actually sends."""
+    return sum(
+        sum(1 for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")
+        for m in messages
+        if isinstance(m.get("content"), list)
+    )
+
+
 def drop_images(messages: list[Message]) -> list[Message]:
     """Copy of ``messages`` without image parts; text parts are joined back into plain strings."""
     out: list[Message] = []

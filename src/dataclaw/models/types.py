@@ -93,6 +93,8 @@ class Completion(BaseModel):
     model: str = ""
     cached: bool = False
     latency_s: float = 0.0
+    images_sent: int = 0
+    """Images the answered request carried: 0 when the model was sent none or they were dropped."""
     finish_reason: str | None = None
     reasoning: str | None = None
     logprobs: list[dict[str, Any]] | None = None

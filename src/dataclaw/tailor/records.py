@@ -125,11 +125,10 @@ class Sample(BaseModel):
         default_factory=dict, description="anchor ids used, request hash, seed, source frame indices"
     )
     checks: dict[str, bool] = Field(default_factory=dict, description="validator name → passed")
-    grounding: Literal["anchors", "unchecked"] | None = Field(
+    evidence: Literal["perceived", "text_only"] | None = Field(
         default=None,
-        description="anchors: its text was checked against content anchors (task, events, proprioception, "
-        "screen or lecture text); unchecked: nothing to check it against (a video with shot and motion "
-        "anchors only); None: not recorded (older runs)",
+        description="perceived: the model was sent what its intent must perceive; text_only: a visual "
+        "intent answered from text alone (allowed by --text-only-evidence); None: not recorded (older runs)",
     )
 
 
@@ -226,11 +225,13 @@ def build_sample(response: dict[str, Any], intent: Intent, checks: list[str]) ->
             "seed": response.get("seed", 0),
             "anchor_ids": ctx.get("anchor_ids", []),
             "frames": response.get("frames", []),
+            "sent": response.get("sent"),
             "materialize": plan,
             "usage": response.get("usage", {}),
             "cost_usd": response.get("cost_usd", 0.0),
         },
         checks=dict.fromkeys(checks, True),
+        evidence=response.get("evidence"),
     )
 
 

@@ -58,6 +58,8 @@ class ExportSummary:
     """Files written, relative to ``out_dir`` (media not listed)."""
     note: str = ""
     """Said to the user: e.g. that the export is empty because the run produced no samples."""
+    evidence: dict[str, int] = field(default_factory=dict)
+    """Exported samples by evidence mark (``perceived``, ``text_only``; samples of older runs unmarked)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -270,6 +272,9 @@ class Exporter(ABC):
         checked = list(reader.samples())
         summary.files = self.write(reader.root, checked, out, summary)
         summary.samples = len(checked)
+        for c in checked:
+            if c.sample.evidence is not None:
+                summary.evidence[c.sample.evidence] = summary.evidence.get(c.sample.evidence, 0) + 1
         for rej in reader.rejects:
             rej.stage = f"export:{self.name}"
             summary.reasons[rej.reason] = summary.reasons.get(rej.reason, 0) + 1

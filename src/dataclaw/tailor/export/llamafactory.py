@@ -29,7 +29,8 @@ SHAREGPT_TAGS = {
 
 def sharegpt_record(checked: Checked) -> dict[str, Any]:
     """One LLaMA-Factory ShareGPT multimodal record (``messages`` + ``images`` + ``videos``; media paths
-    relative to the dataset folder), with ``id`` and ``targets`` kept for traceability."""
+    relative to the dataset folder), with ``id``, ``targets`` and ``evidence`` (``text_only``: made by a
+    model that did not see the media) kept for traceability; LLaMA-Factory reads only the mapped columns."""
     return {
         "messages": checked.placed().turns,
         "images": [a.path for a in checked.inputs("image")],
@@ -39,6 +40,7 @@ def sharegpt_record(checked: Checked) -> dict[str, Any]:
             {"placeholder": r.placeholder, "role": r.role, "kind": r.kind, "path": a.path}
             for r, a in checked.targets()
         ],
+        "evidence": checked.sample.evidence,
     }
 
 

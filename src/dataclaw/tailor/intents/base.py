@@ -139,6 +139,24 @@ class FramePlan(BaseModel):
     max_side: int = Field(default=512, ge=64, le=2048, description="images are resized to fit this")
 
 
+class Perception(StrEnum):
+    """An input a model may have to perceive for an intent's sample to be true to its evidence.
+
+    ``text`` (prompt, anchors, events, transcripts) reaches every model. ``frames`` (frames sampled from
+    a video or screen recording), ``images`` (stills such as a slide) and ``video`` (motion over time)
+    reach a model only as images, so they need a model that takes images — video is sent as its sampled
+    frames, since no OpenAI-compatible request carries a video."""
+
+    TEXT = "text"
+    FRAMES = "frames"
+    IMAGES = "images"
+    VIDEO = "video"
+
+
+VISUAL = frozenset({Perception.FRAMES, Perception.IMAGES, Perception.VIDEO})
+"""What only a model that takes images perceives."""
+
+
 class Bound(BaseModel):
     """Per-request schema bounds: each value is a number or a dotted path into the request context."""
 
@@ -187,6 +205,11 @@ class Intent(BaseModel):
     output_schema: dict[str, Any] = Field(alias="schema")
     prompt: PromptSpec
     frames: FramePlan
+    perceive: list[Perception] = Field(
+        default_factory=list,
+        description="what the model must perceive (text, frames, images, video); omitted: frames when the "
+        "frame plan sends any, else text",
+    )
     bounds: dict[str, Bound] = Field(default_factory=dict)
     request: RequestOptions = Field(default_factory=RequestOptions)
     validators: list[Step] = Field(default_factory=list)
@@ -203,6 +226,29 @@ class Intent(BaseModel):
         if schema.get("type") != "object":
             raise ValueError("an intent's schema must describe a JSON object")
         return schema
+
+    @model_validator(mode="after")
+    def _perceivable(self) -> Intent:
+        sends = bool(self.frames.sources) and self.frames.max_frames > 0
+        if not self.perceive:  # a file without the field: what its frame plan shows must be seen
+            self.perceive = [Perception.FRAMES if sends else Perception.TEXT]
+        self.perceive = list(dict.fromkeys(self.perceive))
+        if self.needs_vision and not sends:
+            raise ValueError(
+                f"perceive {[str(p) for p in self.seen]} needs frames to show, but frames.sources is empty "
+                "or frames.max_frames is 0"
+            )
+        return self
+
+    @property
+    def seen(self) -> list[Perception]:
+        """The visual inputs the model must perceive (empty: text suffices)."""
+        return [p for p in self.perceive if p in VISUAL]
+
+    @property
+    def needs_vision(self) -> bool:
+        """Whether only a model that takes images can make this intent's samples from their evidence."""
+        return bool(self.seen)
 
     def applies(self, candidate_kind: str, modality: str | None = None) -> bool:
         """Whether a candidate of ``candidate_kind`` from a stream of ``modality`` suits this intent."""
