@@ -197,7 +197,13 @@ def test_train_sft_runs_two_steps_on_cpu_and_writes_the_loss_curve(
     fed = [json.loads(x)["messages"] for x in (run / "sft.jsonl").read_text().splitlines()]
     assert fed == read_sharegpt(export_dir).conversations
     config = yaml.safe_load((run / "llamafactory_sft.yaml").read_text())
-    assert config["dataset_dir"] == str(export_dir.resolve()) and config["dataset"] == "dataclaw"
+    assert (
+        config["dataset_dir"] == str((run / "llamafactory_data").resolve())
+        and config["dataset"] == "dataclaw"
+    )
+    entry = json.loads((run / "llamafactory_data" / "dataset_info.json").read_text())["dataclaw"]
+    assert entry["file_name"] == str((export_dir / "dataclaw.json").resolve())  # the export itself
+    assert config["template"] == "qwen" and set(entry["columns"]) == {"messages"}  # text-only: no media
     assert config["model_name_or_path"] == summary["checkpoint"] and config["stage"] == "sft"
     assert config["learning_rate"] == 2e-5 and config["max_steps"] == 2 and config["cutoff_len"] == 128
     assert f"llamafactory-cli train {run / 'llamafactory_sft.yaml'}" in output.out

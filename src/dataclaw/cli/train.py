@@ -9,7 +9,8 @@ It writes ``metrics.jsonl`` (per step) and ``reward_curve.png`` into the run fol
 ``sft EXPORT_DIR`` reads a LLaMA-Factory ShareGPT export (``dataclaw tailor export RUN -f llamafactory``)
 as chat messages, runs TRL's SFTTrainer on them the same way (``train/recipes/trl_sft.py``: per-step
 loss in ``metrics.jsonl``, ``loss_curve.png``) and writes the LLaMA-Factory config that trains the same
-export with ``llamafactory-cli train``.
+export with ``llamafactory-cli train``, with the model's template. A text-only model on an export with
+images or videos is refused in one line (it would train on ``<image>`` as text).
 """
 
 from __future__ import annotations
@@ -123,8 +124,9 @@ def sft(
         Path | None, typer.Option(help="Where the checkpoint converted from a GGUF is kept.")
     ] = None,
 ) -> None:
-    """SFT for a handful of steps on CPU with TRL's SFTTrainer on a ShareGPT export (text only); writes
-    metrics.jsonl, loss_curve.png and the matching LLaMA-Factory config. It proves the wiring."""
+    """SFT for a handful of steps on CPU with TRL's SFTTrainer on a ShareGPT export; writes metrics.jsonl,
+    loss_curve.png and the LLaMA-Factory config for the model. An export with images or videos needs a
+    model that reads them (refused otherwise). It proves the wiring."""
     if steps < 1 or max_length < 16:
         raise ConfigError("--steps must be >= 1 and --max-length >= 16")
     plan = prepare_sft(
@@ -140,21 +142,24 @@ def sft(
         cache=cache,
     )
     data = plan.data
-    note = (
-        f" ({plan.media} listed images/videos stay as <image>/<video> text: the recipe is text-only)"
-        if plan.media
-        else ""
-    )
+    seen = f" with {plan.media} images" if plan.media else ""
     console.print(
-        f"read {len(data.conversations)} conversations of [bold]{data.name}[/] from {data.file}{note}",
+        f"read {len(data.conversations)} conversations{seen} of [bold]{data.name}[/] from {data.file}; "
+        f"model {plan.profile.describe()}",
         soft_wrap=True,
     )
+    if plan.note:
+        console.print(plan.note, soft_wrap=True)
     console.print(f"training in {plan.python} …")
     summary = run_recipe(plan.argv, "SFT")
     losses = ", ".join(f"{x:.4f}" for x in summary["losses"])
     console.print(
         f"SFT: {summary['steps']} steps on {summary['samples']} conversations in {summary['wall_s']} s; "
-        f"loss per step: {losses}\n  metrics: {summary['metrics']}\n  curve:   {summary['curve']}\n"
-        f"  LLaMA-Factory, same export: llamafactory-cli train {plan.llamafactory_config}",
+        f"loss per step: {losses}\n  metrics: {summary['metrics']}\n  curve:   {summary['curve']}"
+        + (
+            f"\n  LLaMA-Factory, same export: llamafactory-cli train {plan.llamafactory_config}"
+            if plan.llamafactory_config
+            else ""
+        ),
         soft_wrap=True,  # paths stay whole, to copy
     )

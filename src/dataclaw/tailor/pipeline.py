@@ -638,6 +638,9 @@ def _synthesize_and_publish(
             "counts": store.counts(),
             "stages": stages,
             "rejects": dict(sorted(rejects.items())),
+            "grounding": dict(
+                sorted(Counter(s.get("grounding") or "unrecorded" for s in store.records(VALIDATED)).items())
+            ),
             "usage": usage["total"],
             "usage_by_model": usage["by_model"],
             "model_requests": live.requests()["by_model"],

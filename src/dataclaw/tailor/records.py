@@ -125,6 +125,12 @@ class Sample(BaseModel):
         default_factory=dict, description="anchor ids used, request hash, seed, source frame indices"
     )
     checks: dict[str, bool] = Field(default_factory=dict, description="validator name → passed")
+    grounding: Literal["anchors", "unchecked"] | None = Field(
+        default=None,
+        description="anchors: its text was checked against content anchors (task, events, proprioception, "
+        "screen or lecture text); unchecked: nothing to check it against (a video with shot and motion "
+        "anchors only); None: not recorded (older runs)",
+    )
     evidence: Literal["perceived", "text_only"] | None = Field(
         default=None,
         description="perceived: the model was sent what its intent must perceive; text_only: a visual "

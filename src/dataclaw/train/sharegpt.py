@@ -7,9 +7,10 @@ llamafactory`` writes both). Each entry with ``"formatting": "sharegpt"`` is rea
 ``messages`` of ``{"role", "content"}`` with ``user`` / ``assistant`` and says so in its tags), plus an
 optional ``system`` column. Turns become ``{"role": "user" | "assistant" | "system", "content"}``.
 
-Text only: the model ``train sft`` ships (SmolLM2-135M) reads no images or videos, so ``<image>`` /
-``<video>`` placeholders stay in the text as written and the ``images`` / ``videos`` columns are counted,
-not loaded. Tool turns (``function_call`` / ``observation``) are refused: this recipe is plain chat SFT.
+The ``images`` / ``videos`` columns are kept per conversation (paths as written, relative to the export
+folder) and counted; the reader loads no media. Whether the policy can read them is
+:func:`dataclaw.train.sft.prepare_sft`'s question. Tool turns (``function_call`` / ``observation``) are
+refused: this recipe is plain chat SFT.
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ class ShareGPTData:
     file: Path
     conversations: list[list[dict[str, str]]]
     media: dict[str, int] = field(default_factory=dict)
-    """How many ``images`` / ``videos`` the samples list (kept as placeholders in the text)."""
+    """How many ``images`` / ``videos`` the samples list."""
+    media_lists: list[dict[str, list[str]]] = field(default_factory=list)
+    """Per conversation, its ``images`` / ``videos`` paths as the export lists them."""
+    entry: dict[str, Any] = field(default_factory=dict)
+    """The entry of ``dataset_info.json`` it was read with."""
 
 
 def read_sharegpt(export_dir: Path, dataset: str | None = None) -> ShareGPTData:
@@ -98,7 +103,16 @@ def read_sharegpt(export_dir: Path, dataset: str | None = None) -> ShareGPTData:
     conversations = [
         _conversation(rec, n, columns, tags, roles, media, path) for n, rec in enumerate(records, 1)
     ]
-    return ShareGPTData(name=dataset, file=path, conversations=conversations, media=media)
+    lists = [_media_lists(rec, columns) for rec in records]
+    return ShareGPTData(dataset, path, conversations, media, lists, dict(entry))
+
+
+def _media_lists(rec: dict[str, Any], columns: dict[str, Any]) -> dict[str, list[str]]:
+    out = {}
+    for key in ("images", "videos"):
+        listed = rec.get(columns.get(key) or key)
+        out[key] = [str(x) for x in listed] if isinstance(listed, list) else []
+    return out
 
 
 def _conversation(

@@ -93,7 +93,7 @@ def test_careful_answers_to_the_same_requests_pass(
     assert isinstance(stage.process(fault), list), _failures(stage, fault)
     knowledge = _with(
         recorded["080e0a82"],
-        question="Why does the camera move toward the table around frame 173?",
+        question="Why does the camera move toward the table around frame 207?",
         answer="To show the object that is picked up next.",
         reasoning="From frame 161 to frame 207 the view narrows on the table, then at frame 231 the "
         "object is in hand.",

@@ -58,6 +58,31 @@ def _window(a: dict[str, Any], fps: float | None) -> dict[str, Any]:
     return {"kind": a["kind"], "source": a.get("source"), "start": int(start), "end": int(end)}
 
 
+FACT_KEYS = ("window", "text", "message", "caption", "description", "title", "app", "url")
+"""Payload keys whose text is a fact a claim can be checked against (window titles, OCR, typing …)."""
+MAX_FACTS = 300
+
+
+def _facts(anchors: list[dict[str, Any]], span: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Text-bearing anchors that are not GUI actions (those are ``events``) as ``{kind, source, t, text}``
+    for the ``anchor_agreement`` validator: window titles, OCR'd screen text inside the candidate's time
+    span, typing, captions; each text once, at most :data:`MAX_FACTS`."""
+    lo, hi = (span or {}).get("t_start"), (span or {}).get("t_end")
+    seen: set[tuple[str, str]] = set()
+    out: list[dict[str, Any]] = []
+    for a in anchors:
+        if a["kind"] in GUI_ACTIONS or a["kind"] in WINDOW_KINDS:
+            continue
+        if a["kind"] == "ocr_text" and lo is not None and hi is not None and not lo - 1 <= a["t"] <= hi + 1:
+            continue
+        p = a.get("payload") or {}
+        text = next((str(p[k]) for k in FACT_KEYS if isinstance(p.get(k), str) and p[k].strip()), "")
+        if text and (a["kind"], text) not in seen and len(out) < MAX_FACTS:
+            seen.add((a["kind"], text))
+            out.append({"kind": a["kind"], "source": a.get("source"), "t": a["t"], "text": text[:300]})
+    return out
+
+
 def _event(i: int, a: dict[str, Any]) -> dict[str, Any]:
     p = a.get("payload") or {}
     target = p.get("target")
@@ -143,6 +168,7 @@ def build_context(
             ctx[name] = dict(cand[key])
     for name in ("observation_frames", "future_frames"):
         ctx[name] = list(cand.get(name) or [])
+    ctx["facts"] = _facts(anchors, ctx.get("span"))
     payload = cand.get("payload") or {}
     if cand["kind"] == "lecture_segment":
         ctx["lecture"] = {

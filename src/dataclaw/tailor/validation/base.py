@@ -7,9 +7,9 @@ response record so validation needs nothing else and can be audited later. Every
 the sample with the validator's reason code (:class:`ValidationIssue`) and, where there is one, the
 offending span of text.
 
-Built-in validators live in the modules of this package (:mod:`.structural`, :mod:`.quality`), found when
-the registry is first read; plugins add theirs through the entry-point group ``dataclaw.validators`` or
-``--plugin MODULE``.
+Built-in validators live in the modules of this package (:mod:`.structural`, :mod:`.quality`,
+:mod:`.grounding`), found when the registry is first read; plugins add theirs through the entry-point
+group ``dataclaw.validators`` or ``--plugin MODULE``.
 """
 
 from __future__ import annotations
@@ -62,6 +62,16 @@ class ValidationIssue(StrEnum):
     """before / after / then in the text disagree with the order of the frames it names."""
     OUTSIDE_ANCHOR = "outside_anchor"
     """A grasp / release / stall frame lies outside the matching proprioception anchor."""
+    OUTSIDE_CANDIDATE_WINDOW = "outside_candidate_window"
+    """The text names a frame or time outside the candidate's window (:mod:`.grounding`)."""
+    STEP_NOT_SELECTED = "step_not_selected"
+    """The text names a step the answer does not have."""
+    DUPLICATE_FIELDS = "duplicate_fields"
+    """One field repeats another word for word (reasoning = answer, a step = the title)."""
+    NEAR_DUPLICATE_FIELDS = "near_duplicate_fields"
+    """One field nearly repeats another (same words in nearly the same order, or same content words)."""
+    CONTRADICTS_ANCHOR = "contradicts_anchor"
+    """A claim (object colour, manipulated object, app, value, GUI action) the anchors contradict."""
     BAD_RECORD = "bad_record"
 
 

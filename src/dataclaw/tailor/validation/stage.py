@@ -16,6 +16,7 @@ from dataclaw.tailor.intents.prompt import prompt_template
 from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.records import build_sample
 from dataclaw.tailor.validation.base import Failure, ValidationIssue, run_validator
+from dataclaw.tailor.validation.grounding import grounding_status
 
 VALIDATED = "validated"
 """Validated samples, before materialisation (which publishes the final ``samples.jsonl``)."""
@@ -104,4 +105,5 @@ class ValidateStage(Stage):
             sample = build_sample(item, intent, [name for name, _ in [("schema", {}), *steps]])
         except TemplateError as exc:
             return self.reject(item, ValidationIssue.BAD_RECORD, str(exc))
+        sample.grounding = grounding_status(ctx, [name for name, _ in steps])  # unchecked is counted apart
         return [sample.model_dump(mode="json")]

@@ -3,7 +3,8 @@
 A standalone script run by the *trainer's* Python (``.venv-train``: torch, trl, transformers, gguf,
 matplotlib and dataclaw's base install); dataclaw itself never imports it. ``dataclaw train sft`` reads
 the export (``dataclaw.train.sharegpt``) and hands this script ``--data``, one ``{"messages": [...]}``
-line per conversation. It
+line per conversation (plus ``"images"``, absolute paths, for a vision-language model: the model's
+processor and the decoded images then go to the trainer). It
 
 1. turns the policy into a plain checkpoint once (``dataclaw.train.checkpoint``, shared with the GRPO
    recipe: the SmolLM2-135M GGUF we ship, de-quantised, saved with a ChatML template);
@@ -57,7 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     metrics_path = args.out / "metrics.jsonl"
     metrics, rows = jsonl_metrics(metrics_path, t0)
 
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    dataset = load_dataset("json", data_files=str(args.data), split="train")
+    vision = "images" in dataset.column_names
+    if vision:  # a vision-language model: the row's image files, decoded by datasets, and its processor
+        from datasets import Image, List
+        from transformers import AutoProcessor
+
+        dataset = dataset.cast_column("images", List(Image()))
+        processing_class = AutoProcessor.from_pretrained(checkpoint)
+    else:
+        processing_class = AutoTokenizer.from_pretrained(checkpoint)
     off = checkpointing_off(SFTConfig)
     config = SFTConfig(
         output_dir=str(args.out / "trainer"),
@@ -81,10 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         dataloader_num_workers=0,
         **off,  # SFTConfig's default is on
     )
-    dataset = load_dataset("json", data_files=str(args.data), split="train")
     trainer = SFTTrainer(
         model=str(checkpoint),
-        processing_class=tokenizer,
+        processing_class=processing_class,
         args=config,
         train_dataset=dataset,
         callbacks=[metrics],
@@ -106,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "losses": [r["loss"] for r in steps],
         "finite": all(math.isfinite(r["loss"]) for r in steps),
         "samples": len(dataset),
+        "images": sum(len(x) for x in dataset["images"]) if vision else 0,
         "checkpoint": str(checkpoint),
         "metrics": str(metrics_path),
         "curve": str(curve),
