@@ -314,6 +314,40 @@ def test_a_package_environment_is_audited_and_copied(tmp_path: Path) -> None:
         )
 
 
+def test_an_export_never_imports_a_package_into_dataclaws_process(tmp_path: Path) -> None:
+    """Generated or imported code runs in its env worker only: exporting a package copies its files,
+    its environment described and its gold replayed through the worker."""
+    from dataclaw.envcraft.tasks.tool.execute import run_calls
+    from dataclaw.envcraft.tasks.tool.verifier import derive_verifier
+    from dataclaw.envcraft.worker import env_class
+
+    pkg_dir = shutil.copytree(COUNTER, tmp_path / "fresh" / "counter_fresh")
+    source = (pkg_dir / "env.py").read_text()
+    crash = source.index('@tool("read")\ndef crash(')
+    (pkg_dir / "env.py").write_text(source[:crash] + source[source.index("EVALUATOR = ", crash) :])
+    remote = env_class(pkg_dir)
+    scenario = next(s for s in remote.scenarios().values() if s.reference_solution)
+    calls = [{"tool": s["tool"], "params": s.get("params", {})} for s in scenario.reference_solution]
+    with tempfile.TemporaryDirectory() as root:
+        e = remote(root)
+        initial = e.get_session_state(e.create_session(scenario.scenario_id))
+    final = run_calls(remote, scenario.scenario_id, initial, calls)[1]
+    fields = {f for c in calls for f in remote.tools.get(c["tool"]).state_fields_affected}
+    task = {
+        "id": "task:fresh",
+        "env": remote.name,
+        "env_module": str(pkg_dir),
+        "scenario_id": scenario.scenario_id,
+        "instruction": scenario.task_prompt,
+        "initial_state": initial,
+        "verifier": derive_verifier(initial, final, fields),
+        "gold_chain": calls,
+    }
+    out = export_tasks(write([task], tmp_path / "t.jsonl"), "trl", tmp_path / "out").out
+    assert (out / "envs" / "counter_fresh" / "env.py").is_file()
+    assert not [m for m in sys.modules if m.split(".")[0] == "counter_fresh"]
+
+
 def test_stale_tasks_claw_tasks_and_malformed_files_are_refused(tool_tasks: list, tmp_path: Path) -> None:
     stale = json.loads(json.dumps(tool_tasks[0]))
     stale["verifier"]["assertions"].append({"path": "/nowhere", "op": "exists"})

@@ -97,26 +97,28 @@ class EnvCode:
 
 
 def locate_env(task: ToolTask, env: str) -> EnvCode:
-    """The code of ``env`` as named by ``task`` (``env_module`` / ``env_modules``)."""
-    from dataclaw.envcraft.runtime import load_env_package
+    """The code of ``env`` as named by ``task`` (``env_module`` / ``env_modules``). A package other than
+    an archetype is described by its sandboxed env worker, never imported here: an export copies files,
+    and generated or imported code runs in dataclaw's process nowhere."""
     from dataclaw.envcraft.runtime.resolve import resolve_env
+    from dataclaw.envcraft.worker import env_class
 
     module = task.module_of(env)
     try:
         ref = resolve_env(env, module)
         if ref.archetype == env:
             return EnvCode(env, archetype=env)
-        pkg = load_env_package(ref.ref)
+        name, folder = env_class(ref).name, ref.folder
     except Exception as exc:  # noqa: BLE001 - whatever stops it loading, the user needs to know which env
         raise ExportError(
             f"task {task.id!r}: cannot load environment {env!r} from {module or env!r}: {exc}"
         ) from None
-    if pkg.name != env:
-        raise ExportError(f"task {task.id!r}: {module!r} holds environment {pkg.name!r}, not {env!r}")
+    if name != env:
+        raise ExportError(f"task {task.id!r}: {module!r} holds environment {name!r}, not {env!r}")
     from dataclaw.envcraft.importers.base import imported_from
 
-    marker = imported_from(pkg.path)
-    return EnvCode(env, package=pkg.path, imported=marker["format"] if marker else None)
+    marker = imported_from(folder)
+    return EnvCode(env, package=folder, imported=marker["format"] if marker else None)
 
 
 def audit_env(code: EnvCode) -> None:
