@@ -369,6 +369,7 @@ class ClawForgeImporter(Importer):
             tools_share=round(share, 3),
             rules_found=len(rules),
             rules_enforced=sum(1 for r in rules if r.get("enforced")),
+            rules_inferred=len(report.get("rules_inferred") or []),
             dropped=[f"{d['tool']}: {d['why']}" for d in report.get("tools_dropped", [])],
             report=f"{built['package']}/data/import_report.json" if built.get("package") else None,
         )

@@ -335,6 +335,9 @@ def build_runnable(
             }
             for r in rs.rules
         ],
+        rules_inferred=[
+            e.get("description") for e in enforced if isinstance(e, dict) and e.get("source") == "inferred"
+        ],
         compiled_tools=res.tools,
         compile_defaults=res.defaults[:40],
     )

@@ -522,6 +522,15 @@ def build_release_spec(env: str, docs: dict[str, Any], world: Path | None) -> Re
         e.source = "world data" if data["attachments"] else "verb arguments"
         entities["attachment"] = e
         by_id[att] = e
+    # an argument-made entity gets a record for every id the world data refers to (customer_id values)
+    for e in [e for e in entities.values() if e.source == "verb arguments"]:
+        have = {str(r.get(e.id_field)) for r in e.records}
+        for other in entities.values():
+            for r in other.records if other is not e else []:
+                val = r.get(e.id_field)
+                if isinstance(val, str) and val and val not in have:
+                    have.add(val)
+                    e.records.append({e.id_field: val})
     # 3. records the gold actions name (ids of argument-made entities)
     for g in gold:
         for k, val in g.items():
@@ -718,7 +727,9 @@ def build_release_spec(env: str, docs: dict[str, Any], world: Path | None) -> Re
     ]
     records = [
         WorldRecord(
-            record_id=str(r.get(e.id_field)), entity=e.name, fields={snake(k): v for k, v in r.items()}
+            record_id=str(r.get(e.id_field)),
+            entity=e.name,
+            fields={snake(k): v for k, v in r.items() if v is not None},
         )
         for e in entities.values()
         for r in e.records
