@@ -15,7 +15,8 @@ candidates' the anchors' plus the miner config: change a setting and the affecte
 earlier records superseded (they stay in the file; readers no longer see them).
 
 The whole run: ingest → intent selection (explicit ids/files, or a fuzzy request resolved per candidate
-kind) → synthesis (``responses.jsonl``) → validation (``validated.jsonl``) → materialisation
+kind) → synthesis (``responses.jsonl``: ``-n`` generations, one re-ask, the best kept) → validation
+(``validated.jsonl``) → dedup across the run (exact, near, semantic) → materialisation
 (``artifacts.jsonl`` + ``samples.jsonl``) → export. Every step resumes per record, model answers come from
 the response cache when seen before, and model usage (requests per model, tokens, $) is saved into
 ``manifest.json`` as the run goes.
@@ -57,8 +58,11 @@ from dataclaw.tailor.mining.base import MINERS
 from dataclaw.tailor.mining.stage import CANDIDATES, MineStage
 from dataclaw.tailor.streams.base import detect_reader, read_streams
 from dataclaw.tailor.synthesis.fragments import load_distractors, run_distractors
+from dataclaw.tailor.synthesis.perception import refuse_blind, vision_of
 from dataclaw.tailor.synthesis.route import RouteConfig, RouteMode, Router
+from dataclaw.tailor.synthesis.select import Selection
 from dataclaw.tailor.synthesis.stage import RESPONSES, SynthesizeStage, synth_item
+from dataclaw.tailor.validation.dedup import DEDUP, dedup_samples
 from dataclaw.tailor.validation.stage import VALIDATED, ValidateStage
 
 STREAMS = "streams"
@@ -343,6 +347,20 @@ class TailorRunConfig:
         metadata={"flags": ("--request", "-r"), "help": "Free-text request resolved to intents."},
     )
     seed: int = field(default=0, metadata={"help": "Seed of GUI fragment shuffling and distractors."})
+    generations: int = field(
+        default=1,
+        metadata={
+            "flags": ("--generations", "-n"),
+            "help": "Answers asked per request; the best passing one is kept (generation j > 0 samples at "
+            "--sample-temperature with seed + j).",
+        },
+    )
+    retries: int = field(
+        default=1, metadata={"help": "Re-asks with the failed checks' messages when no answer passes."}
+    )
+    sample_temperature: float = field(
+        default=0.7, metadata={"help": "Temperature of generations 2..N (the first is the intent's own)."}
+    )
     concurrency: int = field(default=16, metadata={"help": "Model calls in flight."})
     workers: int = field(default=2, metadata={"help": "Processes for ingest and materialisation."})
     ingest: IngestConfig | None = None
@@ -350,6 +368,15 @@ class TailorRunConfig:
         default="jsonl", metadata={"flags": ("--export",), "help": "jsonl | llamafactory | hf | none"}
     )
     send_images: bool = True
+    text_only_evidence: bool = field(
+        default=False,
+        metadata={
+            "flags": ("--text-only-evidence",),
+            "help": "Let a model that cannot see (text-only, or images off) answer intents that must see "
+            "frames or images, from the anchors as text; each such sample is marked evidence: text_only "
+            "(without it, such a run is refused before it starts).",
+        },
+    )
     drop_images: bool = field(
         default=False, metadata={"help": "a model that refuses images gets the request again without them"}
     )
@@ -379,6 +406,8 @@ class TailorRunConfig:
             )
         if self.concurrency < 1 or self.workers < 1:
             raise ConfigError("concurrency and workers must be >= 1")
+        if self.generations < 1 or self.retries < 0 or not 0 <= self.sample_temperature <= 2:
+            raise ConfigError("--generations must be >= 1, --retries >= 0, --sample-temperature in 0..2")
         from dataclaw.media.writers import get_codec
 
         get_codec(self.codec, self.crf)  # an unknown codec or a bad CRF fails before any work
@@ -472,7 +501,15 @@ def response_id(
     reuse of the old one."""
     model = config.route.spec_for(intent.domain)
     producer = [model, version or intent_hash(intent), config.seed, config.send_images, candidates]
+    producer.append(selection_of(config).producer())  # how many answers, re-asks: what is kept differs
+    if config.text_only_evidence:  # text-only answers kept rather than rejected: other records
+        producer.append("text_only_evidence")
     return records.response_id(candidate_id, intent.id, producer)
+
+
+def selection_of(config: TailorRunConfig) -> Selection:
+    """The generations, re-asks and sampling temperature of a run (:mod:`.synthesis.select`)."""
+    return Selection(n=config.generations, retries=config.retries, temperature=config.sample_temperature)
 
 
 def synthesis_producer(
@@ -485,6 +522,8 @@ def synthesis_producer(
         "request": config.request,
         "seed": config.seed,
         "send_images": config.send_images,
+        "text_only_evidence": config.text_only_evidence,
+        "selection": selection_of(config).producer(),
         "drop_images": config.drop_images,
         "candidates": candidates,
     }
@@ -535,15 +574,23 @@ def tailor_run(
     failed fatally (unreachable, wrong key or model) or every early request failed."""
     with run_lock(run_dir, "tailor run"):
         capabilities = check_models(config.route)
+        if config.intents:  # a model that must see but cannot is refused before any work
+            catalog = IntentCatalog.builtin()
+            routed = [(it, config.route.spec_for(it.domain)) for it in map(catalog.resolve, config.intents)]
+            refuse_blind(routed, capabilities, send_images=config.send_images,
+                         text_only_evidence=config.text_only_evidence)  # fmt: skip
         if capabilities:
             with RunStore(run_dir) as store:
                 store.update_manifest(models={"capabilities": capabilities})
         ingest(inputs, run_dir, config.ingest or IngestConfig(workers=config.workers), progress=progress)
-        return _synthesize_and_publish(run_dir, config, progress)
+        return _synthesize_and_publish(run_dir, config, progress, capabilities)
 
 
 def _synthesize_and_publish(
-    run_dir: str | Path, config: TailorRunConfig, progress: Progress | None
+    run_dir: str | Path,
+    config: TailorRunConfig,
+    progress: Progress | None,
+    capabilities: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from dataclaw.tailor.export import export
     from dataclaw.tailor.materialize import make_item, materialize, media_summary
@@ -567,10 +614,16 @@ def _synthesize_and_publish(
             items, candidates = plan_items(store, catalog, config, router, streams, anchors)
             used = {i["intent"]: catalog.get(i["intent"]) for i in items}
             router.check(list(used.values()))
+            text_only = refuse_blind(  # -r: the intents are known only now, before any model call
+                [(i, config.route.spec_for(i.domain)) for i in used.values()], capabilities or {},
+                send_images=config.send_images, text_only_evidence=config.text_only_evidence,
+            )  # fmt: skip
+            store.update_manifest(evidence={"text_only": [{"intent": i, "model": m} for i, m in text_only]})
             pool = run_distractors(candidates, anchors) + load_distractors()
             synth = SynthesizeStage(
                 config.route, catalog=catalog, seed=config.seed, distractor_pool=pool, router=router,
-                send_images=config.send_images,
+                send_images=config.send_images, text_only_evidence=config.text_only_evidence,
+                vision=vision_of(capabilities or {}), selection=selection_of(config),
             )  # fmt: skip
             executor = make_executor(workers=1, concurrency=config.concurrency)
             produced = synthesis_producer(config, list(used.values()), store.producer(CANDIDATES))
@@ -607,11 +660,10 @@ def _synthesize_and_publish(
                     )
                 )
             cands = {c["id"]: c for c in candidates}
-            mats = [
-                make_item(s, streams[s["stream_id"]], cands.get(s["candidate_id"]))
-                for s in store.records(VALIDATED)
-                if s["stream_id"] in streams
-            ]
+            valid = [s for s in store.records(VALIDATED) if s["stream_id"] in streams]
+            kept, dedup = dedup_samples(store, valid, producer=store.producer(VALIDATED))  # across the run
+            stages[DEDUP] = dedup.to_dict()
+            mats = [make_item(s, streams[s["stream_id"]], cands.get(s["candidate_id"])) for s in kept]
             for name in MATERIALIZED:  # materialize() publishes samples and artifacts of this producer
                 store.set_producer(name, {VALIDATED: store.producer(VALIDATED)})
         finally:
@@ -682,5 +734,6 @@ def quickstart_run(examples: Path, out: Path, model: str) -> dict[str, Any]:
         max_per_kind=1,
         concurrency=2,
         workers=2,
+        text_only_evidence=True,  # it must run offline on the embedded, text-only model: samples say so
     )
     return tailor_run(inputs, out, config)

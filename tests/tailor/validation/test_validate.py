@@ -328,4 +328,9 @@ def test_validator_registry_refuses_duplicates() -> None:
 
 def test_too_little_text_is_flagged(catalog: IntentCatalog) -> None:
     result = fault(catalog, question="10.27, answer: ")
-    assert result.reason == ValidationIssue.TOO_LITTLE_TEXT
+    # "10.27, answer: " is also no question, the more severe failure: it names the reject, and the
+    # length failure is kept beside it
+    assert result.reason == ValidationIssue.NOT_A_QUESTION
+    reasons = [f["reason"] for f in result.detail["failures"]]
+    assert reasons[0] == "not_a_question" and "too_little_text" in reasons
+    assert result.message.startswith("question_form: question: not a question")

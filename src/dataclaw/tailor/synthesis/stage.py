@@ -20,7 +20,6 @@ record, so a resumed run never pays for an answer twice.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections import OrderedDict
 from enum import StrEnum
@@ -29,7 +28,7 @@ from typing import Any, ClassVar
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.ids import stable_hash
 from dataclaw.media.errors import MediaError
-from dataclaw.models import ModelOutputError, ModelRequestError
+from dataclaw.models import ModelRequestError
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
 from dataclaw.tailor.intents.base import Intent, TemplateError
 from dataclaw.tailor.intents.prompt import build_messages
@@ -37,7 +36,10 @@ from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.records import response_id
 from dataclaw.tailor.synthesis.context import build_context
 from dataclaw.tailor.synthesis.fragments import load_distractors
+from dataclaw.tailor.synthesis.perception import TEXT_ONLY, blind_reason, sent_record
 from dataclaw.tailor.synthesis.route import RouteConfig, Router
+from dataclaw.tailor.synthesis.select import Selection, generate
+from dataclaw.tailor.validation.stage import check_answer, check_version
 
 RESPONSES = "responses"
 
@@ -51,6 +53,9 @@ class SynthIssue(StrEnum):
     MODEL_REFUSED = "model_refused"
     """The model rejected the request itself (e.g. longer than its context)."""
     MEDIA_ERROR = "media_error"
+    NOT_PERCEIVED = "not_perceived"
+    """The intent's model must see frames or images, but none reached it (a text-only model, images off,
+    no frame to show, or images dropped mid-run) and text-only evidence was not allowed."""
 
 
 def load_frames(stream: dict[str, Any], indices: list[int], camera: str | None, max_side: int) -> list[bytes]:
@@ -140,6 +145,9 @@ class SynthesizeStage(Stage):
         distractor_pool: list[dict[str, Any]] | None = None,
         router: Router | None = None,
         send_images: bool = True,
+        text_only_evidence: bool = False,
+        vision: dict[str, bool] | None = None,
+        selection: Selection | None = None,
     ) -> None:
         self.route = route
         self.catalog = catalog
@@ -147,7 +155,14 @@ class SynthesizeStage(Stage):
         self.pool = distractor_pool if distractor_pool is not None else load_distractors()
         self.router = router
         self.send_images = send_images
+        self.text_only_evidence = text_only_evidence
+        """Answers to visual intents made without images are kept (marked ``evidence: text_only``)
+        instead of rejected as ``not_perceived``."""
+        self.vision = dict(vision or {})
+        """Model string → whether it takes images, as probed before the run (else the backend's own)."""
         self.frames = FrameCache()
+        self.selection = selection or Selection()
+        """Generations per request, re-asks and the sampling temperature (:mod:`.select`)."""
 
     def setup(self) -> None:
         if self.catalog is None:
@@ -188,7 +203,11 @@ class SynthesizeStage(Stage):
         model, decision = self.router.route(intent)
         indices = ctx["frame_indices"]
         images: list[bytes] = []
-        if self.send_images and indices and model.backend.supports_images:
+        sees = self.send_images and self.vision.get(decision.model, True) and model.backend.supports_images
+        if intent.needs_vision and not self.text_only_evidence and not (sees and indices):
+            why = blind_reason(intent, decision.model, self.send_images, sees)
+            return self.reject(item, SynthIssue.NOT_PERCEIVED, why, model=decision.model)
+        if sees and indices:
             try:
                 images = await asyncio.to_thread(
                     self.frames.get, item["stream"], indices, cand.get("camera"), intent.frames.max_side
@@ -202,32 +221,33 @@ class SynthesizeStage(Stage):
             "id": item["id"], "candidate_id": cand["id"], "stream_id": cand["stream_id"], "intent": intent.id,
             "domain": str(intent.domain), "model": decision.model, "router": str(decision.router),
             "intent_choice": item.get("intent_choice") or {}, "request_hash": request_hash, "seed": self.seed,
-            "messages": messages, "images": len(images), "frames": indices, "schema": schema, "context": ctx,
+            "messages": messages, "frames": indices, "schema": schema, "context": ctx,
         }  # fmt: skip
-        try:
-            done = await model.complete(messages, schema=schema, images=images or None, **params)
+        async def check(output: Any) -> list[Any]:  # the validate stage's own checks (~1-2 ms)
+            return check_answer(intent, output, ctx, schema)
+
+        try:  # N generations, a re-ask when none passes, the best kept (select.py)
+            outcome = await generate(
+                model, messages, schema, images, params, check, ctx, self.selection, self.seed
+            )
         except ModelRequestError as exc:
             return self.reject(item, SynthIssue.MODEL_REFUSED, str(exc), model=decision.model)
-        except ModelOutputError as exc:
-            record.update(raw_text=exc.raw_text, output=_loose_json(exc.raw_text), error=str(exc))
-            record.update(usage={}, cost_usd=0.0, cached=False, latency_s=0.0)
-            return [record]
-        record.update(
-            raw_text=done.text, output=done.parsed, error=None, usage=done.usage.model_dump(),
-            cost_usd=done.cost_usd, cached=done.cached, latency_s=round(done.latency_s, 4),
-        )  # fmt: skip
+        record.update(sent_record(intent, indices, images, outcome.attempt.images_sent))
+        record.update(outcome.record())
+        failures = [f.to_dict() for f in outcome.chosen.failures]  # reused by the validate stage
+        record["checks"] = {"version": check_version(intent, schema), "failures": failures}
+        return self._perceived(item, intent, record)
+
+    def _perceived(self, item: Record, intent: Intent, record: dict[str, Any]) -> Result:
+        """``record``, or a ``not_perceived`` reject when a visual intent's images were dropped on the way
+        (a server that refused them mid-run) and text-only evidence is not allowed. The answer stays in
+        the response cache: a rerun with ``--text-only-evidence`` keeps it without paying again."""
+        if record["evidence"] == TEXT_ONLY and not self.text_only_evidence:
+            why = (
+                f"intent {intent.id} must see {'/'.join(intent.seen)}, but model {record['model']} dropped "
+                f"the {len(record['frames'])} frames it was given (it refused images) and answered from text "
+                "only; use a model that takes images, or allow text-only evidence (--text-only-evidence)"
+            )
+            return self.reject(item, SynthIssue.NOT_PERCEIVED, why, model=record["model"])
         return [record]
 
-
-def _loose_json(text: str | None) -> Any:
-    """The answer decoded as JSON when it is JSON at all (schema checks happen in validation)."""
-    if not text:
-        return None
-    s = text.strip()
-    if s.startswith("```"):
-        s = s.split("\n", 1)[-1].rsplit("```", 1)[0]
-    try:
-        value = json.loads(s)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -1,5 +1,6 @@
 """The validate stage (paper A.3.4): a response record → a :class:`~dataclaw.tailor.records.Sample` in
-``validated.jsonl``, or a reject with the first failing validator's :class:`ValidationIssue`.
+``validated.jsonl``, or a reject named after its most severe failure (:mod:`.severity`), every failure kept
+in the reject's ``detail.failures``.
 
 The intent's schema is checked first (later checks assume the shape), then every validator the intent
 lists, then the per-request bounds of the schema that was sent.
@@ -10,13 +11,15 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.core.ids import stable_hash
 from dataclaw.pipeline.stage import Record, Resources, Result, Stage
-from dataclaw.tailor.intents.base import TemplateError
+from dataclaw.tailor.intents.base import Intent, TemplateError
 from dataclaw.tailor.intents.prompt import prompt_template
 from dataclaw.tailor.intents.registry import IntentCatalog
 from dataclaw.tailor.records import build_sample
 from dataclaw.tailor.validation.base import Failure, ValidationIssue, run_validator
 from dataclaw.tailor.validation.grounding import grounding_status
+from dataclaw.tailor.validation.severity import by_severity, headline, reject_message
 
 VALIDATED = "validated"
 """Validated samples, before materialisation (which publishes the final ``samples.jsonl``)."""
@@ -41,6 +44,44 @@ def validate_output(
         if name != "schema":
             out.extend(run_validator(name, output, ctx, params))
     return out or list(sent_fails or [])
+
+
+def check_answer(
+    intent: Intent, output: Any, ctx: dict[str, Any], sent_schema: dict[str, Any] | None = None
+) -> list[Failure]:
+    """Every failure of one answer under ``intent`` (what the validate stage rejects on): ``unparsable``
+    when there is no JSON object, else :func:`validate_output` with the intent's validators and the prompt
+    template in the context. Synthesis calls it too, to choose among generations and to re-ask."""
+    if output is None:
+        return [Failure(ValidationIssue.UNPARSABLE, "the model's answer is not JSON", "parse")]
+    steps = [(s.name, s.params) for s in intent.validators]
+    ctx = {**ctx, "prompt_template": prompt_template(intent)}
+    return validate_output(output, ctx, steps, intent.output_schema, sent_schema)
+
+
+def check_version(intent: Intent, sent_schema: dict[str, Any] | None) -> str:
+    """What :func:`check_answer`'s verdict on an answer depends on besides the answer and its context: the
+    intent's schema and validators, the schema sent and dataclaw's version. Synthesis records its verdict on
+    the answer it keeps under this key; the validate stage reuses it only when the key is the same."""
+    from dataclaw import __version__
+
+    steps = [(s.name, s.params) for s in intent.validators]
+    return stable_hash([__version__, intent.id, steps, intent.output_schema, sent_schema], 16)
+
+
+def recorded_failures(item: Record, intent: Intent) -> list[Failure] | None:
+    """The failures synthesis recorded for the kept answer (``checks``), when they were computed by
+    :func:`check_answer` under the same :func:`check_version`; else None (check again)."""
+    checks = item.get("checks")
+    if not isinstance(checks, dict) or checks.get("version") != check_version(intent, item.get("schema")):
+        return None
+    try:
+        return [
+            Failure(ValidationIssue(f["reason"]), f["message"], f.get("validator", ""), f.get("span"))
+            for f in checks.get("failures") or []
+        ]
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def without_range_enums(schema: Any) -> Any:
@@ -92,14 +133,15 @@ class ValidateStage(Stage):
                 raw_text=(item.get("raw_text") or "")[:500],
             )
         steps = [(s.name, s.params) for s in intent.validators]
-        ctx = {**ctx, "prompt_template": prompt_template(intent)}
-        fails = validate_output(item["output"], ctx, steps, intent.output_schema, item.get("schema"))
-        if fails:
+        fails = recorded_failures(item, intent)  # synthesis already checked the answer it kept
+        if fails is None:
+            fails = check_answer(intent, item["output"], ctx, item.get("schema"))
+        if fails:  # named after the most severe failure; all of them kept, most severe first
             return self.reject(
                 item,
-                fails[0].reason,
-                f"{fails[0].validator}: {fails[0].message}",
-                failures=[f.to_dict() for f in fails],
+                headline(fails).reason,
+                reject_message(fails),
+                failures=[f.to_dict() for f in by_severity(fails)],
             )
         try:
             sample = build_sample(item, intent, [name for name, _ in [("schema", {}), *steps]])
