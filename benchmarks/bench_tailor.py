@@ -7,7 +7,14 @@ not timed). Then, in the same run:
   concurrency ``C`` against a local OpenAI-compatible server (``tests/support/openai_server.py``) that
   answers each request after ``--delay`` seconds — the time the model alone takes;
 * pipeline: the same ``N`` requests through the Tailor stages — request packaging (context, schema
-  specialisation, prompt), synthesis records, validation into samples — at concurrency ``C``.
+  specialisation, prompt), ``--generations G`` answers per request (default 2: issue 27's selection, each
+  answer checked by every validator of its intent and the best kept), synthesis records, validation into
+  samples, dedup across the run (exact, near, semantic with the bundled MiniLM) — ``C`` requests at a
+  time, at most ``C`` model calls in flight (the endpoint's own limit, ``?concurrency=``, default 16). The
+  baseline makes the same ``N x G`` calls (the same sampling parameters and seeds), ``C`` at a time.
+  The embedder is loaded before the clock starts (a fixed cost of the run, not of its records; reported
+  as ``embedder_load_s``); ``pipeline_parts`` splits the pipeline's wall into synthesis, validation and
+  dedup.
 
 The non-model overhead is ``(pipeline wall − baseline wall) / pipeline wall``; target ≤ 10 % at C = 16.
 Materialisation of ``--materialize`` validated samples (frame-exact clips, freeze videos, stills) is timed
@@ -128,17 +135,21 @@ def main() -> int:
     parser.add_argument("--delay", type=float, default=0.25)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--materialize", type=int, default=24, help="samples whose media are written")
+    parser.add_argument("--generations", type=int, default=2, help="answers per request (tailor run -n)")
     args = parser.parse_args()
 
     from dataclaw.core.store import RunStore
     from dataclaw.models import UsageLedger
+    from dataclaw.models.embed import Embedder
     from dataclaw.pipeline import run_stage
     from dataclaw.pipeline.executors import LocalExecutor
     from dataclaw.tailor.intents.registry import IntentCatalog
     from dataclaw.tailor.materialize import make_item, materialize
     from dataclaw.tailor.synthesis.fragments import load_distractors
     from dataclaw.tailor.synthesis.route import RouteConfig, Router
+    from dataclaw.tailor.synthesis.select import Selection
     from dataclaw.tailor.synthesis.stage import SynthesizeStage
+    from dataclaw.tailor.validation.dedup import dedup_samples
     from dataclaw.tailor.validation.stage import VALIDATED, ValidateStage
 
     with tempfile.TemporaryDirectory() as tmp, OpenAIServer(responder=answer, delay=args.delay) as server:
@@ -149,25 +160,39 @@ def main() -> int:
         catalog = IntentCatalog.builtin()
         route = RouteConfig.omni(spec)
         probe = SynthesizeStage(route, catalog=catalog, distractor_pool=load_distractors())
+        selection = Selection(n=args.generations, retries=1)
         requests = []
         for it in items:
             intent = catalog.get(it["intent"])
             _, schema, messages = probe.prepare(it, intent)
             params = {"temperature": intent.request.temperature, "max_tokens": intent.request.max_tokens}
-            requests.append((messages, schema, params))
-        base_walls, pipe_walls = [], []
+            requests += [(messages, schema, selection.params(params, j, 0)) for j in range(selection.n)]
+        t_embed = time.perf_counter()
+        embedder = Embedder()
+        embedder.embed(["warm up the embedder"])
+        embed_load = time.perf_counter() - t_embed
+        base_walls, pipe_walls, parts = [], [], []
         for rep in range(args.repeats):  # interleaved, best of each: the machine may be busy
             base_walls.append(asyncio.run(baseline(spec, requests, args.concurrency)))
             run = Path(tmp) / f"run{rep}"
             router = Router(route, ledger=UsageLedger(), cache=False)
-            stage = SynthesizeStage(route, catalog=catalog, router=router, send_images=False)
+            stage = SynthesizeStage(
+                route, catalog=catalog, router=router, send_images=False, text_only_evidence=True,
+                selection=selection,
+            )  # fmt: skip
             executor = LocalExecutor(workers=1, concurrency=args.concurrency)
             t0 = time.perf_counter()
             with RunStore(run) as store:
                 s_stats = run_stage(stage, items, store, executor)
+                t_v = time.perf_counter()
                 v_stats = run_stage(ValidateStage(catalog), list(store.records("responses")), store, executor)
                 validated = list(store.records(VALIDATED))
+                t_d = time.perf_counter()
+                _, d_stats = dedup_samples(store, validated, embedder=embedder)
+                generations = [len(r["generations"]) for r in store.records("responses")]
             pipe_walls.append(time.perf_counter() - t0)
+            parts.append({"synthesis_s": round(t_v - t0, 3), "validate_s": round(t_d - t_v, 3),
+                          "dedup_s": round(time.perf_counter() - t_d, 3)})  # fmt: skip
         base_wall, pipe_wall = min(base_walls), min(pipe_walls)
         cand_by_id = {it["candidate"]["id"]: it["candidate"] for it in items}
         mats = [
@@ -187,12 +212,18 @@ def main() -> int:
         "requests": args.requests,
         "concurrency": args.concurrency,
         "model_delay_s": args.delay,
-        "ideal_model_wall_s": round(-(-args.requests // args.concurrency) * args.delay, 3),
+        "ideal_model_wall_s": round(-(-len(requests) // args.concurrency) * args.delay, 3),
         "baseline_model_wall_s": round(base_wall, 3),
         "pipeline_wall_s": round(pipe_wall, 3),
+        "pipeline_parts": parts[pipe_walls.index(pipe_wall)],
         "non_model_overhead": round(overhead, 4),
         "target_overhead": TARGET_OVERHEAD,
         "responses": s_stats.outputs,
+        "generations_per_request": args.generations,
+        "model_calls": len(requests),
+        "answers_recorded": sum(generations),
+        "embedder_load_s": round(embed_load, 3),
+        "dedup": d_stats.to_dict(),
         "samples_validated": v_stats.outputs,
         "samples_per_min_synth_validate": round(60 * v_stats.outputs / pipe_wall, 1),
         "materialize_wall_s": round(mat_wall, 3),
