@@ -195,3 +195,20 @@ def test_generations_and_seeds_are_part_of_the_response_id():
     assert response_id("stream:s/cand-k", it, one, "c") != response_id("stream:s/cand-k", it, two, "c")
     with pytest.raises(Exception, match="generations must be >= 1"):
         TailorRunConfig(route=RouteConfig.omni("local:smollm2-135m"), intents=[it.id], generations=0)
+
+
+def test_the_validate_stage_reuses_the_kept_answers_verdict_only_under_the_same_check_version(request_parts):
+    from dataclaw.tailor.validation.stage import check_version, recorded_failures
+
+    intent, ctx, schema, messages = request_parts
+    rec = {"id": "r", "candidate_id": FAULT["id"], "stream_id": ROBOT["id"], "intent": intent.id,
+           "model": "m", "router": "omni", "request_hash": "h", "messages": messages, "schema": schema,
+           "context": ctx, "frames": ctx["frame_indices"], "output": BAD}  # fmt: skip
+    stale = {**rec, "checks": {"version": "from-another-intent-version", "failures": []}}
+    assert recorded_failures(stale, intent) is None
+    reject = ValidateStage(IntentCatalog.builtin()).process(stale)  # checked again: still rejected
+    assert reject.reason == "freeze_outside_observation"
+    fails = [f.to_dict() for f in check_answer(intent, BAD, ctx, schema)]
+    same = {**rec, "checks": {"version": check_version(intent, schema), "failures": fails}}
+    assert [f.reason for f in recorded_failures(same, intent)] == [f["reason"] for f in fails]
+    assert ValidateStage(IntentCatalog.builtin()).process(same).reason == reject.reason
