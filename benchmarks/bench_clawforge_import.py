@@ -4,7 +4,8 @@ then, per environment: whether it is runnable (its compiled package loads in the
 environment audit the synthesis path uses, and its released tools answer), the share of its released tools
 reproduced, the rules found and enforced, and tool tasks derived from its released chains (each chain's
 environment steps grounded in the package, S0 with distractors, a whole-state verifier): every derived
-task must replay its gold to 1.0 and score 0 on its untouched state.
+task must replay its gold to 1.0 and score 0 on its untouched state. Each derived task also goes through the
+soundness suite (collateral writes, a wrong last write, a seeded random policy): reported, not a target.
 
 Targets: >= 90% of the released environments runnable with >= 80% of their tools; every derived task's
 gold 1.0 and untouched 0. Prints one JSON line; exits 1 on a miss, 2 when the sandbox cannot run here.
@@ -33,6 +34,7 @@ def derived_tasks(lib: Path, row: dict[str, Any], per_env: int) -> dict[str, Any
     """Up to ``per_env`` tool tasks derived from the environment's kept released chains: how many were
     derived, how many replay gold to 1.0 and score 0 untouched, and why the others were not derived."""
     from dataclaw.envcraft.importers.clawforge_runnable import chain_steps
+    from dataclaw.envcraft.quality.soundness import run_soundness
     from dataclaw.envcraft.runtime.task import ToolTask
     from dataclaw.envcraft.tasks import GroundingError, ground_chain
     from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
@@ -40,7 +42,15 @@ def derived_tasks(lib: Path, row: dict[str, Any], per_env: int) -> dict[str, Any
     from dataclaw.envcraft.tasks.tool.synth import SynthError
     from dataclaw.envcraft.worker import open_environment
 
-    out: dict[str, Any] = {"chains": 0, "derived": 0, "gold_1": 0, "untouched_0": 0, "not_derived": {}}
+    out: dict[str, Any] = {
+        "chains": 0,
+        "derived": 0,
+        "gold_1": 0,
+        "untouched_0": 0,
+        "sound": 0,
+        "gamed_by": {},
+        "not_derived": {},
+    }
     chains_file = (row.get("chains") or {}).get("file")
     if not chains_file or not row.get("package"):
         return out
@@ -73,6 +83,10 @@ def derived_tasks(lib: Path, row: dict[str, Any], per_env: int) -> dict[str, Any
             out["derived"] += 1
             out["gold_1"] += replay_task(task)["score"] == 1.0
             out["untouched_0"] += replay_task(task, [])["score"] == 0.0
+            report = run_soundness(task, env_cls=handle.env_cls)
+            out["sound"] += report.passed
+            for r in report.reasons:
+                out["gamed_by"][str(r)] = out["gamed_by"].get(str(r), 0) + 1
             if out["derived"] >= per_env:
                 break
     finally:
@@ -135,6 +149,7 @@ def main() -> int:
         "tasks_derived": derived,
         "tasks_gold_1": gold,
         "tasks_untouched_0": untouched,
+        "tasks_sound": sum(e["tasks"].get("sound", 0) for e in envs),
         "import_s": round(import_s, 1),
         "tasks_s": round(tasks_s, 1),
         "load": round(os.getloadavg()[0], 2),

@@ -241,6 +241,7 @@ def test_every_released_environment_is_runnable_audited_and_replays_a_released_c
     """The release made runnable: every environment's package passes the audit the synthesis path uses and
     keeps the released tools' names and parameters; a task grounded from a released chain replays its
     gold to 1.0 and its untouched state scores 0; doing harm (cancelling the target) is refused."""
+    from dataclaw.envcraft.importers.clawforge_runnable import chain_steps
     from dataclaw.envcraft.runtime.task import ToolTask
     from dataclaw.envcraft.tasks import ground_chain
     from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
@@ -269,11 +270,11 @@ def test_every_released_environment_is_runnable_audited_and_replays_a_released_c
             assert got["status"] == "error"  # the released flow: only a return under review is approved
     finally:
         handle.close()
-    env = "itinerary_envs"
+    env = "auditor_impersonation_guard_env"
     chain = json.loads((lib / rows[env]["chains"]["file"]).read_text().splitlines()[0])
     handle = open_environment(lib / rows[env]["package"])
     try:
-        steps = [s["op"].replace("-", "_") for s in chain["chain"] if s["layer"] == "cli"]
+        steps = chain_steps(chain, handle.env_cls.tools)  # its CLI verbs and gold actions, as tools
         g = build_initial_state(handle.env_cls, ground_chain(handle.env_cls, steps, seed=0), seed=0)
         verifier, _ = build_verifier(g, handle.env_cls)
     finally:
@@ -285,3 +286,8 @@ def test_every_released_environment_is_runnable_audited_and_replays_a_released_c
     )  # fmt: skip
     assert replay_task(task)["score"] == 1.0
     assert replay_task(task, [])["score"] == 0.0
+    # doing harm or extra costs: collateral writes, a wrong last write and a random policy all fall short
+    from dataclaw.envcraft.quality.soundness import run_soundness
+
+    report = run_soundness(task)
+    assert report.passed, report.reasons
