@@ -143,9 +143,10 @@ def test_plugin_module_on_the_tailor_command_line(tmp_path, monkeypatch, capsys)
     (run / "manifest.json").write_text("{}")
     out = tmp_path / "out"
     args = ["tailor", "export", str(run), "--format", "plugin_lines", "--out", str(out)]
-    assert _run([*args, "--plugin", "dc_lines_plugin"]) == 0
-    printed = capsys.readouterr().out
+    assert _run([*args, "--plugin", "dc_lines_plugin"]) == 1  # the plugin wrote it; nothing to export
+    printed, err = capsys.readouterr()
     assert (out / "ids.txt").read_text() == "" and "0 samples: the run produced no samples" in printed
+    assert "exported no sample: the run produced no samples" in err
     import os
 
     assert os.environ["DATACLAW_PLUGINS"] == "dc_lines_plugin"  # worker processes import it too

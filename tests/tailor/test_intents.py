@@ -150,7 +150,12 @@ def test_a_user_intent_file_runs_through_synthesis_and_validation(tmp_path: Path
         "reasoning": "Water and mains power together are dangerous.", "key_frames": [60, 100],
     }  # fmt: skip
     with OpenAIServer(responder=lambda req: Reply.json(good)) as server:
-        stage = SynthesizeStage(RouteConfig.omni(f"{server.base_url}::m"), catalog=catalog, send_images=False)
+        stage = SynthesizeStage(
+            RouteConfig.omni(f"{server.base_url}::m"),
+            catalog=catalog,
+            send_images=False,
+            text_only_evidence=True,
+        )
         [resp] = asyncio.run(stage.aprocess(synth_item(seg, stream, [], intent)))
     [sample] = ValidateStage(catalog).process(resp)
     assert sample["intent"] == "my_safety_qa" and sample["domain"] == "daily_life"

@@ -334,10 +334,13 @@ def text_only(req: Any) -> Reply:
     return answer(req)
 
 
-@pytest.mark.parametrize("mode", ["always", "auto"])
+@pytest.mark.parametrize("mode", ["always", "auto", "auto+text-only"])
 def test_images_to_a_text_only_server(
     shared_data: Path, tmp_path: Path, monkeypatch, capsys, mode: str
 ) -> None:
+    """The probe finds the server text-only: a visual intent is refused before the run in one line
+    (whatever --send-images says), unless --text-only-evidence: then no frame is sent at all and every
+    sample is marked text_only."""
     monkeypatch.setenv("DATACLAW_CACHE_DIR", str(tmp_path / "cache"))
     run = tmp_path / "run"
     with OpenAIServer(responder=text_only) as server:
@@ -345,18 +348,24 @@ def test_images_to_a_text_only_server(
         argv = [
             "tailor", "run", str(shared_data / "videos/dj_video1.mp4"), "--out", str(run), *VIDEO_INTENTS,
             "--model", model, "--extractors", "shots,motion", "--workers", "1", "--json",
-            "--send-images", mode,
+            "--send-images", mode.split("+")[0], *(["--text-only-evidence"] if "+" in mode else []),
         ]  # fmt: skip
         code = _run(argv)
         out, err = capsys.readouterr()
         with_images = sum(
             1 for b in server.chat_bodies() if _has_image(b) and (_props(b) or {}).keys() - {"probe"}
         )
-    if mode == "always":  # refused: one line naming images and the way out, not five retries each
-        assert code == 1 and len(err.strip().splitlines()) == 1 and "--send-images auto" in err, err
-        assert with_images <= 1
+    assert with_images == 0, "no pipeline request carried an image"
+    if "+" not in mode:  # refused before ingest: one line naming the intents, the model and the opt-in
+        assert code == 1 and len(err.strip().splitlines()) == 1, err
+        assert "video_generation_segment, world_model_prediction must see frames/video" in err
+        assert f"model {model} is text-only" in err and "--text-only-evidence" in err
+        assert not (run / "streams.jsonl").exists()
         return
     assert code == 0, err
     summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["counts"]["samples"] == summary["requests"] > 0, "answered from anchors as text"
-    assert with_images <= 1, "at most one request with images: then the model knows"
+    assert summary["counts"]["responses"] == summary["requests"] > 0, "answered from anchors as text"
+    samples = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines()]
+    assert samples and {s["evidence"] for s in samples} == {"text_only"} and summary["export"]["evidence"] == {
+        "text_only": len(samples)
+    }

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from dataclaw.cli._executor import ExecutorOptions, executor_scope
 from dataclaw.cli._options import fields_of, with_options
-from dataclaw.core.errors import ConfigError
+from dataclaw.core.errors import ConfigError, DataclawError
 from dataclaw.tailor.anchors.ocr import OcrText
 from dataclaw.tailor.anchors.shots import ShotBoundaries
 from dataclaw.tailor.mining.base import MINERS, Miner
@@ -190,8 +190,42 @@ def ingest(
         summary = run_ingest(inputs, out, ingest_config, progress=progress_bar)
     if as_json:
         typer.echo(json.dumps(summary.to_dict()))
-        return
-    _print_summary(summary.to_dict(), "tailor ingest")
+    else:
+        _print_summary(summary.to_dict(), "tailor ingest")
+    if not summary.streams:
+        raise NothingProduced(f"no stream was read from the inputs: {_reasons(summary.rejects, out)}")
+
+
+class NothingProduced(DataclawError):
+    """A command that makes records made none: exit status 1, with why in one line (after its summary)."""
+
+
+def _reasons(rejects: dict[str, int], run: Path | str, *stages: str) -> str:
+    """``ingest:corrupt_video 1, …`` (of ``stages`` only, when given) and where the rejects are."""
+    shown = {k: v for k, v in rejects.items() if not stages or k.split(":", 1)[0] in stages}
+    listed = ", ".join(f"{k} {v}" for k, v in sorted(shown.items(), key=lambda kv: -kv[1])[:6])
+    return f"{listed or 'no reject recorded'} (see {Path(run) / 'rejects.jsonl'})"
+
+
+def nothing_made(summary: dict[str, Any]) -> str | None:
+    """Why a ``tailor run`` made no sample, from its summary (None when it made some): the first step
+    that came out empty, with the rejects that emptied it."""
+    counts, rejects, run = summary["counts"], summary["rejects"], summary["run"]
+    exported = summary.get("export")
+    if counts.get("samples") and (exported is None or exported.get("samples")):
+        return None
+    if not counts.get("streams"):
+        return f"no stream was read from the inputs: {_reasons(rejects, run, 'ingest')}"
+    if not counts.get("candidates"):
+        return f"{counts['streams']} streams read, but no candidate was mined: {_reasons(rejects, run)}"
+    if not summary.get("requests"):
+        return f"none of the intents applies to the {summary['candidates']} candidates of this run"
+    if not counts.get("responses"):
+        return f"no model answer among {summary['requests']} requests: {_reasons(rejects, run, 'responses')}"
+    if not counts.get("samples"):
+        later = ("responses", "validated", "materialize", "samples", "artifacts")
+        return f"every answer was rejected: {_reasons(rejects, run, *later)}"
+    return f"every sample was left out of the export: {exported.get('note') or exported.get('reasons')}"
 
 
 def _print_summary(summary: dict[str, Any], title: str = "tailor run") -> None:
@@ -286,17 +320,33 @@ def export(
     summary = run_export(run, fmt, out, **config).to_dict()
     if as_json:
         typer.echo(json.dumps(summary))
-        return
-    typer.echo(f"{summary['samples']} samples, {summary['media_files']} media files → {summary['out_dir']}")
-    if summary.get("note"):
-        typer.echo(summary["note"])
-    for reason, count in sorted(summary["reasons"].items()):
-        typer.echo(f"  left out: {count} {reason} (see rejects.jsonl)")
+    else:
+        typer.echo(
+            f"{summary['samples']} samples, {summary['media_files']} media files → {summary['out_dir']}"
+        )
+        _say_evidence(summary)
+        if summary.get("note"):
+            typer.echo(summary["note"])
+        for reason, count in sorted(summary["reasons"].items()):
+            typer.echo(f"  left out: {count} {reason} (see rejects.jsonl)")
+    if not summary["samples"]:
+        note = str(summary.get("note") or "the run has none").removeprefix("0 samples: ")
+        raise NothingProduced(f"exported no sample: {note}")
+
+
+def _say_evidence(export: dict[str, Any]) -> None:
+    """A line when some exported samples were made from text alone by a model that could not see."""
+    blind = (export.get("evidence") or {}).get("text_only", 0)
+    if blind:
+        typer.echo(
+            f"{blind} of {export['samples']} samples are marked evidence: text_only (made without seeing "
+            "their frames or images)"
+        )
 
 
 _RUN_OPTIONS = fields_of(
     TailorRunConfig, "seed", "concurrency", "workers", "codec", "crf", "max_media_gb", "max_candidates",
-    "max_per_kind", "export",
+    "max_per_kind", "export", "generations", "retries", "sample_temperature", "text_only_evidence",
 )  # fmt: skip
 
 
@@ -344,8 +394,7 @@ def run(
     catalog = IntentCatalog.builtin()
     for name in wanted["intents"]:  # a typo fails now, not after the whole ingest
         catalog.resolve(name)
-    from dataclaw.models.ledger import render_summary
-    from dataclaw.tailor.pipeline import rejects_by_stage, tailor_run
+    from dataclaw.tailor.pipeline import tailor_run
     from dataclaw.tailor.synthesis.route import RouteConfig
 
     routing = RouteConfig.from_file(route) if route else RouteConfig.from_cli(model, expert)
@@ -358,7 +407,18 @@ def run(
         summary = tailor_run(inputs, out, run_config, progress=progress_bar)
     if as_json:
         typer.echo(json.dumps(summary, default=str))
-        return
+    else:
+        _print_run(summary)
+    why = nothing_made(summary)
+    if why is not None:
+        raise NothingProduced(f"the run made no sample: {why}")
+
+
+def _print_run(summary: dict[str, Any]) -> None:
+    """The run's summary as tables and lines."""
+    from dataclaw.models.ledger import render_summary
+    from dataclaw.tailor.pipeline import rejects_by_stage
+
     table = Table(title=f"tailor run {summary['run']} ({summary['router']}: {', '.join(summary['models'])})")
     table.add_column("stage")
     table.add_column("records", justify="right")
@@ -382,6 +442,7 @@ def run(
         )
     if summary["export"]:
         typer.echo(f"exported {summary['export']['samples']} samples → {summary['export']['out_dir']}")
+        _say_evidence(summary["export"])
         if summary["export"].get("note"):
             typer.echo(summary["export"]["note"])
 

@@ -115,7 +115,7 @@ def test_expert_routing_sends_each_domain_to_its_expert_and_records_it() -> None
     ):
         robot_spec, world_spec = f"{robot_srv.base_url}::robot", f"{world_srv.base_url}::world"
         cfg = RouteConfig.from_cli(world_spec, [f"embodied={robot_spec}"])
-        stage = SynthesizeStage(cfg, catalog=catalog, send_images=False)
+        stage = SynthesizeStage(cfg, catalog=catalog, send_images=False, text_only_evidence=True)
         items = [
             synth_item(KEYFRAMES, ROBOT, [], catalog.get("predict_next_subtask")),
             synth_item(SEG, VIDEO, [], catalog.get("world_model_prediction")),

@@ -215,7 +215,12 @@ def test_text_only_model_gets_anchors_not_images(ingested: dict[str, Any]) -> No
     catalog = IntentCatalog.builtin()
     [item] = items_for(ingested, catalog, {"fault_window": "robot_fault_recovery"})
     with OpenAIServer(responder=lambda req: Reply.text("not json")) as server:
-        stage = SynthesizeStage(RouteConfig.omni(f"{server.base_url}::m"), catalog=catalog, send_images=False)
+        stage = SynthesizeStage(
+            RouteConfig.omni(f"{server.base_url}::m"),
+            catalog=catalog,
+            send_images=False,
+            text_only_evidence=True,
+        )
         [rec] = asyncio.run(stage.aprocess(item))
         body = server.chat_bodies()[0]
     assert rec["images"] == 0 and rec["output"] is None and rec["raw_text"] == "not json"
@@ -233,7 +238,7 @@ RESUME_SCRIPT = textwrap.dedent(
     from dataclaw.tailor.synthesis.route import RouteConfig
     from dataclaw.tailor.synthesis.stage import SynthesizeStage
     items = json.load(open(sys.argv[2]))
-    stage = SynthesizeStage(RouteConfig.omni(sys.argv[3]), send_images=False)
+    stage = SynthesizeStage(RouteConfig.omni(sys.argv[3]), send_images=False, text_only_evidence=True)
     run_stage(stage, items, RunStore(sys.argv[1]), LocalExecutor(workers=1, concurrency=1))
     """
 )
@@ -272,7 +277,7 @@ def test_resume_after_kill_repeats_no_model_call(ingested: dict[str, Any], tmp_p
         assert 2 <= len(done_before) < len(items)
         first_run = srv.request_count
         stats = run_stage(
-            SynthesizeStage(RouteConfig.omni(spec), send_images=False),
+            SynthesizeStage(RouteConfig.omni(spec), send_images=False, text_only_evidence=True),
             items,
             RunStore(run),
             LocalExecutor(1, 1),

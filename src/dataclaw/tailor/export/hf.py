@@ -24,7 +24,9 @@ configs:
 {samples} samples written by `dataclaw tailor export --format hf`. `images` / `videos` are the model's
 input media (one per `<image>` / `<video>` token in `messages`); `target_images` / `target_videos` hold the
 media that paper placeholders such as `<video_gen>` and `<image_recall>` stand for (`targets` maps each
-placeholder to its index); `output` is the structured answer as JSON.
+placeholder to its index); `output` is the structured answer as JSON; `evidence` is `perceived`, or
+`text_only` when the model that wrote the answer did not see the media ({text_only} of these samples;
+null: a sample of an older run, unmarked).
 
 Video columns are not decoded: each item of `videos` / `target_videos` is `{{"bytes", "path"}}`, the whole
 clip file, so the dataset loads and reads with `datasets` alone (no `torchcodec`). Decode the bytes with
@@ -82,6 +84,7 @@ class HuggingFaceExporter(Exporter):
                     {"placeholder": text, "role": text, "kind": text, "index": ds.Value("int32")}
                 ),
                 "output": text,
+                "evidence": text,
             }
         )
 
@@ -108,6 +111,7 @@ class HuggingFaceExporter(Exporter):
             "target_videos": tgt["video"],
             "targets": targets,
             "output": json.dumps(s.output, ensure_ascii=False, sort_keys=True),
+            "evidence": s.evidence,
         }
 
     def write(self, run_dir: Path, samples: list[Checked], out: Path, summary: ExportSummary) -> list[str]:
@@ -137,7 +141,10 @@ class HuggingFaceExporter(Exporter):
         finally:
             if bars:
                 ds.enable_progress_bars()
-        card = DATASET_CARD.format(samples=len(samples), codecs="\n".join(codec_lines(samples)))
+        blind = sum(1 for c in samples if c.sample.evidence == "text_only")
+        card = DATASET_CARD.format(
+            samples=len(samples), codecs="\n".join(codec_lines(samples)), text_only=blind
+        )
         (out / "README.md").write_text(card, encoding="utf-8")
         summary.media_files = len({a.id for c in samples for a in c.artifacts})
         return [*files, "README.md"]
