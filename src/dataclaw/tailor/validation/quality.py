@@ -1,9 +1,11 @@
 """Quality validators: checks that stop plausible garbage a schema cannot see (issue "Tailor quality").
 
 A schema-valid answer can still be useless on a human read: a question that echoes the prompt
-("Sampled frames (in time order): …"), six identical steps, reasoning that loops, "the critical moment
-is frame 434" when the chosen frames are 266–406, a grasp placed where the hand never closed. The paper
-asks for post-hoc verification against the factual anchors (B.2.1 "structural verification &
+("Sampled frames (in time order): …"), six identical steps, reasoning that loops, a frame named outside
+the frames shown, a grasp placed where the hand never closed. (Frames named outside what the answer
+itself selected — "the critical moment is frame 434" with key frames 266–406, when 434 was shown — and
+fields that copy each other or contradict the anchors are the grounding gates of :mod:`.grounding`.)
+The paper asks for post-hoc verification against the factual anchors (B.2.1 "structural verification &
 grounding") and names temporal hallucination as a real failure of strong models too (E.2); these
 validators make those checks deterministic. Each is registered in the validator registry like the
 A.3.4 checks, named in intents with parameters, and reports a :class:`ValidationIssue` plus the
@@ -17,8 +19,9 @@ offending span of text.
   text or of the anchor / frame lines it was shown.
 - ``question_form``: a field that is a question reads as one (ends with "?" or opens with an
   interrogative or an ask verb).
-- ``temporal_consistency``: every frame number or time point a text names lies within the frames the
-  sample selected, and before / after / then between two named frames agree with their order.
+- ``temporal_consistency``: every frame number or time point a text names lies within the frames given
+  by ``within`` (in the built-in intents: the frames shown, or the candidate's range), and before / after /
+  then between two named frames agree with their order.
 - ``anchor_window``: a grasp / release / stall the text (or a frame field, or a step) places at a frame
   lies inside the matching proprioception anchor (``hand_close`` / ``hand_open`` / ``stall``), within a
   tolerance.
