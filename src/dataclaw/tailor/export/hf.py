@@ -45,8 +45,10 @@ class HuggingFaceExporter(Exporter):
 
     Columns: ``id``, ``intent``, ``domain``, ``stream_id``, ``candidate_id``, ``messages``, ``images``
     (``List(Image())``), ``videos`` (``List({"bytes", "path"})``), ``target_images``, ``target_videos``,
-    ``targets`` (placeholder → index into the target lists) and ``output`` (the structured answer as
-    JSON text). Media bytes are embedded, so the parquet files stand alone. Video columns are lists of
+    ``targets`` (placeholder → index into the target lists), ``output`` (the structured answer as
+    JSON text) and ``evidence`` (``perceived``, or ``text_only``: the answering model did not see the
+    media; null for samples of older runs). Media bytes are embedded, so the parquet files stand alone.
+    Video columns are lists of
     ``{"bytes", "path"}`` (the clip file), not ``Video`` features: a ``Video`` column decodes on read,
     which needs ``torchcodec``, and ``Video(decode=False)`` does not survive the round trip through
     parquet. ``cast_column("videos", List(Video()))`` turns decoding on. The dataset card says how the
