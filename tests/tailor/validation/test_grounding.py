@@ -336,3 +336,13 @@ def test_a_contradiction_heads_a_reject_that_also_repeats_itself(recorded: dict[
     assert headline(fails).reason is ValidationIssue.CONTRADICTS_ANCHOR
     assert severity("near_duplicate_fields") is Severity.CONTENT
     assert severity("outside_candidate_window") is Severity.GROUNDING
+
+
+def test_another_coloured_object_beside_the_task_object_is_not_a_contradiction(
+    recorded: dict[str, dict[str, Any]],
+) -> None:
+    ctx, params = recorded["34af6812"]["context"], {"fields": ["answer", "reasoning"]}
+    two = {"answer": "The robot passes the green bottle.", "reasoning": "Then it grasps the yellow bottle."}
+    assert run_validator("anchor_agreement", two, ctx, params) == []
+    one = {"answer": "The robot passes the green bottle.", "reasoning": "Then it grasps it."}
+    assert [f.span for f in run_validator("anchor_agreement", one, ctx, params)] == ["green bottle"]

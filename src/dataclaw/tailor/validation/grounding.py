@@ -422,32 +422,38 @@ def check_anchor_agreement(
     checks: list[str] | None = None,
 ) -> list[Failure]:  # fmt: skip
     """Claims in the texts at ``fields`` that the anchors contradict (``checks``, default all):
-    ``colour`` (an object the anchors name in one colour, called another), ``object`` (a manipulated
-    object whose colour and noun no anchor has, while the task names what is manipulated), ``app`` (a
-    named application no window, event, screen text or task shows, while they show others), ``value``
-    (a setting set to a value the anchors give otherwise, a value no anchor shows anywhere), ``action``
-    (a GUI action kind the recorded event log, which has events, never holds). A claim the anchors say
-    nothing about passes: only contradictions fail."""
+    ``colour`` (an object the anchors name in one colour, called another, and never in the anchors'
+    colour anywhere in the answer: "the green bottle next to the yellow bottle" is two bottles),
+    ``object`` (a manipulated object whose colour and noun no anchor has, while the task names what is
+    manipulated), ``app`` (a named application no window, event, screen text or task shows, while they
+    show others), ``value`` (a setting set to a value the anchors give otherwise, a value no anchor shows
+    anywhere), ``action`` (a GUI action kind the recorded event log, which has events, never holds). A
+    claim the anchors say nothing about passes: only contradictions fail."""
     wanted = set(checks or CHECKS)
     evidence = evidence_of(ctx)
+    texts = _texts(output, fields)
+    whole = " ".join(t for _, t in texts)
     out: list[Failure] = []
-    for where, text in _texts(output, fields):
+    for where, text in texts:
         for name in CHECKS:
             if name in wanted:
-                fail = CHECKS[name](where, text, ctx, evidence)
+                fail = CHECKS[name](where, text, ctx, evidence, whole)
                 if fail:
                     out.append(fail)
     return out
 
 
-def _colour_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence]) -> Failure | None:
+def _colour_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
     said: dict[str, list[tuple[str, Evidence, str]]] = {}
     for ev in evidence:
         for colour, noun, span in _colour_nouns(ev.text):
             said.setdefault(noun, []).append((colour, ev, span))
+    also = {(c, n) for c, n, _ in _colour_nouns(whole)}
     for colour, noun, span in _colour_nouns(text):
         known = said.get(noun)
-        if known and all(c != colour for c, _, _ in known):
+        if known and all(c != colour and (c, noun) not in also for c, _, _ in known):
             _, ev, where_span = known[0]
             return Failure(
                 ValidationIssue.CONTRADICTS_ANCHOR,
@@ -457,7 +463,9 @@ def _colour_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evi
     return None
 
 
-def _object_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence]) -> Failure | None:
+def _object_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
     task = [ev for ev in evidence if ev.name == "the task anchor"]
     targets = [(c, n, s, ev) for ev in task for c, n, s in _manipulated(ev.text)]
     if not targets:
@@ -476,7 +484,9 @@ def _object_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evi
     return None
 
 
-def _app_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence]) -> Failure | None:
+def _app_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
     if (ctx.get("stream") or {}).get("modality") != "gui":
         return None
     claimed = _apps_in(text) - GENERIC_APPS
@@ -504,7 +514,9 @@ def _app_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Eviden
     return None
 
 
-def _value_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence]) -> Failure | None:
+def _value_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
     known: dict[str, list[tuple[str, Evidence, str]]] = {}
     for ev in evidence:
         for label, value, span in _values(ev.text):
@@ -522,7 +534,9 @@ def _value_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evid
     return None
 
 
-def _action_check(where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence]) -> Failure | None:
+def _action_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
     events = [e for e in ctx.get("events") or [] if isinstance(e, dict)]
     if not events:
         return None
