@@ -216,6 +216,8 @@ def _synthetic_x264(path: Path, options: dict[str, str], frames: int = 240) -> P
         ("ref=1:bframes=3:b-pyramid=normal:weightb=1:keyint=90:b-adapt=2", True),
         ("ref=1:bframes=2:b-pyramid=none:weightp=2:keyint=60", True),
         ("ref=1:bframes=5:b-pyramid=normal:direct=temporal:keyint=120", True),
+        ("ref=1:bframes=4:b-pyramid=strict:weightb=1:keyint=100", True),
+        ("ref=1:bframes=16:b-pyramid=normal:b-adapt=0:keyint=200", True),
         ("ref=3:bframes=3:b-pyramid=normal:keyint=90", False),
     ],
 )

@@ -7,7 +7,10 @@ exact per-frame times, and the keyframe positions. ``frame_at(i)`` then seeks to
 before frame ``i`` and decodes forward to it; frames we pass through are decoded with the decoder's
 ``skip_frame=NONREF`` (non-reference frames, e.g. most B-frames, are not decoded at all, which is safe
 because nothing depends on them), and the decoder is kept open so ascending requests continue forward
-instead of seeking again. Frames come back as RGB ``uint8`` arrays of shape ``(H, W, 3)``.
+instead of seeking again. Within one request, a wanted frame whose successor lies past another keyframe
+is drained out of the decoder's reorder buffer right after its packet instead of by decoding the frames
+that follow it (the decoder is reset for the successor anyway). Frames come back as RGB ``uint8``
+arrays of shape ``(H, W, 3)``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def _av() -> Any:
     return require("av", "video decoding", "media")
 
 
-_B_KEEP_BEFORE_MINI_GOPS = 4  # B-frames kept before a wanted frame, in mini-GOPs (see _b_frame_window)
+_B_KEEP_BEFORE_MINI_GOPS = 2  # B-frames kept before a wanted frame, in mini-GOPs (see _b_frame_window)
 _X264_INFO = re.compile(rb"x264 - core \d+[^\x00]*? options: ([ -~]+)")
 
 
@@ -193,10 +196,15 @@ class VideoReader:
         skipped. B-frames near a wanted frame are still decoded: the wanted frame's references, and the
         decoder's reference list and implicit bi-prediction weights (which depend on the references'
         POCs and on how FFmpeg fills frame_num gaps), must be those of a full decode: so the last few
-        references before the wanted frame must all be real. We keep B-frames from four mini-GOPs
-        (``bframes + 1`` frames each) before it to one mini-GOP after it; one mini-GOP before is
-        measurably not enough. For any other encoder we cannot know what P-frames reference, and
-        only non-reference frames are skipped.
+        references before the wanted frame must all be real. How many: the decoder's sliding window
+        holds ``num_ref_frames`` references, which x264 sets to max(ref, 1 + reorder depth, 4 with
+        B-pyramids, 1 without): 4 with pyramids, whose mini-GOPs (``bframes + 1`` frames) hold two
+        references each (the P and the middle B), 2 without, one per mini-GOP. Two whole mini-GOPs of
+        real references before the wanted frame therefore push every gap-filled frame out of the window.
+        We keep B-frames from two mini-GOPs before it to one mini-GOP after it: one before is
+        measurably not enough (``tests/media``: x264 variants with and without pyramids, up to 16
+        B-frames); four, the old margin, decoded twice the B-references for the same frames. For any
+        other encoder we cannot know what P-frames reference, and only non-reference frames are skipped.
         """
         if options.get("ref") != "1" or not options.get("bframes", "").isdigit() or len(self._pts) < 2:
             return None
@@ -292,12 +300,20 @@ class VideoReader:
         if self._pos is None or not key <= self._pos < target or not self._can_continue_to(target):
             self._seek(key)
         assert self._packets is not None
+        drain = self._next_needs_seek(target, near, got)
         try:
             for packet in self._packets:
                 if packet.size == 0 and packet.pts is None:
                     continue  # demuxer end marker: flush below
                 self._cc.skip_frame = self._skip_mode(packet.pts, wanted, near)
                 if self._take(self._cc.decode(packet), wanted, got, target):
+                    break
+                if drain and packet.pts == target:
+                    # everything the target needs is in the decoder (references precede it in decode
+                    # order) and the next request seeks anyway: drain the reorder buffer instead of
+                    # decoding the frames that would push the target out
+                    self._take(self._cc.decode(None), wanted, got, target)
+                    self._pos = None
                     break
             else:
                 self._cc.skip_frame = "DEFAULT"
@@ -309,6 +325,17 @@ class VideoReader:
         if target not in got:
             self._pos = None
             raise self._error(MediaIssue.CORRUPT, f"the decoder never produced the frame at pts {target}")
+
+    def _next_needs_seek(self, target: int, near: list[int], got: dict[int, np.ndarray]) -> bool:
+        """Whether the next wanted frame of this request lies past another keyframe, so that the decoder
+        will be reset for it whatever state it is left in. The last one of a request leaves the decoder
+        where a later ascending request can continue (no drain)."""
+        i = bisect.bisect_right(near, target)
+        while i < len(near) and near[i] in got:
+            i += 1
+        if i == len(near):
+            return False
+        return self._keys[bisect.bisect_right(self._keys, near[i]) - 1] > target
 
     def _skip_mode(self, pts: int, wanted: set[int], near: list[int]) -> str:
         """DEFAULT for wanted frames; BIDIR far from them when safe (see _b_frame_window); else NONREF."""
