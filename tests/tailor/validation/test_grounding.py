@@ -136,6 +136,8 @@ def test_frame_434_with_key_frames_266_to_406_fails_though_it_was_shown() -> Non
     assert run_validator("selected_frames", ok, ctx, params) == []
     late = {**out, "answer": "The cup tips over at 14.5 s."}  # frame 435
     assert run_validator("selected_frames", late, ctx, params)[0].reason is ValidationIssue.FRAME_NOT_SELECTED
+    ordinal = {**out, "answer": "Everything changes in the 434th frame."}
+    assert run_validator("selected_frames", ordinal, ctx, params)[0].span == "the 434th frame"
     near = {**out, "answer": "The cup tips over at 13.6 s."}  # frame 408: within the 0.5 s of times
     assert run_validator("selected_frames", near, ctx, params) == []
     outside = {**out, "answer": "It ends at frame 620.", "key_frames": [266, 620]}

@@ -113,6 +113,17 @@ def _window(ctx: dict[str, Any], names: list[str]) -> list[tuple[str, int, int]]
     return out
 
 
+_ORDINAL_FRAME = re.compile(r"\b(?:the\s+)?(\d+)(?:st|nd|rd|th)\s+frame\b", re.IGNORECASE)
+
+
+def _named_frames(text: str, fps: float | None) -> list[tuple[int, int, str, bool]]:
+    """Frames a text names (:func:`~.quality.mentions`: "frame 434", times, "00:12"), plus ordinals ("the
+    434th frame"), in text order: ``(frame, position, span, from_a_time)``."""
+    found = mentions(text, fps)
+    found += [(int(m.group(1)), m.start(1), m.group().strip(), False) for m in _ORDINAL_FRAME.finditer(text)]
+    return sorted(found, key=lambda x: x[1])
+
+
 _STEP = re.compile(r"\bsteps?\s*(?:#|no\.?|number)?\s*(\d+)\b", re.IGNORECASE)
 
 
@@ -152,7 +163,7 @@ def check_selected_frames(
     }  # fmt: skip
     out: list[Failure] = []
     for where, text in _texts(output, fields):
-        for frame, _, span, timed in mentions(text, fps):
+        for frame, _, span, timed in _named_frames(text, fps):
             what = f"the time {_quote(span)} (frame {frame})" if timed else f"frame {frame}"
             tol = time_tol if timed else tolerance
             if win and not any(lo - tol <= frame <= hi + tol for _, lo, hi in win):
