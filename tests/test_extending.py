@@ -87,7 +87,9 @@ def test_the_doc_lists_every_entry_point_group_and_each_example_group() -> None:
 
 def test_the_clip_list_reader_reads_one_stream_per_clip(site: Path, tmp_path: Path) -> None:
     clips = str(DATA / "demo.clips.json")
-    without = summary(dataclaw("tailor", "ingest", clips, "-o", str(tmp_path / "plain"), "--json", site=None))
+    plain = dataclaw("tailor", "ingest", clips, "-o", str(tmp_path / "plain"), "--json", site=None)
+    assert plain.returncode == 1 and "no stream was read" in plain.stderr  # nothing made: exit 1, why named
+    without = json.loads(plain.stdout.strip().splitlines()[-1])  # the summary is still printed
     assert without["streams"] == 0 and without["rejects"] == {"ingest:not_a_dataset": 1}
 
     run = tmp_path / "clips"
