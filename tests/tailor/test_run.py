@@ -112,8 +112,11 @@ def test_tailor_run_with_a_vague_request(shared_data: Path, tmp_path: Path, monk
     assert set(choice["chosen"]) == {"video_generation_segment", "world_model_prediction"}
     n = summary["candidates"]
     assert n >= 1 and summary["requests"] == 2 * n and calls == 2 * n + 1
-    assert summary["counts"]["samples"] == 2 * n and summary["rejects"] == {}
-    assert summary["export"]["samples"] == 2 * n and summary["usage"]["calls"] == 2 * n + 1
+    # the canned annotator writes one text per intent whatever the clip: across the run, every sample
+    # after the first of its intent is a duplicate (issue 27 dedup)
+    assert summary["counts"]["validated"] == 2 * n and summary["counts"]["samples"] == 2
+    assert summary["rejects"] == ({"dedup:duplicate_exact": 2 * n - 2} if n > 1 else {})
+    assert summary["export"]["samples"] == 2 and summary["usage"]["calls"] == 2 * n + 1
     assert summary["usage_by_model"][model]["calls"] == 2 * n + 1
     assert summary["model_requests"][model]["started"] == 2 * n + 1
     assert again["counts"] == summary["counts"]
@@ -232,10 +235,13 @@ def test_a_changed_model_makes_new_answers_and_supersedes_the_old(
     assert {r["model"] for r in store.records("responses")} == {model_b}
     assert len((run / "responses.jsonl").read_text().splitlines()) == 2 * n, "old answers stay in the file"
     samples = list(store.records("samples"))
-    assert len(samples) == n and {s["route"]["model"] for s in samples} == {model_b}
+    # one text per intent from the canned annotator: the rest are duplicates across the run (issue 27)
+    kept = len({r["intent"] for r in store.records("responses")})
+    assert len(list(store.records("validated"))) == n
+    assert len(samples) == kept and {s["route"]["model"] for s in samples} == {model_b}
     exported = [json.loads(x) for x in (run / "export/jsonl/samples.jsonl").read_text().splitlines()]
-    assert {s["route"]["model"] for s in exported} == {model_b} and len(exported) == n
-    assert second["counts"]["samples"] == n and second["counts"]["responses"] == n
+    assert {s["route"]["model"] for s in exported} == {model_b} and len(exported) == kept
+    assert second["counts"]["samples"] == kept and second["counts"]["responses"] == n
 
 
 def test_a_second_run_on_the_same_directory_refuses(shared_data: Path, tmp_path: Path, capsys) -> None:
