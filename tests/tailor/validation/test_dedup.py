@@ -89,3 +89,15 @@ def test_bad_thresholds_are_refused() -> None:
         DedupConfig(near=0)
     with pytest.raises(ConfigError):
         DedupConfig(permutations=100, bands=32)
+
+
+def test_a_duplicate_is_rejected_under_its_response_id(tmp_path: Path) -> None:
+    """Every response of a run is a sample or a reject under its id, duplicates included."""
+    a, b = sample("s-a", CHESS), sample("s-b", CHESS)
+    a["provenance"], b["provenance"] = {"response_id": "r-a"}, {"response_id": "r-b"}
+    with RunStore(tmp_path) as store:
+        kept, _ = dedup_samples(store, [a, b], producer="p")
+        [rej] = store.rejects(DEDUP)
+    assert [s["id"] for s in kept] == ["s-a"]
+    assert rej["record_id"] == "r-b" and rej["detail"]["sample_id"] == "s-b"
+    assert rej["detail"]["duplicate_of"] == "s-a"

@@ -238,6 +238,12 @@ class DedupStats:
         return asdict(self)
 
 
+def record_key(sample: dict[str, Any]) -> str:
+    """The id a dedup verdict is recorded under: the sample's response (as validation rejects are), so
+    every response of a run is accounted for by a sample or a reject; the sample id when it has none."""
+    return (sample.get("provenance") or {}).get("response_id") or sample["id"]
+
+
 def dedup_samples(
     store: RunStore,
     samples: Sequence[dict[str, Any]],
@@ -246,7 +252,8 @@ def dedup_samples(
     embedder: Any = None,
 ) -> tuple[list[dict[str, Any]], DedupStats]:
     """The samples of ``samples`` that repeat no sample kept before them (in id order), and the stats.
-    Each duplicate is a reject of stage ``dedup`` naming the sample it repeats; verdicts are recorded in
+    Each duplicate is a reject of stage ``dedup`` (under its response's id, :func:`record_key`) naming the
+    sample it repeats; verdicts are recorded in
     the run's progress markers, so a resumed run keeps its earlier decisions (``producer``: what made the
     samples; a new one starts over)."""
     config = config or DedupConfig()
@@ -258,28 +265,29 @@ def dedup_samples(
     texts = {s["id"]: sample_text(s.get("output")) for s in ordered}
     index.embed([texts[s["id"]] for s in ordered])
     for s in ordered:  # earlier decisions are final: what was kept is the index new samples meet
-        if "outputs" in verdicts.get(s["id"], {}):
+        if "outputs" in verdicts.get(record_key(s), {}):
             index.add(s["id"], s["intent"], texts[s["id"]])
     stats = DedupStats(samples=len(ordered), reasons={})
     kept = []
     for s in ordered:
-        verdict = verdicts.get(s["id"])
+        key = record_key(s)
+        verdict = verdicts.get(key)
         if verdict is None:
             dup = index.check(s["intent"], texts[s["id"]])
             if dup is None:
                 index.add(s["id"], s["intent"], texts[s["id"]])
-                verdict = {"id": s["id"], "outputs": 1}
+                verdict = {"id": key, "outputs": 1}
             else:
                 how = {"duplicate_exact": "the same text as", "duplicate_near": "nearly the same text as",
                        "duplicate_semantic": "the same meaning as"}[dup.reason]  # fmt: skip
                 store.reject(
                     Reject(
-                        id=s["id"], stage=DEDUP, reason=str(dup.reason),
+                        id=key, stage=DEDUP, reason=str(dup.reason),
                         message=f"{how} {dup.of} (similarity {dup.similarity:.2f}, intent {s['intent']})",
-                        detail={"duplicate_of": dup.of, "similarity": dup.similarity},
+                        detail={"sample_id": s["id"], "duplicate_of": dup.of, "similarity": dup.similarity},
                     )
                 )  # fmt: skip
-                verdict = {"id": s["id"], "reject": str(dup.reason)}
+                verdict = {"id": key, "reject": str(dup.reason)}
             done.append(verdict)
         if "outputs" in verdict:
             kept.append(s)
