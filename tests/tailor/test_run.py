@@ -372,6 +372,8 @@ def test_images_to_a_text_only_server(
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["counts"]["responses"] == summary["requests"] > 0, "answered from anchors as text"
     samples = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines()]
-    assert samples and {s["evidence"] for s in samples} == {"text_only"} and summary["export"]["evidence"] == {
-        "text_only": len(samples)
-    }
+    assert (
+        samples
+        and {s["evidence"] for s in samples} == {"text_only"}
+        and summary["export"]["evidence"] == {"text_only": len(samples)}
+    )
