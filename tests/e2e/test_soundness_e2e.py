@@ -23,7 +23,6 @@ import importlib.util
 import json
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +49,14 @@ def require_bwrap() -> None:
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _forget_the_trainer_side_imports() -> Any:
+def _forget_the_trainer_side_imports(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The exports are loaded here as a trainer loads them (the TRL module, the library's package it
     runs): forgotten afterwards, so later tests that prove dataclaw imports no generated code see only
     what dataclaw did."""
     before = set(sys.modules)
     yield
-    tmp = tempfile.gettempdir()
+    # the tests' own temp folders: not the system temp dir, which may hold this checkout (a CI clone)
+    tmp = str(tmp_path_factory.getbasetemp())
     for name in set(sys.modules) - before:
         where = getattr(sys.modules[name], "__file__", None) or ""
         if where.startswith(tmp) or name.startswith(("trl_e2e_", "verl_e2e_")):

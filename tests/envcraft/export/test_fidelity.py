@@ -43,13 +43,14 @@ needs_trl = pytest.mark.skipif(not TRAIN_PY.is_file(), reason=f"no trainer venv 
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _forget_the_trainer_side_imports() -> Any:
+def _forget_the_trainer_side_imports(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """These tests load exports as a trainer does, in this process: the exported class and the imported
     publisher packages it runs (BFCL, tau2) land in sys.modules. They are forgotten afterwards, so the
     importer tests that prove dataclaw itself never imports publisher code see only what dataclaw did."""
     before = set(sys.modules)
     yield
-    tmp = tempfile.gettempdir()
+    # the tests' own temp folders: not the system temp dir, which may hold this checkout (a CI clone)
+    tmp = str(tmp_path_factory.getbasetemp())
     foreign = {
         name.split(".")[0]
         for name in set(sys.modules) - before
