@@ -103,7 +103,8 @@ def _tailor_part(out: Path, model: str) -> dict[str, Any]:
         "rejects": ", ".join(f"{k} {v}" for k, v in summary["rejects"].items() if not k.startswith("ingest"))
         or "none",
         "tokens": f"{usage['prompt_tokens']} in / {usage['completion_tokens']} out"
-        f" ({usage.get('cache_hits', 0)} of {summary['requests']} answers from the response cache)",
+        f" ({usage.get('cache_hits', 0)} of {usage.get('calls', 0)} model calls, for"
+        f" {summary['requests']} requests, from the response cache)",
         "export": (summary["export"] or {}).get("out_dir", "none (no sample passed validation)"),
         "run": out,
     }
