@@ -22,11 +22,15 @@ runs the suite for every tool task, and ``dataclaw tasks export`` refuses a task
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import tempfile
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
+
+import orjson
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.runtime.task import ToolTask
@@ -277,10 +281,6 @@ class _Scorer:
         self.seen: dict[bytes, dict[str, Any]] = {}
 
     def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
-        import hashlib
-
-        import orjson
-
         key = hashlib.blake2b(orjson.dumps(state, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
         if key not in self.seen:
             from dataclaw.envcraft.tasks.tool.verifier import evaluate
@@ -324,16 +324,12 @@ def _id_params(spec: Any) -> list[Any]:
 
 
 def _hashable(v: Any) -> Any:
-    import json
-
     return (
         v if isinstance(v, str | int | float | bool) or v is None else "json:" + json.dumps(v, sort_keys=True)
     )
 
 
 def _unhashable(v: Any) -> Any:
-    import json
-
     return json.loads(v[5:]) if isinstance(v, str) and v.startswith("json:") else v
 
 
