@@ -102,14 +102,15 @@ _TASKS_HELP = "tasks.jsonl, a run directory holding one, or a folder of claw tas
 
 def _rollout_table(title: str, s: dict) -> None:
     table = Table(title=title)
-    cols = ["tasks", "unloadable", "rollouts", "mean reward", "full reward", "defects", "errors"]
+    cols = ["tasks", "unloadable", "rollouts", "mean reward", "full reward", "pass^k", "defects", "errors"]
     cols += ["stop reasons", "budget exceeded"]
     for col in cols:
         table.add_column(col)
     fmt = lambda d: ", ".join(f"{k}={v}" for k, v in sorted(d.items())) or "-"  # noqa: E731
     table.add_row(
         str(s["tasks"]), str(s.get("unloadable", 0)), str(s["rollouts"]), str(s["mean_reward"]),
-        str(s["full_reward"]), str(s["defects"]), fmt(s["errors"]), fmt(s["stop_reasons"]),
+        str(s["full_reward"]), " ".join(f"^{k}={v:.2f}" for k, v in s.get("pass_hat_k", {}).items()) or "-",
+        str(s["defects"]), fmt(s["errors"]), fmt(s["stop_reasons"]),
         str(s.get("budget_exceeded", 0)),
     )  # fmt: skip
     console.print(table)

@@ -315,3 +315,20 @@ def test_cli_rollout_holds_the_budget_and_totals_it_in_the_summary(gold_tool_tas
     assert summary["budget_exceeded"] == 3 and summary["overrun_s_max"] < 1
     assert 6 <= summary["wall_s_total"] < 9
     assert "budget exceeded" in res.stdout and "most over its budget" in res.stdout
+
+
+def test_pass_hat_k_matches_tau2_by_hand() -> None:
+    """pass^k on recorded trials, worked by hand: task a succeeds in 2 of 3 trials, task b in 3 of 3.
+    a: pass^1 = 2/3, pass^2 = C(2,2)/C(3,2) = 1/3, pass^3 = 0; b: 1 each. Averages: 5/6, 2/3, 1/2.
+    A reward of 0.999 is not a success (τ²-bench counts 1 within 1e-6)."""
+    from dataclaw.envcraft.rollout.run import pass_hat_k, rollout_summary
+
+    recs = [{"task_id": "a", "reward": x} for x in (1.0, 0.0, 1.0)]
+    recs += [{"task_id": "b", "reward": 1.0} for _ in range(3)]
+    assert pass_hat_k(recs) == {1: 0.8333, 2: 0.6667, 3: 0.5}
+    assert pass_hat_k([{"task_id": "a", "reward": 0.999}]) == {1: 0.0}
+    # k stops at the fewest trials any task has
+    assert list(pass_hat_k(recs + [{"task_id": "c", "reward": 1.0}])) == [1]
+    assert pass_hat_k([]) == {}
+    full = [dict(r, error=None, defect=None, stop_reason="finish", turns=1) for r in recs]
+    assert rollout_summary(full)["pass_hat_k"][2] == 0.6667

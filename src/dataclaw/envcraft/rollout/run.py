@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+import math
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -129,11 +130,33 @@ def trajectories_of(records: list[dict[str, Any]], tid: str) -> list[Trajectory]
     return out
 
 
+def is_success(reward: float | None) -> bool:
+    """A trial succeeds when its reward is full (τ²-bench's ``is_successful``: 1 within 1e-6)."""
+    return reward is not None and abs(float(reward) - 1.0) <= 1e-6
+
+
+def pass_hat_k(records: list[dict[str, Any]]) -> dict[int, float]:
+    """pass^k (τ-bench, arXiv 2406.12045) for k = 1 … the fewest trials any task has: per task
+    C(successes, k) / C(trials, k), the chance that k trials drawn from its n all succeed, averaged over
+    tasks. Every task counts the same whatever its trials; ``{}`` when there are none."""
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r in records:
+        by_task[r["task_id"]].append(is_success(r.get("reward")))
+    if not by_task:
+        return {}
+    n_min = min(len(v) for v in by_task.values())
+    return {
+        k: round(sum(math.comb(sum(v), k) / math.comb(len(v), k) for v in by_task.values()) / len(by_task), 4)
+        for k in range(1, n_min + 1)
+    }
+
+
 def rollout_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts for the summary table."""
+    """Counts for the summary table, with pass^k over the tasks' trials."""
     errors = Counter(r["error"]["boundary"] for r in records if r.get("error"))
     rewards = [r["reward"] for r in records]
     return {
+        "pass_hat_k": pass_hat_k(records),
         "rollouts": len(records),
         "tasks": len({r["task_id"] for r in records}),
         "mean_reward": round(sum(rewards) / len(rewards), 4) if rewards else None,
