@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import typer
 from rich.table import Table
 
+from dataclaw.cli._produced import require_made
 from dataclaw.cli._summary import console, stage_summary
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox import SandboxPolicy
@@ -29,7 +29,7 @@ def run_import_cli(
     fmt: str, src: Path, out: Path, produce: str, options: ImportOptions, *, unsafe: bool
 ) -> None:
     """Run the importer with a progress bar, print the summary (items, imported, resumed, reject reasons
-    with the first messages). Exit 1 when nothing could be imported."""
+    with the first messages). Exit 1 when nothing was imported, naming why."""
     from dataclaw.core.progress import progress_bar
     from dataclaw.envcraft.importers import Produces, run_import
 
@@ -49,8 +49,8 @@ def run_import_cli(
     console.print(f"{s.produce}: {s.records} records in {out / s.file}{resumed}")
     if s.produce == "environments":
         _runnable_line(out / s.file, s.format)
-    if s.items and not s.imported:
-        raise typer.Exit(1)
+    why = None if s.items else f"{src} holds no {s.format} item"
+    require_made(s.produce, s.imported, raw=s.items, reasons=s.rejects, why=why, where=out)
 
 
 def _runnable_line(index: Path, fmt: str) -> None:

@@ -15,6 +15,7 @@ from rich.table import Table
 from dataclaw.cli._executor import ExecutorOptions, executor_scope
 from dataclaw.cli._importers import ImportOptions, list_importers, run_import_cli
 from dataclaw.cli._options import with_options
+from dataclaw.cli._produced import reasons_text, require_made
 from dataclaw.core.errors import ConfigError
 from dataclaw.sandbox.cli import UNSAFE_OPTION
 
@@ -370,6 +371,10 @@ def synth(
     with executor_scope(executor), _phases() as progress:
         run = synth_library(out, request, progress=progress)
     _synth_summary(run)
+    s = run.summary
+    why = f"{s['failed']} failed, {s['floor']} floor ({reasons_text(s['reasons']) or 'no reason recorded'})"
+    why = why if s["raw"] else "no scenario to synthesise"
+    require_made("passing environments", s["passed"], why=why, where=out, file="index.jsonl")
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from rich.table import Table
 from dataclaw.cli._executor import ExecutorOptions, executor_scope
 from dataclaw.cli._importers import ImportOptions, list_importers, run_import_cli
 from dataclaw.cli._options import with_options
+from dataclaw.cli._produced import reasons_text, require_made, require_stages
 from dataclaw.cli._summary import console, stage_summary
 from dataclaw.core.errors import ConfigError
 from dataclaw.envcraft.export.cli import export_command
@@ -62,6 +63,7 @@ def sample(
     console.print(f"chains: {len(done.chains)} sampled, {done.added} new in {out / 'chains.jsonl'}")
     console.print_json(data=done.stats)
     stage_summary([done.stage_count])
+    require_stages("chains", [done.stage_count], where=None)
 
 
 @app.command("synth")
@@ -93,6 +95,7 @@ def synth(
         strict_text=strict_text, progress=progress_bar,
     )  # fmt: skip
     stage_summary(counts, paper=True)
+    require_stages("tasks", counts, where=run)
 
 
 # ---- quality and rollouts: audit | calibrate | rollout --------------------------------------------------
@@ -187,6 +190,7 @@ def audit(
     if done.rubric is not None:
         stage_summary([done.rubric])
     console.print(f"records: {run / 'code_audit.jsonl'} (reports), {run / 'rejects.jsonl'} (failures)")
+    require_made("audit reports", done.code.summary.tasks, why="no task was audited", where=run)
     if strict and done.failed:
         raise typer.Exit(1)
 
@@ -301,6 +305,7 @@ def rollout(
             on_unloadable=lambda broken: _print_unloadable(broken, out),
         )  # fmt: skip
     _rollout_table("rollouts", done.summary)
+    require_made("rollouts", done.summary["rollouts"], why="no task was run", where=out)
 
 
 @app.command("calibrate")
@@ -337,6 +342,10 @@ def calibrate(
         )  # fmt: skip
     _rollout_table("calibration rollouts", done.summary)
     stage_summary([done.stage_count])
+    cal = done.stage_count
+    repaired = sum(1 for r in done.rows if (r.get("repair") or {}).get("ok"))
+    why = f"none of {cal.raw} has 0 < p < 1 and none was repaired ({reasons_text(cal.reasons)})"
+    require_made("calibrated tasks", cal.kept + repaired, why=why, where=out)
 
 
 @app.command("claw-synth")
@@ -365,6 +374,7 @@ def claw_synth(
     )  # fmt: skip
     stage_summary(done.counts, paper=True)
     console.print(f"tasks in {done.root}; audit records in {out / 'code_audit.jsonl'}")
+    require_stages("claw tasks passing the code audit", done.counts, where=out)
 
 
 # ---- import: published task sets → task records -------------------------------------------------------

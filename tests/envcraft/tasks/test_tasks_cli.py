@@ -35,9 +35,12 @@ def test_synth_rejects_chains_it_cannot_ground_with_reasons(
     args = ["tasks", "sample", "-n", "10", "--cross-env", "0.5", "--out", str(run), *_graph_args(shared_data)]
     assert _run(args) == 0
     capsys.readouterr()
-    assert _run(["tasks", "synth", "--run", str(run), "--model", "replay:unused.jsonl"]) == 0
-    out = capsys.readouterr().out
-    assert "grounded" in out and "0.0%" in out
+    # nothing grounded, so no task: the summary is printed, then exit 1 with why in one line (issue 27)
+    assert _run(["tasks", "synth", "--run", str(run), "--model", "replay:unused.jsonl"]) == 1
+    got = capsys.readouterr()
+    assert "grounded" in got.out and "0.0%" in got.out
+    why = f"0 tasks: all 10 rejected at grounded (unknown_env 10), see {run / 'rejects.jsonl'}"
+    assert got.err.strip() == f"error: {why}"
     reasons = {json.loads(x)["reason"] for x in (run / "rejects.jsonl").read_text().splitlines()}
     assert reasons == {"unknown_env"}  # ClawForge ships graphs, not runnable environments
 

@@ -291,8 +291,8 @@ def test_synth_cli_strict_text_rejects_what_the_default_completes(tmp_path, caps
     vague = Reply.json({"message": "Please sort out my calendar conflicts for this week, thank you."})
     with OpenAIServer(default=vague) as server:
         args = ["tasks", "synth", "--run", str(run), "--model", f"{server.base_url}::t", "--strict-text"]
-        assert _run(args) == 0
-    capsys.readouterr()
+        assert _run(args) == 1  # no task made: exit 1, why in one line (issue 27)
+    assert "0 tasks: all " in capsys.readouterr().err
     rejects = [json.loads(x) for x in (run / "rejects.jsonl").read_text().splitlines()]
     text_rejects = {r["reason"] for r in rejects if r["stage"] == "tasks"}
     assert text_rejects == {"missing_user_value"}
