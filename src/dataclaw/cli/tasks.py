@@ -117,6 +117,12 @@ def _rollout_table(title: str, s: dict) -> None:
         str(s.get("budget_exceeded", 0)),
     )  # fmt: skip
     console.print(table)
+    if s.get("components"):  # the reward's components (τ²-style): mean score, rollouts, judge errors
+        parts = [
+            f"{k} {c['mean']:.2f} of {c['rollouts']}" + (f" ({c['errors']} errors)" if c["errors"] else "")
+            for k, c in s["components"].items()
+        ]
+        console.print("reward components (mean score): " + ", ".join(parts), markup=False, highlight=False)
     if s.get("wall_s_max") is not None:
         over = s.get("overrun_s_max")
         console.print(
@@ -280,6 +286,9 @@ def rollout(
     concurrency: Annotated[int, typer.Option(help="Rollouts in flight.")] = 8,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     strict_calls: Annotated[bool, typer.Option(help="An invalid tool call ends the rollout.")] = False,
+    judge_model: Annotated[
+        str | None, typer.Option(help="Judge of tasks' natural-language assertions (reward nl_assertions).")
+    ] = None,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
     executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
@@ -302,7 +311,7 @@ def rollout(
         done = rollout_run(
             tasks, out, model, config, samples=samples, concurrency=concurrency, loaded=loaded,
             policy=SandboxPolicy(unsafe=unsafe), progress=progress_bar,
-            on_unloadable=lambda broken: _print_unloadable(broken, out),
+            on_unloadable=lambda broken: _print_unloadable(broken, out), judge_model=judge_model,
         )  # fmt: skip
     _rollout_table("rollouts", done.summary)
     require_made("rollouts", done.summary["rollouts"], why="no task was run", where=out)

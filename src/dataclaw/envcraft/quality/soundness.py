@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from dataclaw.core.errors import ConfigError
+from dataclaw.envcraft.rollout.evaluate import criteria_of, suite_score
 from dataclaw.envcraft.runtime.task import ToolTask
 
 
@@ -357,6 +358,8 @@ class _Suite:
         self.views = _Views(env_cls, self.initial)
         self.results, self.gold_final = self.sess.run(self.initial, task.gold_chain)
         self.score = _Scorer(task)
+        # the reward as the task's basis composes it (ours: the verifier's score alone)
+        self.criteria = criteria_of(task, {s.name for s in env_cls.tools if s.side_effect == "write"})
         self.refs = _references(env_cls)
         self.rng = random.Random(f"{settings.seed}:{self.key}")
         self.trials: list[Trial] = []
@@ -376,17 +379,18 @@ class _Suite:
         return _Sources(values, self.refs[0], self.refs[1], list(outputs), set())
 
     def scored(self, policy: Policy, calls: list[dict[str, Any]], state: dict[str, Any]) -> float:
-        got = float(self.score(state)["score"])
+        got = suite_score(self.criteria, float(self.score(state)["score"]), calls)
         self.trials.append(Trial(str(policy), [dict(c) for c in calls], got))
         return got
 
     def gold(self) -> Figure:
         gold = self.score(self.gold_final)
-        self.trials.append(Trial(str(Policy.GOLD), list(self.task.gold_chain), float(gold["score"])))
+        got = suite_score(self.criteria, float(gold["score"]), self.task.gold_chain)
+        self.trials.append(Trial(str(Policy.GOLD), list(self.task.gold_chain), got))
         errors = sum(r.get("status") != "ok" for r in self.results)
-        ok = bool(gold["passed"]) and gold["score"] >= self.settings.pass_threshold and errors == 0
-        detail = f"gold scores {gold['score']:.3f}" + (f" ({errors} calls failed)" if errors else "")
-        return Figure(Policy.GOLD, round(gold["score"], 4), 1, ok, detail)
+        ok = bool(gold["passed"]) and got >= self.settings.pass_threshold and errors == 0
+        detail = f"gold scores {got:.3f}" + (f" ({errors} calls failed)" if errors else "")
+        return Figure(Policy.GOLD, round(got, 4), 1, ok, detail)
 
     def untouched(self) -> Figure:
         got = self.scored(Policy.UNTOUCHED, [], self.initial)

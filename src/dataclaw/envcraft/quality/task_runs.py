@@ -89,16 +89,18 @@ def rollout_run(
     policy: SandboxPolicy | None = None,
     progress: ProgressFactory | None = None,
     on_unloadable: OnUnloadable | None = None,
+    judge_model: str | None = None,
 ) -> RolloutRun:
     """``samples`` rollouts of each of the first ``limit`` tasks of ``source`` (or of ``loaded``, its tasks
     when already loaded) by the agent ``model`` into ``out/rollouts.jsonl`` (resumable). The samples of a
     task are independent: sample ``j`` sends ``config.seed + j`` when a seed is set (the seed is then part
-    of each rollout's id)."""
+    of each rollout's id). ``judge_model`` grades tasks' natural-language assertions (``nl_assertions``)."""
     loaded = load_task_source(source, limit) if loaded is None else loaded
     seed = config.seed
     with RunStore(out) as store, saved_usage(store) as ledger:
         broken = require_loaded(loaded, store, "rollouts", source, on_unloadable)
         chat = run_model(model, out, ledger)
+        judge = run_model(judge_model, out, ledger) if judge_model else None
         with progress_for(progress, "rollouts") as bar:
             recs = asyncio.run(
                 rollout_tasks(
@@ -112,13 +114,14 @@ def rollout_run(
                     seeds=(lambda j: seed + j) if seed is not None else (lambda j: None),
                     policy=policy,
                     progress=bar,
+                    judge=judge,
                 )
             )
         summary = {**rollout_summary(recs), "unloadable": len(broken)}
         sampling = {"temperature": config.temperature, "top_p": config.top_p, "seed": seed}
         store.update_manifest(
             rollout={
-                "model": model, "samples": samples, "summary": summary,
+                "model": model, "samples": samples, "summary": summary, "judge_model": judge_model,
                 "sampling": {**sampling, "max_tokens": config.max_tokens},
             }
         )  # fmt: skip

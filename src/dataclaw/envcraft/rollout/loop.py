@@ -46,6 +46,7 @@ from dataclaw.envcraft.rollout.errors import (
     VerifierError,
     boundary,
 )
+from dataclaw.envcraft.rollout.evaluate import evaluate_rollout
 from dataclaw.envcraft.rollout.harness import TERMINAL_TOOLS, Harness
 from dataclaw.models.errors import ContextLengthError
 
@@ -167,6 +168,8 @@ class Trajectory:
     seed: int | None = None
     """The seed this sample's requests carried."""
     metrics: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METRIC_KEYS, 0))
+    reward_components: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The reward decomposed (:mod:`.evaluate`): ``{name: {"score", "weight", "detail"}}``."""
     model_turns: list[dict[str, Any]] = field(default_factory=list)
     """Per model turn: ``turn``, ``prompt_tokens``, ``completion_tokens``, ``finish_reason``, ``cached``,
     ``latency_s``, and where the server returned them ``reasoning_content``, ``logprobs``, ``token_ids``,
@@ -434,8 +437,10 @@ async def run_rollout(
     *,
     sample: int = 0,
     seed: int | None = None,
+    judge: Any = None,
 ) -> Trajectory:
-    """Run one episode and score it. Never raises for a bad rollout: the trajectory carries the error."""
+    """Run one episode and score it (τ²-style components, ``judge`` grading natural-language assertions).
+    Never raises for a bad rollout: the trajectory carries the error."""
     config = config or RolloutConfig()
     run = _Run(model, harness, config, sample, seed)
     traj = run.traj
@@ -448,6 +453,7 @@ async def run_rollout(
         with boundary(VerifierError, "scoring the final state"):
             scored = await run.env(harness.score)
         traj.reward, traj.score = float(scored.reward), scored.detail
+        await evaluate_rollout(harness, traj, judge)  # the reward as the task's basis composes it
     except RolloutError as exc:
         traj.error = exc.to_dict()
         traj.reward = 0.0
@@ -473,12 +479,15 @@ async def run_rollouts(
     *,
     concurrency: int = 8,
     seeds: list[int | None] | None = None,
+    judge: Any = None,
 ) -> list[Trajectory]:
     """Many rollouts at once (bounded; rollout i is sample i); one failing never cancels the others."""
     sem = asyncio.Semaphore(max(1, concurrency))
 
     async def one(i: int, h: Harness) -> Trajectory:
         async with sem:
-            return await run_rollout(model, h, config, sample=i, seed=seeds[i] if seeds else None)
+            return await run_rollout(
+                model, h, config, sample=i, seed=seeds[i] if seeds else None, judge=judge
+            )
 
     return list(await asyncio.gather(*(one(i, h) for i, h in enumerate(harnesses))))

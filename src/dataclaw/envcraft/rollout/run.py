@@ -17,6 +17,7 @@ from typing import Any
 
 from dataclaw.core.errors import Reject
 from dataclaw.core.store import RunStore
+from dataclaw.envcraft.rollout.evaluate import component_summary
 from dataclaw.envcraft.rollout.harness import harness_for, task_of
 from dataclaw.envcraft.rollout.loop import RolloutConfig, Trajectory, rollout_id, run_rollout
 from dataclaw.sandbox import SandboxPolicy, SandboxUnavailable, sandbox_available
@@ -48,6 +49,7 @@ async def rollout_tasks(
     seeds: Callable[[int], int | None] = lambda j: None,
     policy: SandboxPolicy | None = None,
     progress: Progress | None = None,
+    judge: Any = None,
 ) -> list[dict[str, Any]]:
     """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun.
 
@@ -79,7 +81,7 @@ async def rollout_tasks(
             for attempt in range(1, HOST_ATTEMPTS + 1):
                 try:
                     harness = await asyncio.to_thread(host, harness_for, task, **kwargs)
-                    traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j))
+                    traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j), judge=judge)
                     break
                 except HostLost as exc:
                     log.warning("rollout %s: %s (attempt %d of %d)", rid, exc, attempt, HOST_ATTEMPTS)
@@ -157,6 +159,7 @@ def rollout_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     rewards = [r["reward"] for r in records]
     return {
         "pass_hat_k": pass_hat_k(records),
+        "components": component_summary(records),
         "rollouts": len(records),
         "tasks": len({r["task_id"] for r in records}),
         "mean_reward": round(sum(rewards) / len(rewards), 4) if rewards else None,

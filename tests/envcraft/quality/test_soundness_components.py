@@ -1,0 +1,65 @@
+"""The soundness suite scores each policy with the reward the task's basis composes (rollout/evaluate.py):
+our default basis (the verifier alone) keeps every figure, a basis with τ²'s ACTION multiplies in the
+required-actions component, and an actions-only reward is caught gamed by doing extra."""
+
+from __future__ import annotations
+
+import pytest
+
+from dataclaw.envcraft import archetypes
+from dataclaw.envcraft.quality.soundness import Policy, SoundnessReason, run_soundness
+from dataclaw.envcraft.tasks import GroundingError, ground_chain
+from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+
+TICKETS = "transactional_workspace"
+
+
+@pytest.fixture(scope="module")
+def task() -> dict:
+    """login → update_ticket on a ticket the user names (a real grounded chain), with a guarded verifier."""
+    env_cls = archetypes.get(TICKETS).env_cls
+    for seed in range(40):
+        try:
+            g = ground_chain(env_cls, ["get_ticket", "update_ticket"], seed=seed)
+        except GroundingError:
+            continue
+        if g["steps"][-1]["sources"]["ticket_id"] == "user":
+            g = build_initial_state(env_cls, g, seed=seed)
+            verifier, _ = build_verifier(g, env_cls)
+            return {
+                "id": "task:t",
+                "env": TICKETS,
+                "scenario_id": g["scenario_id"],
+                "instruction": "Update the ticket.",
+                "initial_state": g["initial_state"],
+                "verifier": verifier,
+                "gold_chain": [{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
+            }
+    pytest.fail("no grounding of get_ticket → update_ticket in 40 seeds")
+
+
+def _figures(report) -> dict:
+    return {f.policy: (f.score, f.runs, f.ok) for f in report.figures}
+
+
+def test_our_basis_keeps_every_figure_and_a_db_action_basis_holds(task: dict) -> None:
+    plain = run_soundness(task)
+    assert plain.passed
+    same = run_soundness({**task, "metadata": {"reward_basis": ["DB"]}})
+    assert _figures(same) == _figures(plain)
+    both = run_soundness({**task, "metadata": {"reward_basis": ["DB", "ACTION"]}})
+    assert both.passed, [f.detail for f in both.figures if not f.ok]
+    for policy, (score, _runs, _) in _figures(both).items():  # the product never exceeds the verifier's
+        base = _figures(plain)[policy][0]
+        assert score is None or score <= base + 1e-9, policy
+    # the gold chain's own calls are every required action: gold still scores 1.0
+    assert _figures(both)[str(Policy.GOLD)][0] == 1.0
+
+
+def test_an_actions_only_reward_is_gamed_by_doing_extra(task: dict) -> None:
+    report = run_soundness({**task, "metadata": {"reward_basis": ["ACTION"]}})
+    figs = _figures(report)
+    assert figs[str(Policy.GOLD)][2] and figs[str(Policy.UNTOUCHED)] == (0.0, 1, True)
+    # gold + a write on a record the task never names: every required action is still there
+    assert SoundnessReason.GAMED_BY_COLLATERAL in report.reasons
+    assert figs[str(Policy.COLLATERAL)][0] == 1.0
