@@ -18,6 +18,7 @@ from dataclaw.envcraft.rollout.evaluate import (
     communicate_component,
     component_summary,
     criteria_of,
+    evaluate_tool_rollout,
     read_verdicts,
 )
 from dataclaw.envcraft.rollout.run import is_success
@@ -154,7 +155,9 @@ def test_criteria_of_an_imported_tau2_task_and_basis_names() -> None:
         ["The agent apologises."],
         ("db", "nl_assertions"),
     )
-    assert basis_of(None) == ("db",) and basis_of(["ENV_ASSERTION", "DB"]) == ("db",)
+    assert basis_of(None) == ("db",) and basis_of(["ENV_ASSERTION", "DB", "DB"]) == ("env_assertions", "db")
+    assert criteria_of(task).scored_by_env is False
+    assert criteria_of(ToolTask.from_row({**task.to_row(), "metadata": {"source": "tau2"}})).scored_by_env
     assert criteria_of(ToolTask.from_row({**task.to_row(), "metadata": {}}), writes=set()).actions == []
 
 
@@ -257,3 +260,24 @@ def test_component_summary_counts_means_and_errors() -> None:
 
 def test_criteria_default_has_our_basis() -> None:
     assert Criteria().basis == ("db",)
+
+
+def test_an_environments_own_components_replace_ours_with_their_weights() -> None:
+    # an imported τ² domain scores db, env assertions and actions in its worker (its weights: the basis)
+    own = {
+        "db": {"score": 1.0, "weight": 1.0, "detail": "db hash matches gold"},
+        "env_assertions": {"score": 1.0, "weight": 0.0, "detail": "no env assertion"},
+        "actions": {"score": 0.0, "weight": 0.0, "detail": "0/1 actions"},
+    }
+    crit = Criteria(
+        actions=[{"name": "w", "arguments": {}, "compare_args": None}],
+        communicate=["refund of $42"],
+        basis=("db", "communicate"),
+        scored_by_env=True,
+    )
+    said = [{"role": "assistant", "content": "You get a refund of $42."}]
+    reward, comps = asyncio.run(evaluate_tool_rollout(crit, 1.0, {}, [("w", {})], said, None, own))
+    assert comps["actions"] == own["actions"] and comps["db"] == own["db"]  # theirs, not ours (1/1)
+    assert comps["communicate"]["weight"] == 1.0 and reward == 1.0
+    reward, comps = asyncio.run(evaluate_tool_rollout(crit, 1.0, {}, [], [], None, own))
+    assert reward == 0.0 and comps["communicate"]["score"] == 0.0

@@ -18,19 +18,25 @@ Each rollout record carries ``reward_components: {name: {"score", "weight", "det
   grade every assertion exactly once is a ``judge_error``: score 0, never a pass.
 * ``workplace`` — a claw task's ``verify_workplace.py`` score (its only component).
 
+An environment that scores components itself puts them in its session state (``reward_components``: an
+imported τ² domain runs τ²'s own DB check, env assertions and ``ActionEvaluator`` in its sandboxed worker):
+those replace ours of the same name, with the weights the environment gave them.
+
 A component is **absent** when the task has nothing for it (no communicate info, no assertions, no
 required action): absent is not 1.0. The reward follows the task's **reward basis**: τ²'s
-``metadata.reward_basis`` (``DB``/``ENV_ASSERTION`` → ``db``, ``ACTION`` → ``actions``, ``COMMUNICATE`` →
-``communicate``, ``NL_ASSERTION`` → ``nl_assertions``) or our own ``["db"]``; the reward is the product of
-the basis components' scores (τ²'s ``EvaluationType.ALL``), each with weight 1, and the components outside
-the basis are recorded with weight 0. A basis component the task has no data for counts 1 (τ²: "nothing
-to evaluate"); one that needs a judge when none is given counts 0 (``no_judge``). Our default basis keeps
+``metadata.reward_basis`` (``DB`` → ``db``, ``ENV_ASSERTION`` → ``env_assertions``, ``ACTION`` → ``actions``,
+``COMMUNICATE`` → ``communicate``, ``NL_ASSERTION`` → ``nl_assertions``) or our own ``["db"]``; the reward
+is the product of the basis components' scores (τ²'s ``EvaluationType.ALL``), each with weight 1, and the
+components outside the basis are recorded with weight 0. A basis component the task has no data for
+counts 1 (τ²: "nothing to evaluate"); one that needs a judge when none is given counts 0 (``no_judge``).
+Our default basis keeps
 the verifier's binary reward — the one the soundness suite proved against doing nothing, harm and extra —
 exactly as it was; ``actions`` and ``communicate`` are diagnostics there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -39,14 +45,14 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-DB, ACTIONS, COMMUNICATE = "db", "actions", "communicate"
+DB, ENV_ASSERTIONS, ACTIONS, COMMUNICATE = "db", "env_assertions", "actions", "communicate"
 NL_ASSERTIONS, WORKPLACE = "nl_assertions", "workplace"
-COMPONENTS = (DB, ACTIONS, COMMUNICATE, NL_ASSERTIONS, WORKPLACE)
+COMPONENTS = (DB, ENV_ASSERTIONS, ACTIONS, COMMUNICATE, NL_ASSERTIONS, WORKPLACE)
 DEFAULT_BASIS = (DB,)
 """Our tasks' reward basis: the verifier's end-state check alone (soundness-proven)."""
 TAU2_BASIS = {
     "DB": DB,
-    "ENV_ASSERTION": DB,
+    "ENV_ASSERTION": ENV_ASSERTIONS,
     "ACTION": ACTIONS,
     "COMMUNICATE": COMMUNICATE,
     "NL_ASSERTION": NL_ASSERTIONS,
@@ -67,6 +73,8 @@ class Criteria:
     communicate: list[str] = field(default_factory=list)
     nl_assertions: list[str] = field(default_factory=list)
     basis: tuple[str, ...] = DEFAULT_BASIS
+    scored_by_env: bool = False
+    """The task comes from a set whose environment scores components itself (τ²: read from its state)."""
 
 
 def _strings(value: Any) -> list[str]:
@@ -108,6 +116,7 @@ def criteria_of(task: Any, writes: set[str] | None = None) -> Criteria:
         communicate=_strings(crit.get("communicate_info") or meta.get("communicate_info")),
         nl_assertions=_strings(crit.get("nl_assertions") or meta.get("nl_assertions")),
         basis=basis_of(meta.get("reward_basis")),
+        scored_by_env=meta.get("source") == "tau2",
     )
 
 
@@ -265,13 +274,17 @@ def db_component(reward: float, detail: Mapping[str, Any]) -> dict[str, Any]:
     return {"score": 1.0 if reward >= 1.0 else 0.0, "detail": text}
 
 
-def combine(components: dict[str, dict[str, Any]], basis: tuple[str, ...]) -> float:
-    """The reward: the product of the basis components' scores (a basis component the task has no data
-    for is 1, τ²'s "nothing to evaluate"). Sets each component's weight: 1 in the basis, 0 outside."""
+def combine(
+    components: dict[str, dict[str, Any]], basis: tuple[str, ...], weighted: frozenset[str] = frozenset()
+) -> float:
+    """The reward: the product of the scores of the components with a weight (a basis component the task
+    has no data for is absent, i.e. 1: τ²'s "nothing to evaluate"). Sets each component's weight, 1 in the
+    basis and 0 outside, except those in ``weighted`` (the environment's own, weighted already)."""
     reward = 1.0
     for name, comp in components.items():
-        comp["weight"] = 1.0 if name in basis else 0.0
-        if name in basis:
+        if name not in weighted:
+            comp["weight"] = 1.0 if name in basis else 0.0
+        if comp["weight"] > 0:
             reward *= float(comp["score"])
     return reward
 
@@ -283,17 +296,21 @@ async def evaluate_tool_rollout(
     calls: list[tuple[str, Any]],
     messages: list[dict[str, Any]],
     judge: Any = None,
+    env_components: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[float, dict[str, dict[str, Any]]]:
     """``(reward, components)`` of a tool-task rollout from its verifier result (``reward``, ``detail``),
-    its executed ``calls`` (environment tool names) and its ``messages``."""
+    its executed ``calls`` (environment tool names), its ``messages`` and the components the environment
+    scored itself (``env_components``, which replace ours of the same name)."""
     comps: dict[str, dict[str, Any]] = {DB: db_component(reward, detail)}
     if criteria.actions:
         comps[ACTIONS] = actions_component(criteria.actions, calls)
+    own = dict(env_components or {})
+    comps.update(own)
     if criteria.communicate:
         comps[COMMUNICATE] = communicate_component(criteria.communicate, messages)
     if criteria.nl_assertions:
         comps[NL_ASSERTIONS] = await nl_component(judge, criteria.nl_assertions, messages)
-    return round(combine(comps, criteria.basis), 6), comps
+    return round(combine(comps, criteria.basis, frozenset(own)), 6), comps
 
 
 def trajectory_calls(steps: list[Any], names: Mapping[str, str] | None = None) -> list[tuple[str, Any]]:
@@ -307,6 +324,28 @@ def trajectory_calls(steps: list[Any], names: Mapping[str, str] | None = None) -
             continue
         out.append((names.get(get("tool"), get("tool")), get("arguments")))
     return out
+
+
+async def env_components(harness: Any) -> dict[str, dict[str, Any]]:
+    """The components the environment scored in its final session state (``reward_components``), in
+    the agreed shape; {} when it has none or the state cannot be read."""
+    try:
+        state = await asyncio.to_thread(harness.env.get_session_state, harness.session_id)
+    except Exception as exc:  # noqa: BLE001 - the verifier already scored this state: keep ours
+        log.info("%s: no environment components (%s)", harness.task_id, exc)
+        return {}
+    comps = state.get("reward_components") if isinstance(state, dict) else None
+    if not isinstance(comps, dict):
+        return {}
+    return {
+        str(k): {
+            "score": float(v.get("score") or 0.0),
+            "weight": float(v.get("weight") or 0.0),
+            "detail": str(v.get("detail") or ""),
+        }
+        for k, v in comps.items()
+        if isinstance(v, dict)
+    }
 
 
 def write_tools(env_cls: Any) -> set[str] | None:
@@ -329,8 +368,9 @@ async def evaluate_rollout(harness: Any, traj: Any, judge: Any = None) -> None:
         return
     criteria = criteria_of(harness.task, write_tools(harness._env_cls))
     calls = trajectory_calls(traj.steps, harness._names)
+    own = await env_components(harness) if criteria.scored_by_env else {}
     traj.reward, traj.reward_components = await evaluate_tool_rollout(
-        criteria, traj.reward, traj.score, calls, traj.messages, judge
+        criteria, traj.reward, traj.score, calls, traj.messages, judge, own
     )
     traj.score["reward_basis"] = list(criteria.basis)
 
