@@ -231,6 +231,20 @@ class StageFile:
             self._fh = None
 
 
+MAX_COMMANDS = 50
+
+
+def _note_command(man: dict[str, Any]) -> None:
+    """Add this process's command line to the manifest's ``commands`` (once per process): a run that
+    several commands write (tasks sample, synth, rollout into one folder) says which did, in order."""
+    line, pid = lock._command(), os.getpid()
+    hist = [c for c in man.get("commands") or [] if isinstance(c, dict)]
+    if hist and hist[-1].get("command") == line and hist[-1].get("pid") == pid:
+        return
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    man["commands"] = [*hist, {"command": line, "pid": pid, "at": at}][-MAX_COMMANDS:]
+
+
 class RunStore:
     """A run directory. ``store.stage("anchors").append({...})``; ``store.reject(Reject(...))``.
 
@@ -384,6 +398,7 @@ class RunStore:
                 "python": sys.version.split()[0],
                 "platform": platform.platform(),
             }
+            _note_command(man)
             if recount or "counts" not in man:
                 man["counts"] = self.counts()
             write_json_atomic(self.root / MANIFEST, man)

@@ -18,6 +18,8 @@ from dataclaw.viewer.site import PAGE_SIZE, Exporter, NotFound, Site
 def pages(site: Site) -> Iterator[str]:
     """Every page path of ``site``."""
     yield "index.html"
+    if len(site.runs) > 1:
+        yield "compare.html"
     for run in site.runs.values():
         base = f"r/{run.key}/"
         yield base + "index.html"

@@ -39,6 +39,8 @@ class LineIndex:
     path: Path
     keep: Keep = lambda rec: True
     facet_fn: FacetFn | None = None
+    stats: Any = None
+    """A :class:`dataclaw.viewer.stats.StageStats` that counts each current record as it is scanned."""
     offsets: array = field(default_factory=lambda: array("Q"))
     ids: dict[str, int] = field(default_factory=dict)
     facets: list[Facets] = field(default_factory=list)
@@ -77,6 +79,8 @@ class LineIndex:
         self._posting_cache.clear()
         self.torn_bytes = self.superseded = self._scanned = 0
         self._ino = None
+        if self.stats is not None:
+            self.stats.reset()
 
     def _scan(self, size: int) -> None:
         pos = self._scanned
@@ -107,6 +111,8 @@ class LineIndex:
                 if isinstance(rid, str):
                     self.ids[rid] = len(self.offsets)
                 self.offsets.append(start)
+                if self.stats is not None:
+                    self.stats.add(rec)
                 if self.facet_fn is not None:
                     try:
                         self.facets.append(self.facet_fn(rec))

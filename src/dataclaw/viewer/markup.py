@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 MAX_JSON_CHARS = 200_000
+LABEL_CHAR_W = 7.5
+"""Width of one label character in the SVGs (13 px sans-serif, generous) for laying out text."""
 
 
 def esc(value: Any) -> str:
@@ -102,8 +104,13 @@ def graph_svg(nodes: Sequence[tuple[str, str]], edges: Sequence[tuple[str, str, 
     for i, (name, _) in enumerate(nodes):
         a = 2 * math.pi * i / len(nodes) - math.pi / 2
         pos[name] = (c + r * math.cos(a), c + r * math.sin(a))
+    # labels sit outside the circle: widen the view box to hold the longest one on either side
+    label_w = {name: LABEL_CHAR_W * len(name) for name, _ in nodes}
+    left = min([0.0, *(pos[n][0] - 18 - label_w[n] for n, _ in nodes if pos[n][0] < c)]) - 4
+    right = max([float(size), *(pos[n][0] + 18 + label_w[n] for n, _ in nodes if pos[n][0] >= c)]) + 4
     parts = [
-        f'<svg class=toolgraph role=img aria-label="tool graph" viewBox="0 0 {size} {size}">'
+        f'<svg class=toolgraph role=img aria-label="tool graph"'
+        f' viewBox="{left:.0f} 0 {right - left:.0f} {size}" width="{right - left:.0f}">'
         '<defs><marker id=arrow viewBox="0 0 10 10" refX=10 refY=5 markerWidth=6 markerHeight=6 orient=auto>'
         '<path d="M0,0L10,5L0,10z"/></marker></defs>'
     ]
@@ -130,3 +137,56 @@ def graph_svg(nodes: Sequence[tuple[str, str]], edges: Sequence[tuple[str, str, 
         parts.append(f'<text x="{x + dx:.1f}" y="{y + 4:.1f}" text-anchor={anchor}>{esc(name)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def bars_svg(items: Sequence[tuple[str, int]], cls: str = "bars", label: str = "counts") -> str:
+    """Horizontal bars with their counts: (label, count), drawn in the order given."""
+    if not items:
+        return "<p class=note>none</p>"
+    top = max(max(n for _, n in items), 1)
+    label_w = min(max(LABEL_CHAR_W * len(name) for name, _ in items) + 8, 320)
+    bar_h, gap, bar_w = 16, 4, 220
+    width, height = label_w + bar_w + 70, len(items) * (bar_h + gap) + gap
+    parts = [
+        f'<svg class="{esc(cls)}" role=img aria-label="{esc(label)}" viewBox="0 0 {width:.0f} {height}"'
+        f' width="{width:.0f}" height="{height}">'
+    ]
+    for i, (name, n) in enumerate(items):
+        y = gap + i * (bar_h + gap)
+        w = max(1.0, bar_w * n / top)
+        parts.append(
+            f'<text x="{label_w - 6:.0f}" y="{y + 12}" text-anchor=end>{esc(short(name, 42))}</text>'
+            f'<rect x="{label_w:.0f}" y="{y}" width="{w:.1f}" height="{bar_h}" rx=2 data-label="{esc(name)}"'
+            f' data-count="{n}"><title>{esc(name)}: {n:,}</title></rect>'
+            f'<text x="{label_w + w + 4:.0f}" y="{y + 12}">{n:,}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def hist_svg(bins: Sequence[tuple[float, float, int]], label: str = "histogram") -> str:
+    """A small histogram: (low, high, count) per bin, the range written under it."""
+    if not bins:
+        return "<p class=note>no values</p>"
+    top = max(max(c for _, _, c in bins), 1)
+    width, height, base = 240, 70, 56
+    w = width / len(bins)
+    parts = [
+        f'<svg class=hist role=img aria-label="{esc(label)}" viewBox="0 0 {width} {height}"'
+        f' width="{width}" height="{height}">'
+    ]
+    for i, (lo, hi, c) in enumerate(bins):
+        h = (base - 4) * c / top
+        parts.append(
+            f'<rect x="{i * w + 1:.1f}" y="{base - h:.1f}" width="{max(w - 2, 1):.1f}" height="{h:.1f}"'
+            f' data-count="{c}"><title>{_num(lo)} – {_num(hi)}: {c:,}</title></rect>'
+        )
+    parts.append(
+        f'<text x="0" y="{height - 2}">{_num(bins[0][0])}</text>'
+        f'<text x="{width}" y="{height - 2}" text-anchor=end>{_num(bins[-1][1])}</text></svg>'
+    )
+    return "".join(parts)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 or float(x).is_integer() else f"{x:.2f}"

@@ -17,6 +17,7 @@ import orjson
 from dataclaw.core.errors import ConfigError
 from dataclaw.viewer.index import LineIndex, Problem
 from dataclaw.viewer.kinds import kind_of
+from dataclaw.viewer.stats import StageStats
 
 MANIFEST = "manifest.json"
 REJECTS = "rejects"
@@ -97,7 +98,10 @@ class Run:
                 idx = self.indexes.get(name)
                 if idx is None:
                     idx = self.indexes[name] = LineIndex(
-                        self.root / f"{name}.jsonl", self._keeper(name), kind_of(name).facet_fn(self)
+                        self.root / f"{name}.jsonl",
+                        self._keeper(name),
+                        kind_of(name).facet_fn(self),
+                        StageStats.for_stage(name),
                     )
                 idx.refresh()
                 self.problems.extend(idx.problems)

@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from dataclaw.viewer import stats
 from dataclaw.viewer.index import LineIndex
 from dataclaw.viewer.kinds import kind_of
 from dataclaw.viewer.markup import (
+    bars_svg,
     esc,
     funnel_svg,
     graph_svg,
+    hist_svg,
     json_block,
     kv,
     page,
@@ -247,6 +250,7 @@ class Site:
         self._sides: dict[tuple[str, int], dict[str, str]] = {}
         self.routes: list[tuple[re.Pattern[str], Callable[..., str]]] = [
             (re.compile(r"index\.html"), self.home),
+            (re.compile(r"compare\.html"), self.compare),
             (re.compile(r"r/(\w+)/index\.html"), self.overview),
             (re.compile(r"r/(\w+)/envs/index\.html"), self.envs),
             (re.compile(r"r/(\w+)/envs/([^/]+)\.html"), self.env),
@@ -342,16 +346,65 @@ class Site:
             return self.overview(only.key, query=query, depth=0)
         rows = []
         for run in self.runs.values():
+            run.refresh()
             n = sum(len(i) for s, i in run.indexes.items() if s != REJECTS)
             state = "" if run.ok else "<span class='badge bad'>not a run</span>"
+            cmds = stats.commands(run.manifest)
             rows.append(
                 [
                     f'<a href="r/{run.key}/index.html">{esc(run.name)}</a> {state}',
-                    esc(run.manifest.get("command", "")),
+                    esc(cmds[-1] if cmds else ""),
                     f"{n:,}",
                 ]
             )
-        return page("Runs", table(["run", "command", "records"], rows), "")
+        body = table(["run", "command (last)", "records"], rows)
+        body += (
+            "<section><h2>Side by side</h2>"
+            + self._compare_table(list(self.runs.values()), "")
+            + "</section>"
+        )
+        return page("Runs", body, "")
+
+    def compare(self, query: dict[str, str]) -> str:
+        """The runs' headline figures side by side (``?runs=0,2`` picks runs), differences marked."""
+        keys = [k for k in (query.get("runs") or "").split(",") if k]
+        runs = [self.run(k) for k in keys] if keys else list(self.runs.values())
+        for run in runs:
+            run.refresh()
+        crumbs = [("runs", "index.html"), ("side by side", "")]
+        return page("Runs side by side", self._compare_table(runs, ""), "", crumbs)
+
+    def _compare_table(self, runs: list[Run], root: str) -> str:
+        """One row per headline figure, one column per run; a row whose values differ is marked."""
+        runs = [r for r in runs if r.ok]
+        if len(runs) < 2:
+            return "<p class=note>one run: nothing to compare</p>"
+        order: dict[tuple[str, str], str] = {}
+        values: list[dict[tuple[str, str], str]] = []
+        for run in runs:
+            got: dict[tuple[str, str], str] = {}
+            for block in stats.headline(run):
+                for fig in block.figures:
+                    order.setdefault((block.kind, fig.key), f"{block.title}: {fig.label}")
+                    got[(block.kind, fig.key)] = fig.text()
+            values.append(got)
+        rows = []
+        for key, label in order.items():
+            cells = [v.get(key, "—") for v in values]
+            diff = len(set(cells)) > 1
+            cls = " class=diff" if diff else ""
+            rows.append(
+                f'<tr data-figure="{esc(key[0])}.{esc(key[1])}"><th>{esc(label)}</th>'
+                + "".join(f"<td{cls}>{esc(c)}</td>" for c in cells)
+                + "</tr>"
+            )
+        head = "".join(f'<th><a href="{root}r/{r.key}/index.html">{esc(r.name)}</a></th>' for r in runs)
+        n_diff = sum(1 for r in rows if "class=diff" in r)
+        return (
+            f"<p class=note>{n_diff} of {len(rows)} figures differ (marked ≠)</p>"
+            f"<table class=compare><thead><tr><th>figure</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
 
     def overview(self, key: str, query: dict[str, str], depth: int = 2) -> str:
         run = self.run(key)
@@ -362,27 +415,7 @@ class Site:
         if not run.ok:
             return page(run.name, body, ctx.root, crumbs)
         man = run.manifest
-        body += "<section><h2>Manifest</h2>"
-        if man:
-            body += kv(
-                [
-                    ("command", esc(man.get("command"))),
-                    ("created", esc(man.get("created"))),
-                    ("updated", esc(man.get("updated"))),
-                    ("versions", esc(short(man.get("versions"), 200))),
-                    ("inputs", esc(short(man.get("inputs"), 300))),
-                ]
-            )
-            body += _usage(man)
-            config = {
-                k: man[k] for k in ("config", "route", "intents", "request", "seed", "export") if k in man
-            }
-            if config:
-                body += "<h3>Config</h3>" + json_block(config, open_=False)
-            body += "<h3>Whole manifest</h3>" + json_block(man, open_=False)
-        else:
-            body += "<p class=note>this run has no manifest.json (its command did not write one)</p>"
-        body += "</section>"
+        body += _headline(run)
         rej = run.indexes.get(REJECTS)
         by_stage = Counter(f.get("stage", "") for f in rej.facets) if rej else Counter()
         rows, steps = [], []
@@ -398,13 +431,31 @@ class Site:
                     esc(by_stage.get(stage, "")),
                 ]
             )
-        body += "<section><h2>Stages</h2>" + table(
-            ["file", "kind", "current records", "superseded", "rejects"], rows
-        )
+        body += "<section><h2>Yield per gate</h2>" + funnel_svg(steps)
+        body += table(["file", "kind", "current records", "superseded", "rejects"], rows, "stages")
         if any(s in run.indexes for s in ("chains", "grounded", "tasks")):
             body += f'<p><a href="{ctx.base}envs/index.html">Environments in this run</a></p>'
-        body += "<h2>Yield per gate</h2>" + funnel_svg(steps) + "</section>"
+        body += "</section>" + _field_stats(run)
         body += _rejects_summary(run, ctx)
+        body += "<section><h2>Manifest</h2>"
+        if man:
+            body += kv(
+                [
+                    ("created", esc(man.get("created"))),
+                    ("updated", esc(man.get("updated"))),
+                    ("versions", esc(short(man.get("versions"), 200))),
+                    ("inputs", esc(short(man.get("inputs"), 300))),
+                ]
+            )
+            config = {
+                k: man[k] for k in ("config", "route", "intents", "request", "seed", "export") if k in man
+            }
+            if config:
+                body += "<h3>Config</h3>" + json_block(config, open_=False)
+            body += "<h3>Whole manifest</h3>" + json_block(man, open_=False)
+        else:
+            body += "<p class=note>this run has no manifest.json (its command did not write one)</p>"
+        body += "</section>"
         others = run.other_files()
         if others:
             items = "".join(
@@ -672,30 +723,135 @@ def _plain_render(rec: dict[str, Any], ctx: Ctx) -> str:
     return json_block(rec)
 
 
-def _usage(man: dict[str, Any]) -> str:
-    models = man.get("models") if isinstance(man.get("models"), dict) else {}
-    by_model = (
-        ((models.get("usage") or {}).get("by_model") or {}) if isinstance(models.get("usage"), dict) else {}
-    )
-    if not isinstance(by_model, dict) or not by_model:
-        return ""
+def _headline(run: Run) -> str:
+    """What the run produced and whether it is good, first: the commands that wrote it, one block of
+    figures per kind of output (inputs → kept, yield, pass rate, mean reward, pass^k …), tokens and cost
+    per model, and the reject reasons as a bar chart. Every figure is counted from the stage files."""
+    cmds = stats.commands(run.manifest)
+    out = "<section class=summary><h2>At a glance</h2>"
+    if cmds:
+        items = "".join(f"<code>{esc(c)}</code>" for c in cmds[-5:])
+        more = f"<span class=note>… {len(cmds) - 5} earlier</span>" if len(cmds) > 5 else ""
+        out += f'<div class=commands data-figure="command">{more}{items}</div>'
+    else:
+        out += (
+            "<p class='note commands'>command: not recorded in manifest.json (a run written before"
+            " dataclaw kept its command lines)</p>"
+        )
+    out += "<div class=headline>"
+    for block in stats.headline(run):
+        flow = ""
+        figs = {f.key: f for f in block.figures}
+        if "inputs" in figs and "kept" in figs and block.kind != "run":
+            i, k = figs["inputs"], figs["kept"]
+            flow = (
+                f"<div class=flow>{esc(i.text())} {esc(i.label)} →"
+                f" <b>{esc(k.text())}</b> {esc(k.label)}</div>"
+            )
+        cells = "".join(
+            f'<div class=fig data-figure="{esc(block.kind)}.{esc(f.key)}" data-value="{esc(f.value)}"'
+            f' title="{esc(f.source)}"><span class=v>{esc(f.text())}</span>'
+            f"<span class=l>{esc(f.label)}</span></div>"
+            for f in block.figures
+        )
+        out += (
+            f'<div class=block data-kind="{esc(block.kind)}"><h3>{esc(block.title)}</h3>{flow}'
+            f"<div class=figs>{cells}</div></div>"
+        )
+    out += "</div>" + _usage(run) + _reason_bars(run) + "</section>"
+    return out
+
+
+def _usage(run: Run) -> str:
+    by_model, source = stats.usage_by_model(run)
+    if not by_model:
+        return "<p class=note>models: no model calls recorded</p>"
     rows = []
     for name, u in by_model.items():
-        u = u if isinstance(u, dict) else {}
+        priced = "" if u.get("priced", True) else " <small>(unpriced)</small>"
         rows.append(
             [
                 esc(name),
                 esc(u.get("calls")),
-                esc(u.get("cache_hits")),
+                esc(u.get("cache_hits", "")),
                 esc(u.get("failed")),
                 esc(u.get("prompt_tokens")),
                 esc(u.get("completion_tokens")),
-                esc(u.get("cost_usd")) + ("" if u.get("priced", True) else " <small>(unpriced)</small>"),
+                esc(round(float(u.get("cost_usd") or 0.0), 6)) + priced,
             ]
         )
-    return "<h3>Models, tokens, cost</h3>" + table(
-        ["model", "calls", "cache hits", "failed", "prompt tokens", "completion tokens", "cost $"], rows
+    return f"<h3>Models, tokens, cost <small class=note>({esc(source)})</small></h3>" + table(
+        ["model", "calls", "cache hits", "failed", "prompt tokens", "completion tokens", "cost $"],
+        rows,
+        "usage",
     )
+
+
+def _reason_bars(run: Run) -> str:
+    idx = run.indexes.get(REJECTS)
+    if idx is None or not len(idx):
+        return "<h3>Reject reasons</h3><p class=note>no rejects</p>"
+    counts = Counter(f"{f.get('stage', '')}: {f.get('reason', '')}" for f in idx.facets)
+    top = counts.most_common(15)
+    rest = sum(counts.values()) - sum(n for _, n in top)
+    if rest:
+        top.append(("(other reasons)", rest))
+    return "<h3>Reject reasons</h3>" + bars_svg(top, "reasons", "rejects by stage and reason")
+
+
+def _field_stats(run: Run) -> str:
+    """Small plots of each stage's registered fields (histograms of numbers, bars of values): the run's
+    product first (samples, tasks, rollouts, a library's index), the other stages folded below."""
+    present = [s for s in [*run.stages(), REJECTS] if s in run.indexes]
+    kept = [s for s in stats.KEPT_STAGES if s in present][:1] or present[:1]
+    kept += [s for s in stats.KEPT_STAGES if s in present and s not in kept and s != "streams"]
+    drawn = {s: _stage_plots(run, s) for s in present}
+    first = "".join(drawn[s] for s in kept)
+    rest = "".join(drawn[s] for s in present if s not in kept)
+    if not first and not rest:
+        return ""
+    folded = f"<details><summary>the other stages</summary>{rest}</details>" if rest else ""
+    return f"<section><h2>Fields of the kept records</h2>{first}{folded}</section>"
+
+
+def _stage_plots(run: Run, stage: str) -> str:
+    idx = run.indexes[stage]
+    st = idx.stats
+    if st is None or not st.fields or not len(idx):
+        return ""
+    cells = []
+    for f in st.fields:
+        if f.kind == "num":
+            summ = st.summary(f.name)
+            if summ is None:
+                continue
+            note = (
+                f"n {summ.n:,} · min {_fmt(summ.min)} · median {_fmt(summ.median)} · mean"
+                f" {_fmt(summ.mean)} · max {_fmt(summ.max)}"
+            )
+            plot = hist_svg(summ.bins, f"{stage} {f.name}")
+        else:
+            counts = st.cats.get(f.name) or Counter()
+            if not counts:
+                continue
+            top = counts.most_common(8)
+            rest = sum(counts.values()) - sum(n for _, n in top)
+            note = f"{len(counts):,} distinct" + (f" · {rest:,} in others" if rest else "")
+            plot = bars_svg(top, "bars", f"{stage} {f.name}")
+        cells.append(
+            f'<div class=stat data-stat="{esc(stage)}.{esc(f.name)}"><h4>{esc(f.name)}</h4>{plot}'
+            f"<div class=note>{note}</div></div>"
+        )
+    if not cells:
+        return ""
+    return (
+        f"<h3>{esc(stage)} <small class=note>({len(idx):,} records)</small></h3>"
+        f"<div class=statgrid>{''.join(cells)}</div>"
+    )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}"
 
 
 def _rejects_summary(run: Run, ctx: Ctx) -> str:

@@ -1,0 +1,188 @@
+"""The overview answers "what did this run produce, and is it any good": headline figures, per-field
+statistics and runs side by side, every figure checked against what the stage files say (read here with
+the record store's own readers and the rollout summary, not with the viewer's code)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dataclaw.core import lock
+from dataclaw.core.store import RunStore
+from dataclaw.envcraft.rollout.run import rollout_summary
+from dataclaw.viewer import open_site
+from dataclaw.viewer.markup import LABEL_CHAR_W, graph_svg
+from dataclaw.viewer.site import Site
+
+
+def figures(html: str) -> dict[str, str]:
+    """``block.key`` → the raw value each headline figure carries."""
+    return dict(re.findall(r'data-figure="([\w.]+)" data-value="([^"]*)"', html))
+
+
+def truth(root: Path) -> dict[str, float]:
+    """The headline figures, counted from the stage files with the store's readers."""
+    store = RunStore(root)
+    names = {p.stem for p in root.glob("*.jsonl")}
+    count = {name: sum(1 for _ in store.records(name)) for name in names if name != "rejects"}
+    rejects = Counter(r["stage"] for r in store.rejects())
+    out: dict[str, float] = {"run.rejects": sum(rejects.values())}
+    if "responses" in names:
+        out |= {
+            "tailor_run.inputs": count["responses"],
+            "tailor_run.kept": count["samples"],
+            "tailor_run.yield": count["samples"] / count["responses"],
+            "tailor_run.rejected": rejects["validated"],
+            "tailor_run.streams": count["streams"],
+            "tailor_run.candidates": count["candidates"],
+        }
+    if "tasks" in names:
+        tasks = list(store.records("tasks"))
+        tools = [len({s["tool"] for s in t["gold_chain"]}) for t in tasks]
+        out |= {
+            "tasks.inputs": count["tasks"] + rejects["tasks"],
+            "tasks.kept": count["tasks"],
+            "tasks.rejected": rejects["tasks"],
+            "tasks.grounded": count.get("grounded", 0),
+            "tasks.environments": len({t["env"] for t in tasks}),
+            "tasks.tools_per_task": sum(tools) / len(tools),
+        }
+    if "rollouts" in names:
+        summary = rollout_summary(list(store.records("rollouts")))
+        out |= {
+            "rollouts.inputs": summary["rollouts"],
+            "rollouts.tasks_tried": summary["tasks"],
+            "rollouts.kept": summary["full_reward"],
+            "rollouts.pass_rate": summary["full_reward"] / summary["rollouts"],
+            "rollouts.mean_reward": summary["mean_reward"],
+            **{f"rollouts.pass_hat_{k}": v for k, v in summary["pass_hat_k"].items()},
+        }
+    return out
+
+
+@pytest.mark.parametrize("name", ["tailor", "envcraft"])
+def test_headline_figures_equal_what_the_stage_files_say(
+    site: Site, keys: dict[str, str], quickstart: Path, name: str
+) -> None:
+    got = figures(site.render(f"r/{keys[name]}/index.html"))
+    want = truth(quickstart / name)
+    assert set(want) <= set(got), set(want) - set(got)
+    for key, value in want.items():
+        assert float(got[key]) == pytest.approx(value, abs=1e-4), key
+
+
+def test_headline_comes_before_the_funnel_and_the_field_plots(site: Site, keys: dict[str, str]) -> None:
+    html = site.render(f"r/{keys['tailor']}/index.html")
+    order = [html.index(s) for s in ("class=headline", "<svg class=funnel", "Fields of the kept records")]
+    assert order == sorted(order)
+    assert "3 model answers → <b>1</b> samples kept" in html
+    # the reject reasons as bars, each bar's count the store's count of that stage and reason
+    bars = dict(
+        re.findall(r'<rect [^>]*data-label="([^"]+)" data-count="(\d+)"', html.split("Reject reasons")[1])
+    )
+    store = RunStore(site.runs[keys["tailor"]].root)
+    want = Counter(f"{r['stage']}: {r['reason']}" for r in store.rejects())
+    assert {k: int(v) for k, v in bars.items() if k in want} == dict(want)
+
+
+def test_field_statistics_are_the_kept_records_values(
+    site: Site, keys: dict[str, str], quickstart: Path
+) -> None:
+    run = site.runs[keys["tailor"]]
+    samples = list(RunStore(quickstart / "tailor").records("samples"))
+    st = run.index("samples").stats
+    frames = st.summary("frames per sample")
+    assert frames is not None and frames.n == len(samples)
+    assert frames.max == max(len(s["provenance"]["frames"]) for s in samples)
+    assert sum(c for _, _, c in frames.bins) == len(samples)
+    assert st.cats["intent"] == Counter(s["intent"] for s in samples)
+    html = site.render(f"r/{keys['tailor']}/index.html")
+    assert 'data-stat="samples.frames per sample"' in html and 'data-stat="samples.intent"' in html
+    tasks = site.runs[keys["envcraft"]].index("tasks").stats
+    assert tasks.cats["environment"] == Counter(
+        t["env"] for t in RunStore(quickstart / "envcraft").records("tasks")
+    )
+
+
+def test_statistics_follow_appends_and_never_count_a_torn_line(quickstart: Path, tmp_path: Path) -> None:
+    root = quickstart / "tailor"
+    site = open_site([root], tmp_path / "cache")
+    (run,) = site.runs.values()
+    sample = json.loads((root / "samples.jsonl").read_text().splitlines()[0])
+    more = {**sample, "id": sample["id"] + "-b", "intent": "gui_next_action"}
+    with (root / "samples.jsonl").open("a") as fh:
+        fh.write(json.dumps(more) + "\n")
+        fh.write(json.dumps({**sample, "id": "torn"})[:40])  # a crash mid-line
+    got = figures(site.render("r/0/index.html"))
+    assert got["tailor_run.kept"] == "2"
+    assert run.index("samples").stats.cats["intent"] == Counter([sample["intent"], "gui_next_action"])
+    assert run.index("samples").stats.summary("frames per sample").n == 2
+
+
+def test_partial_rewards_count_in_the_mean_and_never_as_a_pass(tmp_path: Path) -> None:
+    """Gaming the pass rate: a near-full or partial reward, a failed trial, are not passes."""
+    rewards = {"t1": [1.0, 0.99], "t2": [0.5, 0.0], "t3": [1.0, 1.0]}
+    with RunStore(tmp_path / "r") as store:
+        for task, rs in rewards.items():
+            for i, r in enumerate(rs):
+                store.stage("rollouts").append(
+                    {"id": f"{task}/rollout-{i}", "task_id": task, "reward": r, "model": "m", "usage": {}}
+                )
+    site = open_site([tmp_path / "r"], tmp_path / "cache")
+    got = figures(site.render("index.html"))
+    assert got["rollouts.kept"] == "3" and float(got["rollouts.pass_rate"]) == pytest.approx(0.5)
+    assert float(got["rollouts.mean_reward"]) == pytest.approx(4.49 / 6)
+    # pass^1 = mean over tasks of successes/trials; pass^2 = only t3 has both trials full
+    assert float(got["rollouts.pass_hat_1"]) == pytest.approx((0.5 + 0 + 1) / 3, abs=1e-4)
+    assert float(got["rollouts.pass_hat_2"]) == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_a_floor_environment_is_not_counted_as_passing(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "LIB") as store:
+        for name, status in [("a", "passing"), ("b", "floor"), ("c", "failed")]:
+            store.stage("index").append({"id": name, "status": status, "category": "x", "tools": 3})
+    got = figures(open_site([tmp_path / "LIB"], tmp_path / "cache").render("index.html"))
+    assert got["library.kept"] == "1" and got["library.floor"] == "1" and got["library.failed"] == "1"
+    assert float(got["library.pass_rate"]) == pytest.approx(1 / 3)
+
+
+def test_the_overview_names_the_commands_that_wrote_the_run(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r") as store:
+        store.stage("chains").append({"id": "c1", "env": "e", "steps": ["a", "b"]})
+        store.update_manifest(chains={"n": 1})
+        store.update_manifest(chains={"n": 1})  # the same process: recorded once
+    man = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert [c["command"] for c in man["commands"]] == [lock._command()]
+    html = open_site([tmp_path / "r"], tmp_path / "cache").render("index.html")
+    assert f"<code>{lock._command()}</code>" in html.replace("&#x27;", "'")
+    assert figures(html)["chains.kept"] == "1"
+
+
+def test_runs_side_by_side_mark_the_figures_that_differ(quickstart: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(quickstart / "tailor", a)
+    shutil.copytree(quickstart / "tailor", b)
+    sample = json.loads((b / "samples.jsonl").read_text().splitlines()[0])
+    with (b / "samples.jsonl").open("a") as fh:
+        fh.write(json.dumps({**sample, "id": sample["id"] + "-b"}) + "\n")
+    site = open_site([a, b], tmp_path / "cache")
+    for html in (site.render("index.html"), site.render("compare.html")):
+        rows = dict(re.findall(r'<tr data-figure="([\w.]+)">(.*?)</tr>', html))
+        assert "class=diff" in rows["tailor_run.kept"] and "class=diff" in rows["tailor_run.yield"]
+        assert "class=diff" not in rows["tailor_run.inputs"] and "class=diff" not in rows["run.rejects"]
+        assert ">1<" in rows["tailor_run.kept"] and ">2<" in rows["tailor_run.kept"]
+
+
+def test_tool_graph_labels_fit_inside_the_drawing() -> None:
+    names = [f"tool_with_a_rather_long_name_{i}" for i in range(9)]
+    svg = graph_svg([(n, "read") for n in names], [(names[0], names[1], 1)])
+    x0, _, w, _ = (float(v) for v in re.search(r'viewBox="([^"]+)"', svg).group(1).split())
+    for x, anchor, text in re.findall(r'<text x="([-\d.]+)" y="[-\d.]+" text-anchor=(\w+)>([^<]+)<', svg):
+        width = LABEL_CHAR_W * len(text)
+        left, right = (float(x) - width, float(x)) if anchor == "end" else (float(x), float(x) + width)
+        assert x0 <= left and right <= x0 + w, (text, left, right, x0, w)
