@@ -102,6 +102,10 @@ BREAKS: dict[str, tuple[list[tuple], str]] = {
         [("auth.py", "import os\n" + _tool("return {'who': os.environ.get('USER')}\n"))],
         "uses os.environ",
     ),
+    "S045": (
+        [("state.py", 'def _secrets() -> str:\n    return Path("/etc/shadow").read_text()\n')],
+        "reads a host path (Path.read_text()): the absolute path '/etc/shadow'",
+    ),
     "S050": ([("knowledge.py", "import urllib.request\n")], "imports urllib.request"),
     "S051": ([("tickets.py", "def _calc(expr: str) -> int:\n    return eval(expr)\n")], "calls eval()"),
     "S060": (

@@ -1,9 +1,10 @@
 """The rule registry of the static audit: each rule has a stable id, a short name, what it enforces and its
 checker; ids and names are unique.
 
-The built-in rules register with :func:`rule` in :mod:`.static` (artifacts, interfaces, tools) and
-:mod:`.purity` (what package code may call and mutate), imported on the first lookup. Out of tree, a
-``dataclaw.audit_rules`` entry point adds a :class:`Rule` whose id is the entry point's name
+The built-in rules register with :func:`rule` in :mod:`.static` (artifacts, interfaces, tools),
+:mod:`.purity` (what package code may call and mutate) and :mod:`.hostpaths` (paths only into the
+package's data), imported on the first lookup. Out of tree, a ``dataclaw.audit_rules`` entry point
+adds a :class:`Rule` whose id is the entry point's name
 (``S900 = pkg.mod:MY_RULE``) or a module that registers its rules with :func:`rule` when imported.
 """
 
@@ -43,7 +44,8 @@ class _RuleRegistry(Registry[Rule]):
 
 
 RULES: Registry[Rule] = _RuleRegistry(
-    "audit rule", builtins=["dataclaw.envcraft.audit.static", "dataclaw.envcraft.audit.purity"]
+    "audit rule",
+    builtins=[f"dataclaw.envcraft.audit.{m}" for m in ("static", "purity", "hostpaths")],
 )
 
 

@@ -27,6 +27,8 @@ S041   data-write              nothing writes files: data/ is immutable, storage
 S042   cli-parsing             no argument parsing in package code: the runtime owns the CLI (#7, #8, #10)
 S043   locking                 no locks: the runtime's store serialises sessions (#5, #10)
 S044   environment-read        no environment variables: bindings come from the runtime (#8)
+S045   host-path               files opened only under the package: no absolute, ``~``, ``..``, cwd or
+                               environment-derived paths (``hostpaths.py``)
 S050   network-subprocess      no network or subprocess modules/calls
 S051   dynamic-code            no eval/exec/compile/__import__/importlib
 S060   evaluator-impure        evaluator: no randomness, clock, file or console I/O, no mutation of its
