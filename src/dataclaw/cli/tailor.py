@@ -309,6 +309,13 @@ def export(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output dir [RUN/export/FORMAT].")] = None,
     name: Annotated[str | None, typer.Option(help="llamafactory: dataset name (file + info key).")] = None,
     verify: Annotated[bool, typer.Option(help="Check every media file against its sha256.")] = True,
+    reviewed_only: Annotated[
+        bool,
+        typer.Option(
+            "--reviewed-only",
+            help="Only samples a reviewer accepted in `dataclaw view` (rejected ones are always left out).",
+        ),
+    ] = False,
     plugin: Plugins = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON line.")] = False,
 ) -> None:
@@ -317,7 +324,7 @@ def export(
     from dataclaw.tailor.export import export as run_export
 
     config: dict[str, Any] = {"verify_hashes": verify, **({"dataset_name": name} if name else {})}
-    summary = run_export(run, fmt, out, **config).to_dict()
+    summary = run_export(run, fmt, out, reviewed_only=reviewed_only, **config).to_dict()
     if as_json:
         typer.echo(json.dumps(summary))
     else:

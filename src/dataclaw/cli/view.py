@@ -24,6 +24,11 @@ def view(
         "--cache-dir",
         help="Where browser previews and thumbnails are cached (default ~/.cache/dataclaw/viewer).",
     ),
+    import_verdicts: Path | None = typer.Option(
+        None,
+        "--import-verdicts",
+        help="Append a verdicts file downloaded from a static export's review panel to RUN (one run).",
+    ),
 ) -> None:
     """Serve a local web viewer of runs (samples with their media, environments, tasks, trajectories)."""
     from dataclaw.core.progress import progress_bar
@@ -32,6 +37,9 @@ def view(
     from dataclaw.viewer.server import make_server
 
     console = Console(stderr=True)
+    if import_verdicts is not None:
+        _import_verdicts(import_verdicts, runs)
+        return
     with console.status("indexing the runs"):
         site = open_site(runs, cache_dir)
     for run in site.runs.values():
@@ -50,3 +58,24 @@ def view(
         server.serve_forever()
     finally:
         server.server_close()
+
+
+def _import_verdicts(path: Path, runs: list[Path]) -> None:
+    """``--import-verdicts FILE RUN``: the static viewer's downloaded verdicts into RUN's verdict file."""
+    from dataclaw.core.errors import ConfigError
+    from dataclaw.core.review import VERDICTS_FILE
+    from dataclaw.viewer.run import discover
+    from dataclaw.viewer.verdicts import import_verdicts
+
+    if len(runs) != 1:
+        raise ConfigError(
+            "--import-verdicts FILE takes exactly one RUN: the run the pages were exported from"
+        )
+    found = [r for r in discover(runs) if r.ok and r.root == runs[0].resolve()]
+    if not found:
+        raise ConfigError(f"{runs[0]}: not a run directory (no manifest.json and no .jsonl stage file)")
+    added, known = import_verdicts(path, found[0])
+    typer.echo(
+        f"imported {added} verdict(s) into {found[0].root / VERDICTS_FILE}"
+        + (f" ({known} already there)" if known else "")
+    )

@@ -3,6 +3,10 @@
 Every page the server has (overview, every list page, every record page, environments, other files) is
 rendered once; media links point at the run's files (``file://``), previews and thumbnails are copied
 into ``DIR``. Filters and search need the server; the static pages list everything, paginated.
+
+Review works there too: sample and task pages keep a reviewer's verdicts in the browser (localStorage)
+and offer them as a downloaded ``verdicts.jsonl``, which ``dataclaw view --import-verdicts FILE RUN``
+appends to the run's verdict file. Verdicts the run already had when it was exported are shown.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ def pages(site: Site) -> Iterator[str]:
                 yield f"{base}{stage}/p{p}.html"
             for i in range(n):
                 yield f"{base}{stage}/{i}.html"
+        if "rollouts" in run.indexes:  # each task's trials side by side, named by its first rollout
+            for first in sorted(ns[0] for ns in site.reverse(run, "rollouts", "task_id").values() if ns):
+                yield f"{base}trials/{first}.html"
         if any(s in run.indexes for s in ("chains", "grounded", "tasks")):
             yield base + "envs/index.html"
             for env in site._env_facts(run):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.registry import Registry
 from dataclaw.viewer.markup import esc, json_block, kv, short, table
+from dataclaw.viewer.verdicts import panel as review_panel
 
 if TYPE_CHECKING:
     from dataclaw.viewer.run import Run
@@ -341,7 +342,7 @@ def _sample_row(rec: Rec, ctx: Ctx) -> list[str]:
 
 
 def _sample_render(rec: Rec, ctx: Ctx) -> str:
-    out = ctx.lineage(rec)
+    out = ctx.lineage(rec) + review_panel(rec, ctx)
     prov = _d(rec.get("provenance"))
     out += kv(
         [
@@ -528,7 +529,7 @@ def _state_with_distractors(state: Any, distractors: list[Any]) -> str:
 def _task_render(rec: Rec, ctx: Ctx) -> str:
     from dataclaw.envcraft.runtime.task import TaskRowError, ToolTask
 
-    out = ctx.lineage(rec)
+    out = ctx.lineage(rec) + review_panel(rec, ctx) + _trials_link(_s(rec.get("id")), ctx)
     try:
         task = ToolTask.from_row(rec)
     except TaskRowError as exc:  # a row that is no tool task (or a claw task's): say so, show the row
@@ -541,6 +542,17 @@ def _task_render(rec: Rec, ctx: Ctx) -> str:
             out += f"<h2>{esc(stage)}</h2>" + ctx.link(stage, r, "open") + json_block(r, open_=False)
     out += ctx.children(rec, "rollouts", "task_id")
     return out + json_block(rec, open_=False)
+
+
+def _trials_link(task_id: str, ctx: Ctx) -> str:
+    """A link to the task's trials side by side (``r/<run>/trials/<first rollout>.html``)."""
+    trials = ctx.site.reverse(ctx.run, "rollouts", "task_id").get(task_id, [])
+    if not trials:
+        return ""
+    return (
+        f'<p class=trials-link><a href="{ctx.base}trials/{trials[0]}.html">{len(trials)} trial(s) of this'
+        " task side by side</a></p>"
+    )
 
 
 def _tool_task_body(task: Any, ctx: Ctx) -> str:
@@ -685,7 +697,7 @@ def _rollout_row(rec: Rec, ctx: Ctx) -> list[str]:
 
 
 def _rollout_render(rec: Rec, ctx: Ctx) -> str:
-    out = kv(
+    out = _trials_link(_s(rec.get("task_id")), ctx) + kv(
         [
             ("task", ctx.id_link(_s(rec.get("task_id")))),
             ("model", esc(rec.get("model"))),

@@ -2,11 +2,14 @@
 HTTP Range (so ``<video>`` seeks and plays), previews and thumbnails made on first request.
 
 Bound to 127.0.0.1 by default. Only three kinds of bytes leave it: the packaged static assets, files
-inside a run directory (checked after resolving symlinks), and previews/thumbnails it made itself.
+inside a run directory (checked after resolving symlinks), and previews/thumbnails it made itself. The
+one thing it writes is a reviewer's verdict (``POST r/<run>/verdicts``, JSON only, same origin), appended
+to the run's ``_viewer/verdicts.jsonl``; stage files are never touched.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from http import HTTPStatus
@@ -16,9 +19,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from dataclaw.core.review import VerdictError
 from dataclaw.viewer.markup import esc, page
 from dataclaw.viewer.media import OutsideRun, contained, content_type
 from dataclaw.viewer.site import NotFound, Site
+from dataclaw.viewer.verdicts import REVIEWED_STAGES, next_unreviewed, save_verdict
 
 log = logging.getLogger(__name__)
 STATIC = resources.files("dataclaw.viewer") / "static"
@@ -26,6 +31,9 @@ CHUNK = 1 << 20
 _FILE = re.compile(r"r/(\w+)/(file|preview)/(.+)")
 _THUMB = re.compile(r"r/(\w+)/thumb/(\d+)/(\d+)/(\d+)\.jpg")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
+_VERDICTS = re.compile(r"r/(\w+)/verdicts")
+_UNREVIEWED = re.compile(r"r/(\w+)/([^/]+)/unreviewed")
+MAX_POST = 64 * 1024
 
 
 def make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
@@ -49,6 +57,8 @@ def make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
                     self._run_file(*m.groups(), head=head)
                 elif m := _THUMB.fullmatch(path):
                     self._thumb(*m.groups(), head=head)
+                elif m := _UNREVIEWED.fullmatch(path):
+                    self._unreviewed(*m.groups(), query.get("after", "-1"), head=head)
                 else:
                     self._html(site.render(path, query), head=head)
             except NotFound as exc:
@@ -60,6 +70,71 @@ def make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:
                 log.exception("page %s failed", path)
                 self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}", head)
+
+        def do_POST(self) -> None:
+            path = unquote(urlsplit(self.path).path).lstrip("/")
+            m = _VERDICTS.fullmatch(path)
+            if m is None:
+                return self._json({"error": "nothing to post here"}, HTTPStatus.NOT_FOUND)
+            if self.headers.get_content_type() != "application/json":  # no cross-site form posts
+                return self._json(
+                    {"error": "send the verdict as application/json"}, HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+                )
+            origin, host = self.headers.get("Origin"), self.headers.get("Host")
+            if origin and urlsplit(origin).netloc != host:
+                return self._json(
+                    {"error": "verdicts are saved from this viewer's pages only"}, HTTPStatus.FORBIDDEN
+                )
+            size = int(self.headers.get("Content-Length") or 0)
+            if not 0 < size <= MAX_POST:
+                return self._json({"error": f"a verdict is 1 to {MAX_POST} bytes"}, HTTPStatus.BAD_REQUEST)
+            try:
+                raw = json.loads(self.rfile.read(size))
+                verdict, review = save_verdict(site.run(m.group(1)), raw)
+            except NotFound as exc:
+                return self._json({"error": str(exc)}, HTTPStatus.NOT_FOUND)
+            except ValueError:
+                return self._json({"error": "the body is not JSON"}, HTTPStatus.BAD_REQUEST)
+            except VerdictError as exc:
+                return self._json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
+            except Exception as exc:
+                log.exception("saving a verdict failed")
+                return self._json(
+                    {"error": f"not saved ({type(exc).__name__})"}, HTTPStatus.INTERNAL_SERVER_ERROR
+                )
+            return self._json(
+                {"saved": verdict.to_dict(), "decision": review.decision, "notes": len(review.notes)}
+            )
+
+        def _json(self, obj: dict[str, Any], status: HTTPStatus = HTTPStatus.OK) -> None:
+            data = json.dumps(obj).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _unreviewed(self, key: str, stage: str, after: str, head: bool) -> None:
+            """303 to the next record of ``stage`` nobody decided on (after position ``after``)."""
+            run = site.run(key)
+            if stage not in REVIEWED_STAGES or stage not in run.indexes:
+                raise NotFound(f"run {run.name} has no reviewed stage {stage}")
+            run.refresh()
+            pos = next_unreviewed(run, stage, int(after) if after.lstrip("-").isdigit() else -1)
+            if pos is None:
+                body = page(
+                    "Nothing left to review",
+                    f"<p>every record of {esc(stage)}.jsonl has a verdict.</p>"
+                    f'<p><a href="/r/{esc(key)}/index.html">back to the run</a></p>',
+                    "/",
+                )
+                return self._html(body, head=head)
+            self.send_response(HTTPStatus.SEE_OTHER)
+            self.send_header("Location", f"/r/{key}/{stage}/{pos}.html")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
 
         def _html(self, text: str, status: HTTPStatus = HTTPStatus.OK, head: bool = False) -> None:
             data = text.encode("utf-8")

@@ -36,6 +36,7 @@ from dataclaw.viewer.markup import (
 )
 from dataclaw.viewer.media import IMAGE_SUFFIXES, MediaCache, OutsideRun, contained
 from dataclaw.viewer.run import REJECTS, Run
+from dataclaw.viewer.verdicts import agreement_block
 
 PAGE_SIZE = 50
 MAX_THUMBS = 24
@@ -255,6 +256,7 @@ class Site:
             (re.compile(r"r/(\w+)/envs/index\.html"), self.envs),
             (re.compile(r"r/(\w+)/envs/([^/]+)\.html"), self.env),
             (re.compile(r"r/(\w+)/view/(.+)\.html"), self.file_view),
+            (re.compile(r"r/(\w+)/trials/(\d+)\.html"), self.trials),
             (re.compile(r"r/(\w+)/([^/]+)/p(\d+)\.html"), self.listing),
             (re.compile(r"r/(\w+)/([^/]+)/(\d+)\.html"), self.record),
         ]
@@ -437,6 +439,7 @@ class Site:
             body += f'<p><a href="{ctx.base}envs/index.html">Environments in this run</a></p>'
         body += "</section>" + _field_stats(run)
         body += _rejects_summary(run, ctx)
+        body += agreement_block(run, ctx)
         body += "<section><h2>Manifest</h2>"
         if man:
             body += kv(
@@ -576,6 +579,17 @@ class Site:
             (str(pos), ""),
         ]
         return page(f"{kind.title}: {_tail(rec.get('id'))}", body, ctx.root, crumbs)
+
+    def trials(self, key: str, pos: str, query: dict[str, str]) -> str:
+        """k trials of one task side by side (:mod:`dataclaw.viewer.compare`)."""
+        from dataclaw.viewer.compare import trials_page
+
+        run = self.run(key)
+        run.refresh()
+        html = trials_page(Ctx(self, run, 3, "rollouts"), int(pos))
+        if html is None:
+            raise NotFound(f"run {run.name} has no rollout {pos}")
+        return html
 
     def file_view(self, key: str, rel: str, query: dict[str, str]) -> str:
         run = self.run(key)

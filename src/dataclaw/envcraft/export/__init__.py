@@ -26,12 +26,15 @@ def export_tasks(
     group: str | None = None,
     reward: str = "binary",
     check: bool = True,
+    reviewed_only: bool = False,
 ) -> ExportResult:
-    """Export the task set ``tasks`` (a tasks.jsonl or a run folder) to trainer format ``to`` in ``out``."""
+    """Export the task set ``tasks`` (a tasks.jsonl or a run folder) to trainer format ``to`` in ``out``;
+    tasks a reviewer rejected are left out, and with ``reviewed_only`` those nobody decided on."""
     exporter = EXPORTERS.get(to)()
-    prep = prepare(tasks, group=group, reward=reward, check=check)
+    prep = prepare(tasks, group=group, reward=reward, check=check, reviewed_only=reviewed_only)
     result = exporter.write(prep, Path(out))
     result.soundness = prep.soundness
+    result.left_out = prep.left_out
     return result
 
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from dataclaw import __version__
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.moved import keep_old_names
+from dataclaw.core.review import review_filter
 from dataclaw.envcraft.export.episode import MANIFEST, REWARD_MODES, TASKS_FILE
 from dataclaw.envcraft.runtime.task import CLAW_KIND, TaskRowError, ToolTask, read_task_rows, write_tool_tasks
 
@@ -305,6 +306,8 @@ class Prepared:
     reward: str
     soundness: dict[str, Any] | None = None
     """The soundness suite's figures (:func:`soundness_summary`), or why it was not run."""
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Tasks the run's human verdicts kept out, by reason (``human_rejected``, ``unreviewed``)."""
 
 
 def prepare(
@@ -314,16 +317,19 @@ def prepare(
     reward: str = "binary",
     check: bool = True,
     soundness: Any = True,
+    reviewed_only: bool = False,
 ) -> Prepared:
     """Read, select one group, locate and audit its environments, name its tools, check gold chains and
     (with ``check``) the soundness suite of every task not imported from a published set: ``soundness``
     True (its default settings), a :class:`~dataclaw.envcraft.quality.soundness.SoundnessSettings`, or
-    False to skip it."""
+    False to skip it. Tasks a reviewer rejected in ``dataclaw view`` are left out, and with
+    ``reviewed_only`` those nobody decided on (:func:`reviewed_tasks`)."""
     from dataclaw.envcraft.tasks.tool.stages import record_env
 
     if reward not in REWARD_MODES:
         raise ExportError(f"reward must be one of {', '.join(REWARD_MODES)}, not {reward!r}")
     source, tasks = read_tasks(tasks_path)
+    tasks, left_out = reviewed_tasks(source, tasks, reviewed_only)
     tasks = select_group(tasks, group, source)
     first = tasks[0]
     envs = [locate_env(first, e) for e in first.member_envs]
@@ -358,7 +364,26 @@ def prepare(
         else:
             figures = check_soundness(env_cls, ours, None if soundness is True else soundness)
             figures["publisher_tasks"] = len(tasks) - len(ours)
-    return Prepared(source, first.group, tasks, env_cls, envs, tools, reward, figures)
+    return Prepared(source, first.group, tasks, env_cls, envs, tools, reward, figures, left_out)
+
+
+def reviewed_tasks(
+    source: Path, tasks: list[ToolTask], reviewed_only: bool
+) -> tuple[list[ToolTask], dict[str, int]]:
+    """``tasks`` less those the human verdicts of the run holding ``source`` keep out, and the counts by
+    reason; nothing left is an error that says why."""
+    why = review_filter(source.parent, "task", reviewed_only)
+    kept, left_out = [], Counter[str]()
+    for t in tasks:
+        reason = why(t.id)
+        if reason is None:
+            kept.append(t)
+        else:
+            left_out[reason] += 1
+    if not kept:
+        counts = ", ".join(f"{n} {r}" for r, n in left_out.items())
+        raise ExportError(f"{source}: no task left to export after the review ({counts})")
+    return kept, dict(left_out)
 
 
 @dataclass
@@ -373,6 +398,8 @@ class ExportResult:
     usage: str = ""
     soundness: dict[str, Any] | None = None
     """What the export checked of the rewards (:func:`soundness_summary`, or why it did not)."""
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Tasks left out by the run's human verdicts, by reason."""
 
 
 class Exporter:

@@ -26,16 +26,25 @@ def export_command(
     check: Annotated[
         bool, typer.Option(help="Replay every gold chain first; refuse when one no longer scores 1.0.")
     ] = True,
+    reviewed_only: Annotated[
+        bool,
+        typer.Option(
+            "--reviewed-only",
+            help="Only tasks a reviewer accepted in `dataclaw view` (rejected ones are always left out).",
+        ),
+    ] = False,
 ) -> None:
     """Write what a trainer loads: TRL (an environment_factory class, dataset, reward function) or VERL
     (parquet, tool-config YAML, BaseTool adapters, compute_score). One environment group per export."""
     from dataclaw.envcraft.export import export_tasks
     from dataclaw.envcraft.export.base import soundness_lines
 
-    result = export_tasks(tasks, to, out, group=env, reward=reward, check=check)
+    result = export_tasks(tasks, to, out, group=env, reward=reward, check=check, reviewed_only=reviewed_only)
     console.print(
         f"exported {result.tasks} tasks of [bold]{result.group}[/] for {result.format} to {result.out}"
     )
+    for reason, n in sorted(result.left_out.items()):
+        console.print(f"  left out: {n} {reason} (the run's human verdicts)", markup=False)
     for name in result.files:
         console.print(f"  {name}")
     for line in soundness_lines(result.soundness):

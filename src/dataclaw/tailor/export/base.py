@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.registry import Registry
+from dataclaw.core.review import review_filter
 from dataclaw.core.store import is_current
 from dataclaw.media.writers import sha256_file
 from dataclaw.tailor.records import ARTIFACTS, SAMPLES, TOKENS, Artifact, MediaRef, Sample, count_tokens
@@ -42,6 +43,10 @@ class ExportIssue(StrEnum):
     system turn (which LLaMA-Factory takes out of the messages)."""
     BAD_CONVERSATION = "bad_conversation"
     """Turns do not alternate user/assistant (after an optional system turn) ending with the assistant."""
+    HUMAN_REJECTED = "human_rejected"
+    """A reviewer rejected the sample in ``dataclaw view`` (the run's ``_viewer/verdicts.jsonl``)."""
+    UNREVIEWED = "unreviewed"
+    """``--reviewed-only``: no reviewer accepted or rejected the sample."""
 
 
 @dataclass
@@ -261,15 +266,19 @@ class Exporter(ABC):
     def __init__(self, verify_hashes: bool = True) -> None:
         self.verify_hashes = verify_hashes
 
-    def export(self, run_dir: str | Path, out_dir: str | Path) -> ExportSummary:
-        """Check the run's samples, write the good ones to ``out_dir``, record the rest as rejects."""
+    def export(
+        self, run_dir: str | Path, out_dir: str | Path, *, reviewed_only: bool = False
+    ) -> ExportSummary:
+        """Check the run's samples, write the good ones to ``out_dir``, record the rest as rejects. Samples
+        a reviewer rejected are left out (``human_rejected``); with ``reviewed_only`` also those nobody
+        accepted or rejected (``unreviewed``)."""
         reader = RunReader(run_dir, self.verify_hashes)
         out = Path(out_dir)
         if out.resolve() == reader.root.resolve():
             raise ConfigError(f"export into the run directory {out} itself would overwrite it: pick another")
         out.mkdir(parents=True, exist_ok=True)
         summary = ExportSummary(format=self.name, out_dir=str(out))
-        checked = list(reader.samples())
+        checked = _reviewed(reader, list(reader.samples()), reviewed_only)
         summary.files = self.write(reader.root, checked, out, summary)
         summary.samples = len(checked)
         for c in checked:
@@ -305,6 +314,21 @@ register_exporter = EXPORTERS.add
 """Class decorator: register under ``cls.name``; a duplicate name is an error."""
 
 
+def _reviewed(reader: RunReader, checked: list[Checked], reviewed_only: bool) -> list[Checked]:
+    """``checked`` less what the run's human verdicts keep out (each left out as a reject with its reason)."""
+    why = review_filter(reader.root, "sample", reviewed_only)
+    kept = []
+    for c in checked:
+        reason = why(c.sample.id)
+        if reason is None:
+            kept.append(c)
+        elif reason == ExportIssue.HUMAN_REJECTED:
+            reader._reject(c.sample.id, ExportIssue.HUMAN_REJECTED, "a reviewer rejected it in dataclaw view")
+        else:
+            reader._reject(c.sample.id, ExportIssue.UNREVIEWED, "--reviewed-only: no reviewer decided on it")
+    return kept
+
+
 def exporter_names() -> list[str]:
     """Names of the registered export formats."""
     return EXPORTERS.names()
@@ -319,10 +343,18 @@ def get_exporter(name: str, **config: Any) -> Exporter:
         raise ConfigError(f"export format '{name}' does not take {sorted(config)} ({exc})") from None
 
 
-def export(run_dir: str | Path, fmt: str, out_dir: str | Path | None = None, **config: Any) -> ExportSummary:
-    """Export ``run_dir`` as ``fmt`` into ``out_dir`` (default ``RUN/export/<fmt>``)."""
+def export(
+    run_dir: str | Path,
+    fmt: str,
+    out_dir: str | Path | None = None,
+    *,
+    reviewed_only: bool = False,
+    **config: Any,
+) -> ExportSummary:
+    """Export ``run_dir`` as ``fmt`` into ``out_dir`` (default ``RUN/export/<fmt>``); human verdicts as
+    :meth:`Exporter.export` says."""
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "export" / fmt
-    return get_exporter(fmt, **config).export(run_dir, out)
+    return get_exporter(fmt, **config).export(run_dir, out, reviewed_only=reviewed_only)
 
 
 def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
