@@ -289,6 +289,16 @@ def rollout(
     judge_model: Annotated[
         str | None, typer.Option(help="Judge of tasks' natural-language assertions (reward nl_assertions).")
     ] = None,
+    user_model: Annotated[
+        str | None,
+        typer.Option(help="An LLM plays each tool task's user (τ²-bench user simulator); default: scripted."),
+    ] = None,
+    user_max_turns: Annotated[
+        int, typer.Option(help="Messages the simulated user may send; one more request ends the episode.")
+    ] = 10,
+    user_temperature: Annotated[
+        float | None, typer.Option(help="Sampling temperature of the simulated user (server default).")
+    ] = None,
     unsafe: Annotated[bool, UNSAFE_OPTION] = False,
     executor: ExecutorOptions = ExecutorOptions(),
 ) -> None:
@@ -298,7 +308,7 @@ def rollout(
     """  # noqa: E501 - typer keeps the docstring's line breaks
     from dataclaw.core.progress import progress_bar
     from dataclaw.envcraft.quality.runs import load_task_source
-    from dataclaw.envcraft.quality.task_runs import rollout_config, rollout_run
+    from dataclaw.envcraft.quality.task_runs import rollout_config, rollout_run, simulated_user_config
 
     if samples < 1:
         raise ConfigError(f"-n must be at least 1, got {samples}")
@@ -306,12 +316,14 @@ def rollout(
     config = rollout_config(
         max_turns, timeout, max_tokens, strict_calls, **sampling, logprobs=logprobs, token_ids=token_ids
     )
+    user = simulated_user_config(user_max_turns, user_temperature)
     loaded = load_task_source(tasks, limit)
     with executor_scope(executor):
         done = rollout_run(
             tasks, out, model, config, samples=samples, concurrency=concurrency, loaded=loaded,
             policy=SandboxPolicy(unsafe=unsafe), progress=progress_bar,
             on_unloadable=lambda broken: _print_unloadable(broken, out), judge_model=judge_model,
+            user_model=user_model, user_config=user,
         )  # fmt: skip
     _rollout_table("rollouts", done.summary)
     require_made("rollouts", done.summary["rollouts"], why="no task was run", where=out)

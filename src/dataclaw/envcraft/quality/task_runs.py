@@ -21,6 +21,7 @@ from dataclaw.envcraft.quality.common import StageCount
 from dataclaw.envcraft.quality.runs import LoadedTasks, calibrate_tasks, load_task_source, reject_unloadable
 from dataclaw.envcraft.rollout import RolloutConfig
 from dataclaw.envcraft.rollout.run import rollout_summary, rollout_tasks
+from dataclaw.envcraft.rollout.user_sim import UserConfig
 from dataclaw.models.ledger import UsageLedger, saved_usage
 from dataclaw.sandbox import SandboxPolicy
 
@@ -90,17 +91,22 @@ def rollout_run(
     progress: ProgressFactory | None = None,
     on_unloadable: OnUnloadable | None = None,
     judge_model: str | None = None,
+    user_model: str | None = None,
+    user_config: UserConfig | None = None,
 ) -> RolloutRun:
     """``samples`` rollouts of each of the first ``limit`` tasks of ``source`` (or of ``loaded``, its tasks
     when already loaded) by the agent ``model`` into ``out/rollouts.jsonl`` (resumable). The samples of a
     task are independent: sample ``j`` sends ``config.seed + j`` when a seed is set (the seed is then part
-    of each rollout's id). ``judge_model`` grades tasks' natural-language assertions (``nl_assertions``)."""
+    of each rollout's id). ``judge_model`` grades tasks' natural-language assertions (``nl_assertions``).
+    ``user_model`` plays each tool task's user (τ²-bench's user simulator; ``user_config``: its turn
+    budget and sampling), through the run's cache and ledger like the agent."""
     loaded = load_task_source(source, limit) if loaded is None else loaded
     seed = config.seed
     with RunStore(out) as store, saved_usage(store) as ledger:
         broken = require_loaded(loaded, store, "rollouts", source, on_unloadable)
         chat = run_model(model, out, ledger)
         judge = run_model(judge_model, out, ledger) if judge_model else None
+        user = run_model(user_model, out, ledger) if user_model else None
         with progress_for(progress, "rollouts") as bar:
             recs = asyncio.run(
                 rollout_tasks(
@@ -115,6 +121,8 @@ def rollout_run(
                     policy=policy,
                     progress=bar,
                     judge=judge,
+                    user_model=user,
+                    user_config=user_config,
                 )
             )
         summary = {**rollout_summary(recs), "unloadable": len(broken)}
@@ -122,10 +130,27 @@ def rollout_run(
         store.update_manifest(
             rollout={
                 "model": model, "samples": samples, "summary": summary, "judge_model": judge_model,
+                "user": _user_manifest(user_model, user_config),
                 "sampling": {**sampling, "max_tokens": config.max_tokens},
             }
         )  # fmt: skip
     return RolloutRun(recs, summary)
+
+
+def _user_manifest(user_model: str | None, config: UserConfig | None) -> dict[str, Any] | None:
+    """The manifest's record of who played the user (None: the tasks' scripted turns)."""
+    if user_model is None:
+        return None
+    config = config or UserConfig()
+    return {"model": user_model, "max_turns": config.max_turns, "temperature": config.temperature}
+
+
+def simulated_user_config(max_turns: int, temperature: float | None = None) -> UserConfig:
+    """A :class:`UserConfig` from command-line values; a bad value is a ConfigError (one line)."""
+    try:
+        return UserConfig(max_turns=max_turns, temperature=temperature)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @dataclass

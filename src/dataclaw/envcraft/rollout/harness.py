@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from dataclaw.envcraft.rollout.claw_tools import FINISH, ClawTools, ToolResult
 from dataclaw.envcraft.rollout.errors import SetupError, VerifierError
+from dataclaw.envcraft.rollout.user_sim import UserScenario, scenario_of
 from dataclaw.envcraft.runtime.task import CLAW_KIND, ToolTask
 from dataclaw.sandbox import SandboxPolicy
 
@@ -96,6 +97,11 @@ class Harness(ABC):
     def user_turns(self) -> list[str]:
         """What the simulated user says, in order; the next turn comes when the agent stops calling tools."""
 
+    def user_scenario(self) -> UserScenario | None:
+        """Who a simulated user plays (its instructions, persona, hidden values); None: the task has no
+        conversation to simulate and keeps its scripted turns."""
+        return None
+
     @abstractmethod
     def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
         """Run one tool call; recoverable errors come back as an error result, never raise."""
@@ -154,6 +160,9 @@ class ToolTaskHarness(Harness):
 
     def user_turns(self) -> list[str]:
         return self.task.turns()
+
+    def user_scenario(self) -> UserScenario | None:
+        return scenario_of(self.task)
 
     def execute(self, name: str, args: dict[str, Any]) -> ToolResult:
         # never raises; errors are agent-safe
@@ -244,8 +253,12 @@ def openclaw_transcript(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """OpenAI-format messages → the session transcript claw graders read (OpenClaw's JSONL entries:
     ``{"type": "message", "message": {"role", "content": [{"type": "text" | "toolCall", …}]}}``, tool
     results as role ``toolResult``), so a grader such as PinchBench's ``grade(transcript, workspace)``
-    sees what the agent said and did."""
+    sees what the agent said and did. Each assistant turn is followed by its trajectory event
+    ``{"type": "model.completed", "data": {"assistantTexts": [...]}}`` and the transcript ends with
+    ``{"type": "trace.artifacts", "data": {"assistantTexts": [...]}}`` (every text the agent said), the
+    entries PinchBench's newer graders (``task_sanity``) read."""
     out: list[dict[str, Any]] = []
+    said: list[str] = []
     for m in messages:
         role, text = m.get("role"), m.get("content")
         parts: list[dict[str, Any]] = []
@@ -268,6 +281,11 @@ def openclaw_transcript(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
             msg = {"role": role, "content": parts}
         out.append({"type": "message", "message": msg})
+        if role == "assistant":
+            texts = [p["text"] for p in parts if p.get("type") == "text" and p["text"].strip()]
+            said += texts
+            out.append({"type": "model.completed", "data": {"assistantTexts": texts}})
+    out.append({"type": "trace.artifacts", "data": {"assistantTexts": said}})
     return out
 
 

@@ -4,7 +4,9 @@ Per turn the model sees the conversation and the tools; each tool call is execut
 appended as a ``tool`` message. Recoverable tool errors (bad ids, invalid transitions, missing files)
 stay in the trajectory so a policy can learn to recover. When the model answers without a tool call the
 simulated user says the next of the task's decomposed turns; after the last one (or a ``finish`` call)
-the episode ends and the verifier assigns the reward: binary for tool tasks, [0, 1] for claw tasks.
+the episode ends and the verifier assigns the reward: binary for tool tasks, [0, 1] for claw tasks. With a
+user model an LLM plays the task's user instead (:mod:`.user_sim`: τ²-bench's user simulator, its stop
+tokens, a user turn budget, a leak guard); the user's turns, model and usage go to :attr:`Trajectory.user`.
 Limits: ``max_turns`` model turns (default 32) and a wall-clock ``timeout_s`` (default 300 s). The budget
 holds: at ``timeout_s`` the model call in flight is cancelled (the request is dropped; the embedded model
 stops at its next token), no further tool call starts, the episode ends with stop reason
@@ -48,6 +50,7 @@ from dataclaw.envcraft.rollout.errors import (
 )
 from dataclaw.envcraft.rollout.evaluate import evaluate_rollout
 from dataclaw.envcraft.rollout.harness import TERMINAL_TOOLS, Harness
+from dataclaw.envcraft.rollout.user_sim import ScriptedUser, SimulatedUser, User, UserConfig
 from dataclaw.models.errors import ContextLengthError
 
 log = logging.getLogger(__name__)
@@ -174,14 +177,22 @@ class Trajectory:
     """Per model turn: ``turn``, ``prompt_tokens``, ``completion_tokens``, ``finish_reason``, ``cached``,
     ``latency_s``, and where the server returned them ``reasoning_content``, ``logprobs``, ``token_ids``,
     ``prompt_token_ids`` (what on-policy RL needs)."""
+    user: dict[str, Any] | None = None
+    """The simulated user's part (:meth:`.user_sim.SimulatedUser.record`: model, instructions, turns,
+    usage, how it ended, discarded messages); None for the task's scripted turns."""
 
     def to_record(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def rollout_id(task_id: str, model_id: str, sample: int, seed: int | None = None) -> str:
-    """Deterministic: the same task, model, sample index and seed give the same id (resume key)."""
+def rollout_id(
+    task_id: str, model_id: str, sample: int, seed: int | None = None, user_model: str | None = None
+) -> str:
+    """Deterministic: the same task, model, sample index, seed and user model give the same id (resume
+    key); a rollout with the task's scripted user keeps the id it had before there were simulated users."""
     key: list[object] = [model_id, sample] if seed is None else [model_id, sample, seed]
+    if user_model is not None:
+        key.append({"user": user_model})
     return child_id(task_id, "rollout", key, label=f"s{sample}")
 
 
@@ -271,20 +282,38 @@ def _turn_record(turn: int, done: Any) -> dict[str, Any]:
 class _Run:
     """State of one rollout while it runs."""
 
-    def __init__(self, model: Any, harness: Harness, config: RolloutConfig, sample: int, seed: int | None):
+    def __init__(
+        self,
+        model: Any,
+        harness: Harness,
+        config: RolloutConfig,
+        sample: int,
+        seed: int | None,
+        user_model: Any = None,
+        user_config: UserConfig | None = None,
+    ):
         self.model = model
         self.harness = harness
         self.config = config
+        self.user_model = user_model
+        self.user_config = user_config or UserConfig()
+        self.user: User = ScriptedUser([])
         self.seed = seed if seed is not None else config.sample_seed(sample)
         self.t0 = time.monotonic()
+        user_id = user_model.model_id if user_model is not None else None
         self.traj = Trajectory(
-            id=rollout_id(harness.task_id, model.model_id, sample, seed),
+            id=rollout_id(harness.task_id, model.model_id, sample, seed, user_id),
             task_id=harness.task_id,
             kind=harness.kind,
             model=model.model_id,
             sample=sample,
             seed=self.seed,
         )
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The episode's messages so far (what a simulated user reads its view from)."""
+        return self.traj.messages
 
     def remaining(self) -> float:
         """Seconds left of the budget; :class:`BudgetSpent` when none are."""
@@ -374,26 +403,48 @@ class _Run:
         )
 
     async def episode(self) -> str:
-        """Talk until the agent finishes, the user has nothing left to say, or the turn budget is spent."""
+        """Talk until the agent finishes, the user ends the conversation (no scripted turn left, a stop
+        token, its turn budget) or the agent's turn budget is spent."""
         with boundary(SetupError, "reading the task's tools and user turns"):
             tools = await self.env(self.harness.tools)
-            turns = await self.env(self.harness.user_turns)
-            if not turns:
-                raise SetupError("the task has no user turn")
+            self.user = await self._user()
         names = {t["function"]["name"] for t in tools}
-        self.traj.messages = [
-            {"role": "system", "content": self.harness.system_prompt()},
-            {"role": "user", "content": turns[0]},
-        ]
-        said = 1
+        self.traj.messages = [{"role": "system", "content": self.harness.system_prompt()}]
         try:
-            return await self._talk(tools, names, turns, said)
+            first = await self._hear(self.user.open)
+            if first.text is not None:
+                self.traj.messages.append({"role": "user", "content": first.text})
+            if first.stop:
+                return first.stop
+            return await self._talk(tools, names)
         except BudgetSpent as exc:
             self.traj.budget_exceeded = True
             log.info("%s: %s", self.traj.id, exc)
             return STOP_BUDGET
+        finally:
+            self.traj.user = self.user.record()
 
-    async def _talk(self, tools: list[dict[str, Any]], names: set[str], turns: list[str], said: int) -> str:
+    async def _user(self) -> User:
+        """The task's scripted turns, or (with a user model) an LLM playing the task's user."""
+        if self.user_model is not None:
+            scenario = await self.env(self.harness.user_scenario)
+            if scenario is not None:
+                return SimulatedUser(self.user_model, scenario, self.user_config, self.seed)
+        turns = await self.env(self.harness.user_turns)
+        if not turns:
+            raise SetupError("the task has no user turn")
+        return ScriptedUser(turns)
+
+    async def _hear(self, say: Any) -> Any:
+        """The user's next message; the user model's wait counts against the budget like the agent's."""
+        try:
+            return await say(self)
+        except ModelCallError as exc:
+            if isinstance(exc.__cause__, TimeoutError):
+                raise BudgetSpent(f"waiting for the user model (budget {self.config.timeout_s:g} s)") from exc
+            raise
+
+    async def _talk(self, tools: list[dict[str, Any]], names: set[str]) -> str:
         """The turns of :meth:`episode`; raises :class:`BudgetSpent` when the budget runs out."""
         while self.traj.turns < self.config.max_turns:
             self.traj.turns += 1
@@ -414,11 +465,12 @@ class _Run:
             msg, raws = _assistant_message(done)
             self.traj.messages.append(msg)
             if not msg.get("tool_calls"):
-                if said < len(turns):
-                    self.traj.messages.append({"role": "user", "content": turns[said]})
-                    said += 1
-                    continue
-                return "agent_stopped"
+                said = await self._hear(self.user.reply)
+                if said.text is not None:
+                    self.traj.messages.append({"role": "user", "content": said.text})
+                if said.stop:
+                    return said.stop
+                continue
             finished = False
             for call, raw in zip(msg["tool_calls"], raws, strict=True):
                 self.remaining()  # no tool call starts once the budget is spent
@@ -437,12 +489,15 @@ async def run_rollout(
     *,
     sample: int = 0,
     seed: int | None = None,
+    user_model: Any = None,
+    user_config: UserConfig | None = None,
     judge: Any = None,
 ) -> Trajectory:
     """Run one episode and score it (τ²-style components, ``judge`` grading natural-language assertions).
-    Never raises for a bad rollout: the trajectory carries the error."""
+    Never raises for a bad rollout: the trajectory carries the error.
+    With ``user_model`` an LLM plays the task's user (:mod:`.user_sim`), else its scripted turns do."""
     config = config or RolloutConfig()
-    run = _Run(model, harness, config, sample, seed)
+    run = _Run(model, harness, config, sample, seed, user_model, user_config)
     traj = run.traj
     traj.budget_s = config.timeout_s
     try:

@@ -20,6 +20,7 @@ from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout.evaluate import component_summary
 from dataclaw.envcraft.rollout.harness import harness_for, task_of
 from dataclaw.envcraft.rollout.loop import RolloutConfig, Trajectory, rollout_id, run_rollout
+from dataclaw.envcraft.rollout.user_sim import UserConfig
 from dataclaw.sandbox import SandboxPolicy, SandboxUnavailable, sandbox_available
 
 Progress = Callable[[int, int], None]
@@ -50,6 +51,8 @@ async def rollout_tasks(
     policy: SandboxPolicy | None = None,
     progress: Progress | None = None,
     judge: Any = None,
+    user_model: Any = None,
+    user_config: UserConfig | None = None,
 ) -> list[dict[str, Any]]:
     """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun.
 
@@ -57,7 +60,8 @@ async def rollout_tasks(
     (local: this process; ray: actors), the agent loop and the model calls stay here, so every answer
     goes through this run's response cache. A rollout whose worker dies starts again on another one (its
     model calls answered from the cache); one whose workers die :data:`HOST_ATTEMPTS` times is a
-    ``worker_crashed`` reject, retried on the next run."""
+    ``worker_crashed`` reject, retried on the next run. With ``user_model`` an LLM plays each tool task's
+    user (``user_config``: its turn budget and sampling); its model id is part of each rollout's id."""
     from dataclaw.envcraft.tasks.claw.workspace import WorkspaceTask
     from dataclaw.pipeline.executors import WORKER_CRASHED, HostLost
     from dataclaw.pipeline.registry import make_executor
@@ -67,7 +71,12 @@ async def rollout_tasks(
         require_sandbox(policy)
     out = store.stage("rollouts")
     have = {r["id"]: r for r in out.read()}
-    ids = [(t, j, rollout_id(t.task_id, model.model_id, j, seeds(j))) for t in tasks for j in range(samples)]
+    user_id = user_model.model_id if user_model is not None else None
+    ids = [
+        (t, j, rollout_id(t.task_id, model.model_id, j, seeds(j), user_id))
+        for t in tasks
+        for j in range(samples)
+    ]
     todo = [(t, j, rid) for t, j, rid in ids if rid not in have]
     window = max(1, min(concurrency, len(todo)))
     sem = asyncio.Semaphore(window)
@@ -81,7 +90,10 @@ async def rollout_tasks(
             for attempt in range(1, HOST_ATTEMPTS + 1):
                 try:
                     harness = await asyncio.to_thread(host, harness_for, task, **kwargs)
-                    traj = await run_rollout(model, harness, rc, sample=j, seed=seeds(j), judge=judge)
+                    traj = await run_rollout(
+                        model, harness, rc, sample=j, seed=seeds(j), judge=judge, user_model=user_model,
+                        user_config=user_config,
+                    )  # fmt: skip
                     break
                 except HostLost as exc:
                     log.warning("rollout %s: %s (attempt %d of %d)", rid, exc, attempt, HOST_ATTEMPTS)
