@@ -392,18 +392,28 @@ class Site:
             values.append(got)
         rows = []
         for key, label in order.items():
-            cells = [v.get(key, "—") for v in values]
-            diff = len(set(cells)) > 1
-            cls = " class=diff" if diff else ""
+            cells = [v.get(key) for v in values]
+            present = {c for c in cells if c is not None}
+            mark = "diff" if len(present) > 1 else "only" if sum(c is not None for c in cells) == 1 else ""
             rows.append(
                 f'<tr data-figure="{esc(key[0])}.{esc(key[1])}"><th>{esc(label)}</th>'
-                + "".join(f"<td{cls}>{esc(c)}</td>" for c in cells)
+                + "".join(
+                    f"<td class={mark}>{esc(c)}</td>"
+                    if c is not None and mark
+                    else f"<td>{esc(c or '—')}</td>"
+                    for c in cells
+                )
                 + "</tr>"
             )
-        head = "".join(f'<th><a href="{root}r/{r.key}/index.html">{esc(r.name)}</a></th>' for r in runs)
+        names = _short_names([r.name for r in runs])
+        head = "".join(
+            f'<th><a href="{root}r/{r.key}/index.html" title="{esc(r.name)}">{esc(n)}</a></th>'
+            for r, n in zip(runs, names, strict=True)
+        )
         n_diff = sum(1 for r in rows if "class=diff" in r)
         return (
-            f"<p class=note>{n_diff} of {len(rows)} figures differ (marked ≠)</p>"
+            f"<p class=note>{n_diff} of {len(rows)} figures differ between the runs that have them (marked ≠;"
+            " a figure only one run has is greyed)</p>"
             f"<table class=compare><thead><tr><th>figure</th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
@@ -735,6 +745,15 @@ def _plain_row(rec: dict[str, Any], ctx: Ctx) -> list[str]:
 
 def _plain_render(rec: dict[str, Any], ctx: Ctx) -> str:
     return json_block(rec)
+
+
+def _short_names(names: list[str]) -> list[str]:
+    """Run names without the folders they all share (the full path stays in the link's title)."""
+    parts = [n.split("/") for n in names]
+    common = 0
+    while all(len(p) > common + 1 for p in parts) and len({p[common] for p in parts}) == 1:
+        common += 1
+    return ["/".join(p[common:]) for p in parts]
 
 
 def _headline(run: Run) -> str:

@@ -375,8 +375,8 @@ def _tailor_run(run: Run) -> Block | None:
                 "model_s",
                 "model time (sum)",
                 _sum(run, "responses", "latency s"),
-                "responses.jsonl",
-                "float",
+                "responses.jsonl (latency_s)",
+                "s",
             ),
         ],
     )
