@@ -186,3 +186,19 @@ def test_tool_graph_labels_fit_inside_the_drawing() -> None:
         width = LABEL_CHAR_W * len(text)
         left, right = (float(x) - width, float(x)) if anchor == "end" else (float(x), float(x) + width)
         assert x0 <= left and right <= x0 + w, (text, left, right, x0, w)
+
+
+def test_an_ingest_run_counts_inputs_read_against_streams_kept(quickstart: Path, tmp_path: Path) -> None:
+    """``tailor ingest`` alone: its input files are the streams it kept plus the ingest rejects."""
+    root = tmp_path / "ingest"
+    shutil.copytree(quickstart / "tailor", root)
+    for stage in ("responses", "validated", "materialize", "samples", "artifacts"):
+        (root / f"{stage}.jsonl").unlink()
+    store = RunStore(root)
+    failed = sum(1 for r in store.rejects() if r["stage"] == "ingest")
+    streams = sum(1 for _ in store.records("streams"))
+    got = figures(open_site([root], tmp_path / "cache").render("index.html"))
+    assert "tailor_run.kept" not in got
+    assert got["tailor_ingest.inputs"] == str(streams + failed) and got["tailor_ingest.kept"] == str(streams)
+    assert float(got["tailor_ingest.yield"]) == pytest.approx(streams / (streams + failed))
+    assert got["tailor_ingest.candidates"] == str(sum(1 for _ in store.records("candidates")))
