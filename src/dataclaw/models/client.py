@@ -12,7 +12,15 @@ from typing import Any
 
 from dataclaw.core.errors import ConfigError
 from dataclaw.models.cache import ResponseCache
-from dataclaw.models.errors import CapabilityError, ImagesNotSupportedError, ModelError, ModelOutputError
+from dataclaw.models.errors import (
+    CapabilityError,
+    ImagesNotSupportedError,
+    ModelConnectionRefusedError,
+    ModelDNSError,
+    ModelError,
+    ModelOutputError,
+    ModelTLSError,
+)
 from dataclaw.models.images import attach_images, count_images, drop_images, has_images
 from dataclaw.models.ledger import UsageLedger
 from dataclaw.models.prices import PriceTable
@@ -20,6 +28,9 @@ from dataclaw.models.schema import check_schema, parse_json_answer, parse_tool_a
 from dataclaw.models.types import Backend, ChatRequest, Completion, Generation, Message
 
 log = logging.getLogger(__name__)
+
+_NOTHING_SENT = (ModelConnectionRefusedError, ModelDNSError, ModelTLSError)
+"""Failures before any byte of the request left: no tokens sent, none estimated."""
 
 
 def normalise_messages(messages: list[Message] | str) -> list[Message]:
@@ -32,6 +43,19 @@ def normalise_messages(messages: list[Message] | str) -> list[Message]:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise ConfigError(f"message {i} must be a dict with a 'role' string, got {m!r:.80}")
     return [dict(m) for m in messages]
+
+
+def estimate_prompt_tokens(messages: list[Message]) -> int:
+    """Tokens a request sent, estimated from its text (~4 characters a token, 4 per message for the chat
+    template; images not counted) for failed calls whose server never said: a guess, marked as one."""
+    chars = 0
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            chars += sum(len(p.get("text") or "") for p in content if isinstance(p, dict))
+    return (chars + 3) // 4 + 4 * len(messages)
 
 
 def normalise_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
@@ -141,8 +165,11 @@ class Model:
                 return await self._answer(request, start, use_cache)
         except ModelError as exc:
             exc.images_sent = count_images(request.messages)  # what the failed call last sent
+            exc.latency_s = time.perf_counter() - start
+            if not (exc.prompt_tokens or exc.completion_tokens or isinstance(exc, _NOTHING_SENT)):
+                exc.prompt_tokens, exc.tokens_estimated = estimate_prompt_tokens(request.messages), True
             if not isinstance(exc, ModelOutputError):  # bad answers are counted where they are found
-                self.ledger.record_error(self.model_id, exc, latency_s=time.perf_counter() - start)
+                self.ledger.record_error(self.model_id, exc, latency_s=exc.latency_s)
             raise
 
     def _downgrade(self, messages: list[Message], reason: str) -> list[Message]:
@@ -176,6 +203,7 @@ class Model:
         try:
             generation = await self.backend.generate(request)
         except ModelOutputError as exc:  # the server's answer is not a completion at all
+            exc.prompt_tokens, exc.tokens_estimated = estimate_prompt_tokens(request.messages), True
             self.ledger.record_error(self.model_id, exc, latency_s=time.perf_counter() - start)
             raise
         finally:
@@ -186,8 +214,11 @@ class Model:
         latency = time.perf_counter() - start
         try:
             completion = self._finish(request, generation, cached=False, latency_s=latency)
-        except ModelOutputError:
+        except ModelOutputError as exc:  # answered, but not valid: the server counted its tokens
+            exc.prompt_tokens = generation.usage.prompt_tokens
+            exc.completion_tokens = generation.usage.completion_tokens
             cost, priced = self._cost(generation)
+            exc.cost_usd = cost
             self.ledger.record(
                 self.model_id,
                 generation.usage,

@@ -27,6 +27,22 @@ class ModelError(DataclawError):
         self.raw_text = raw_text
         self.images_sent: int | None = None
         """Images the last request of the failed call carried (set by ``Model.complete``; None: unknown)."""
+        self.latency_s: float | None = None
+        """Wall time of the failed call, retries included (set by ``Model.complete``; None: unknown)."""
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        """Tokens of the failed call as the server counted them (an answer that failed validation)."""
+        self.cost_usd = 0.0
+        """What the failed call cost (priced tokens of an answer that failed validation)."""
+        self.tokens_estimated = False
+        """True when the server never answered: ``prompt_tokens`` is then an estimate from the request's
+        text (:func:`dataclaw.models.client.estimate_prompt_tokens`), not a count."""
+
+    def usage(self) -> dict[str, int]:
+        """The failed call's tokens as a record's ``usage`` field: estimated ones under
+        ``prompt_tokens_estimated``, never mixed with counted ones."""
+        key = "prompt_tokens_estimated" if self.tokens_estimated else "prompt_tokens"
+        return {key: self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
 
 class UnknownModelError(ConfigError):

@@ -36,6 +36,9 @@ class ModelUsage(BaseModel):
     cost_usd: float = 0.0
     priced: bool = True
     """False when the model has no price (local or unknown): its cost is counted as 0."""
+    prompt_tokens_estimated: int = 0
+    """Prompt tokens of failed calls the server never counted (it never answered: a timeout, a reset, a
+    5xx), estimated from the requests' text; kept apart from ``prompt_tokens``, which the server counted."""
     latency_s: float = 0.0
     """Summed wall time of calls that reached the model (including ones that ended in an error)."""
     errors: dict[str, int] = Field(default_factory=dict)
@@ -48,25 +51,32 @@ class ModelUsage(BaseModel):
     """The endpoint's request window: ``configured``, ``effective`` (now), ``lowest``, ``max_in_flight``."""
 
 
-_SUMMED = ("calls", "cache_hits", "failed", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")
+_SUMMED = (
+    "calls", "cache_hits", "failed", "prompt_tokens", "completion_tokens", "prompt_tokens_estimated",
+    "cost_usd", "latency_s",
+)  # fmt: skip
 _COUNTS = ("errors", "downgrades")
 
 
 class UsageLedger:
     """Thread-safe totals of model calls for one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_flight_limit: int | None = None) -> None:
+        """``in_flight_limit``: the run's own bound on requests in flight (``--concurrency``), which can
+        be below an endpoint's window: recorded with each window so the summary names what bound it."""
         self._by_model: dict[str, ModelUsage] = {}
         self._lock = threading.Lock()
         self.invocation = uuid.uuid4().hex[:12]
+        self.in_flight_limit = in_flight_limit
 
     def __getstate__(self) -> dict[str, object]:
-        return {"by_model": self.models(), "invocation": self.invocation}
+        return {"by_model": self.models(), "invocation": self.invocation, "limit": self.in_flight_limit}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self._by_model = dict(state["by_model"])  # type: ignore[call-overload]
         self._lock = threading.Lock()
         self.invocation = str(state["invocation"])
+        self.in_flight_limit = state.get("limit")  # type: ignore[assignment]
 
     def record(
         self,
@@ -94,11 +104,18 @@ class UsageLedger:
             m.latency_s += latency_s
 
     def record_error(self, model: str, error: BaseException, *, latency_s: float) -> None:
-        """Add one call that ended in ``error`` (a timeout, a refusal, an unreachable server)."""
+        """Add one call that ended in ``error`` (a timeout, a refusal, an unreachable server), with its
+        wall time and the tokens it sent (the error's ``prompt_tokens``: estimated ones apart)."""
         with self._lock:
             m = self._by_model.setdefault(model, ModelUsage())
             m.calls += 1
             m.latency_s += latency_s
+            tokens = int(getattr(error, "prompt_tokens", 0) or 0)
+            if getattr(error, "tokens_estimated", False):
+                m.prompt_tokens_estimated += tokens
+            else:
+                m.prompt_tokens += tokens
+                m.completion_tokens += int(getattr(error, "completion_tokens", 0) or 0)
             name = type(error).__name__
             m.errors[name] = m.errors.get(name, 0) + 1
 
@@ -111,8 +128,9 @@ class UsageLedger:
 
     def record_concurrency(self, model: str, state: dict[str, int]) -> None:
         """The model's current request window (see :meth:`AdaptiveLimiter.state`)."""
+        limit = {"run_limit": self.in_flight_limit} if self.in_flight_limit else {}
         with self._lock:
-            self._by_model.setdefault(model, ModelUsage()).concurrency = dict(state)
+            self._by_model.setdefault(model, ModelUsage()).concurrency = {**state, **limit}
 
     def models(self) -> dict[str, ModelUsage]:
         with self._lock:
@@ -230,15 +248,28 @@ def render_summary(summary: dict[str, Any]) -> str:
             continue
         if errors:
             notes.append(f"{name}: errors " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())))
+        if m.get("prompt_tokens_estimated"):
+            notes.append(
+                f"{name}: ~{m['prompt_tokens_estimated']} prompt tokens sent by calls the server never "
+                "answered (estimated from the text, not in in_tok)"
+            )
         for cap, n in sorted((m.get("downgrades") or {}).items()):
             why = (m.get("downgrade_reasons") or {}).get(cap, "")
             notes.append(f"{name}: {n} request(s) sent without {cap}" + (f" ({why})" if why else ""))
         conc = m.get("concurrency")
         if conc:
-            notes.append(
-                f"{name}: concurrency {conc.get('effective')} of {conc.get('configured')} configured "
-                f"(lowest {conc.get('lowest')}, at most {conc.get('max_in_flight')} in flight)"
-            )
+            notes.append(f"{name}: {concurrency_note(conc)}")
     if unpriced:
         lines.append("* includes a local model or one without a price in the config: counted as $0")
     return "\n".join(lines + notes)
+
+
+def concurrency_note(conc: dict[str, Any]) -> str:
+    """What bounded one endpoint's requests in flight: the run's ``--concurrency`` when it is below the
+    endpoint's window (the model string's ``concurrency=``, default 16), else the window."""
+    window = f"window {conc.get('effective')} of {conc.get('configured')}, lowest {conc.get('lowest')}"
+    most = f"at most {conc.get('max_in_flight')} in flight"
+    limit = conc.get("run_limit")
+    if limit and limit < (conc.get("effective") or 0):
+        return f"{most} (the run's --concurrency {limit}; the endpoint's {window})"
+    return f"{most} (the endpoint's request {window})"

@@ -596,7 +596,7 @@ def _synthesize_and_publish(
     from dataclaw.tailor.materialize import make_item, materialize, media_summary
 
     catalog = IntentCatalog.builtin()
-    ledger = UsageLedger()
+    ledger = UsageLedger(in_flight_limit=config.concurrency)  # the summary names what bounded requests
     options = {"drop_images": True} if config.drop_images else {}
     router = Router(config.route, ledger=ledger, model_options=options)
     stages: dict[str, dict[str, Any]] = {}

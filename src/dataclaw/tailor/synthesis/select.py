@@ -219,11 +219,11 @@ async def ask(
     its error, not an exception. :class:`ModelRequestError` and transient errors propagate."""
     try:
         done = await model.complete(messages, schema=schema, images=images or None, **params)
-    except ModelOutputError as exc:
+    except ModelOutputError as exc:  # a failed call still took time and tokens: the error says how many
         sent = getattr(exc, "images_sent", None)
         return Attempt(
-            exc.raw_text, loose_json(exc.raw_text), str(exc), {}, 0.0, False, 0.0,
-            len(images) if sent is None else sent, params,
+            exc.raw_text, loose_json(exc.raw_text), str(exc), exc.usage(), exc.cost_usd, False,
+            round(exc.latency_s or 0.0, 4), len(images) if sent is None else sent, params,
         )  # fmt: skip
     return Attempt(
         done.text, done.parsed, None, done.usage.model_dump(), done.cost_usd, done.cached,
