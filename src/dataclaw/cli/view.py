@@ -10,7 +10,7 @@ from rich.console import Console
 
 def view(
     runs: list[Path] = typer.Argument(
-        ..., help="Run directories (the --out of any command), or a folder of runs."
+        ..., help="Run directories (the --out of any command), or a folder of runs; several: side by side."
     ),
     port: int = typer.Option(8765, "--port", help="Port to serve on (0: any free port)."),
     host: str = typer.Option(
