@@ -20,8 +20,12 @@ The grading code is never run here: the importer only parses it (a syntax error 
 reject); it runs in the sandbox through the verifier, like every claw verifier. What does not carry over:
 the transcript in OpenClaw's own format: after a rollout the verifier reads the episode's transcript from
 stdin (:func:`dataclaw.envcraft.rollout.harness.openclaw_transcript`: messages with text and toolCall
-parts, tool results as ``toolResult``); in an audit (no episode) ``grade`` gets ``transcript=[]``, so a
-grader that reads the transcript (``pinchbench.reads_transcript``) scores its transcript criteria 0 there.
+parts, tool results as ``toolResult``, each assistant turn's ``model.completed`` event and the closing
+``trace.artifacts`` with every text the agent said). In an audit the untouched workspace is graded with the
+transcript of an episode in which the agent did nothing (the request alone), so a grader that reads the
+transcript (``pinchbench.reads_transcript``) runs over real entries there: one that gives credit for that
+episode fails the untouched floor, one that crashes on a real entry is a verifier defect. A task without
+``workspace_files`` declares an empty workspace (``empty_workspace``), which the audit accepts.
 Tasks without automated checks (``grading_type: llm_judge``) are ``unsupported`` rejects.
 """
 
@@ -314,6 +318,9 @@ class PinchBenchImporter(Importer):
             "name": meta.get("name") or task_id,
             "category": meta.get("category"),
             "timeout_seconds": meta.get("timeout_seconds", 120),
+            # no workspace_files: the agent starts in an empty folder (PinchBench's task_sanity answers in
+            # chat alone), which the audit takes as declared, not as a builder that failed to write
+            "empty_workspace": not files,
             "source": {"format": "pinchbench", "file": item.key},
             "pinchbench": {
                 "grading_type": meta.get("grading_type", "automated"),

@@ -325,6 +325,15 @@ def _verifier_reads(task: WorkspaceTask, *runs: VerifierRun | None) -> set[str]:
     return out - {""}
 
 
+def idle_transcript(task: WorkspaceTask) -> list[dict[str, Any]]:
+    """The transcript of an episode in which the agent did and said nothing (the user's request alone):
+    what every untouched run of the audit grades, so a grader that reads the transcript runs over real
+    entries, never over an empty list that hides its bugs."""
+    from dataclaw.envcraft.rollout.harness import openclaw_transcript
+
+    return openclaw_transcript([{"role": "user", "content": task.prompt}])
+
+
 def _uniqueness_check(
     task: WorkspaceTask,
     report: AuditReport,
@@ -343,7 +352,7 @@ def _uniqueness_check(
         return
     second_inputs = snapshot(ws)
     differ = _differing(inputs, second_inputs)
-    second = run_verifier(task, ws, policy=policy)
+    second = run_verifier(task, ws, policy=policy, transcript=idle_transcript(task))
     if second.score != first.score:
         report.add(
             "answer_uniqueness",

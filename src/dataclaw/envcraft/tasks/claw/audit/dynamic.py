@@ -12,6 +12,7 @@ from dataclaw.envcraft.tasks.claw.audit.consistency import (
     _solution_check,
     _uniqueness_check,
     _verifier_reads,
+    idle_transcript,
 )
 from dataclaw.envcraft.tasks.claw.audit.report import (
     AuditReport,
@@ -84,13 +85,15 @@ def _dynamic_checks(
         report.add("builder", (ClawAuditReason.BUILDER_ESCAPE, f"symlinks leave the workspace: {links[:3]}"))
         return
     inputs = snapshot(ws)
-    if not inputs:
+    if not inputs and not task.config.get("empty_workspace"):
         what = f"{BUILDER_NAME} created no files"
         report.add("builder", (ClawAuditReason.BUILDER_EMPTY, what))
         return
     input_dirs = folders(ws)
     report.add("builder", None)
-    untouched = run_verifier(task, ws, policy=policy)
+    # the untouched run is a real episode in which the agent did nothing: its transcript holds the request
+    # alone (a grader that reads the transcript is run on one, never on an empty list that hides its bugs)
+    untouched = run_verifier(task, ws, policy=policy, transcript=idle_transcript(task))
     report.metrics["untouched_verifier"] = untouched.metrics()
     if untouched.defect:
         report.add("verifier", _verifier_problem(untouched, "untouched", mount))
