@@ -202,3 +202,20 @@ def test_an_ingest_run_counts_inputs_read_against_streams_kept(quickstart: Path,
     assert got["tailor_ingest.inputs"] == str(streams + failed) and got["tailor_ingest.kept"] == str(streams)
     assert float(got["tailor_ingest.yield"]) == pytest.approx(streams / (streams + failed))
     assert got["tailor_ingest.candidates"] == str(sum(1 for _ in store.records("candidates")))
+
+
+def test_a_rerun_with_another_producer_is_counted_afresh(tmp_path: Path) -> None:
+    """A live viewer must not keep counting records a rerun superseded (another producer)."""
+    root = tmp_path / "r"
+    with RunStore(root) as store:
+        store.set_producer("tasks", {"v": 1})
+        for i in range(3):
+            store.stage("tasks").append({"id": f"t{i}", "env": "old", "gold_chain": []})
+    site = open_site([root], tmp_path / "cache")
+    assert figures(site.render("index.html"))["tasks.kept"] == "3"
+    with RunStore(root) as store:
+        store.set_producer("tasks", {"v": 2})
+        store.stage("tasks").append({"id": "t0", "env": "new", "gold_chain": [{"tool": "a"}]})
+    got = figures(site.render("index.html"))
+    assert got["tasks.kept"] == "1" == str(sum(1 for _ in RunStore(root).records("tasks")))
+    assert got["tasks.environments"] == "1" and float(got["tasks.tools_per_task"]) == 1.0

@@ -72,6 +72,7 @@ class Run:
     verdicts: dict[str, dict[str, str]] = field(default_factory=dict)
     """stage -> record id -> how the runner finished it there (a reject reason, or "" for outputs)."""
     _verdict_cache: dict[str, tuple[Any, dict[str, str]]] = field(default_factory=dict)
+    _producers_seen: dict[str, str | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -94,6 +95,7 @@ class Run:
             if REJECTS in names:  # rejects first: other kinds' facets look verdicts up
                 names.remove(REJECTS)
                 names.insert(0, REJECTS)
+            self._drop_superseded_indexes(names)
             for name in names:
                 idx = self.indexes.get(name)
                 if idx is None:
@@ -115,6 +117,18 @@ class Run:
                     )
             for gone in set(self.indexes) - set(names):
                 del self.indexes[gone]
+
+    def _drop_superseded_indexes(self, names: list[str]) -> None:
+        """A stage whose producer changed since it was indexed (a rerun with another config) is indexed
+        again, and so are the rejects: records of the old producer are no longer current, and the
+        counts and statistics must not keep them."""
+        producers = {name: self.producer(name) for name in names if name != REJECTS}
+        changed = [
+            n for n, h in producers.items() if n in self._producers_seen and self._producers_seen[n] != h
+        ]
+        for name in [*changed, REJECTS] if changed else []:
+            self.indexes.pop(name, None)
+        self._producers_seen = producers
 
     def _read_manifest(self) -> dict[str, Any]:
         path = self.root / MANIFEST
