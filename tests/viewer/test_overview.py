@@ -219,3 +219,32 @@ def test_a_rerun_with_another_producer_is_counted_afresh(tmp_path: Path) -> None
     got = figures(site.render("index.html"))
     assert got["tasks.kept"] == "1" == str(sum(1 for _ in RunStore(root).records("tasks")))
     assert got["tasks.environments"] == "1" and float(got["tasks.tools_per_task"]) == 1.0
+
+
+@pytest.mark.parametrize("name", ["tailor", "envcraft"])
+def test_funnel_stage_table_and_usage_equal_the_stage_files(
+    site: Site, keys: dict[str, str], quickstart: Path, name: str
+) -> None:
+    html = site.render(f"r/{keys[name]}/index.html")
+    store = RunStore(quickstart / name)
+    stages = [p.stem for p in (quickstart / name).glob("*.jsonl") if p.stem != "rejects"]
+    want = {s: sum(1 for _ in store.records(s)) for s in stages}
+    bars = dict(
+        re.findall(
+            r"<rect [^>]*><title>([a-z_]+): (\d+)</title>",
+            html.split("<svg class=funnel")[1].split("</svg>")[0],
+        )
+    )
+    assert {s: int(n) for s, n in bars.items()} == want
+    table = html.split('<table class="stages">')[1].split("</table>")[0]
+    rows = re.findall(r"<tr><td><a [^>]*>([a-z_]+)</a></td><td>[^<]*</td><td>([\d,]+)</td>", table)
+    assert {s: int(n.replace(",", "")) for s, n in rows} == want
+    usage = html.split('<table class="usage">')[1].split("</table>")[0]
+    if name == "envcraft":  # no ledger in the manifest: summed from the rollouts' own usage
+        rollouts = list(store.records("rollouts"))
+        prompt = sum(r["usage"]["prompt_tokens"] for r in rollouts)
+        completion = sum(r["usage"]["completion_tokens"] for r in rollouts)
+        assert f"<td>{len(rollouts)}</td>" in usage and f"<td>{prompt}</td><td>{completion}</td>" in usage
+    else:
+        ledger = store.manifest()["models"]["usage"]["by_model"]["local:smollm2-135m"]
+        assert f"<td>{ledger['calls']}</td><td>{ledger['cache_hits']}</td>" in usage
