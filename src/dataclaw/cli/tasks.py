@@ -123,6 +123,14 @@ def _rollout_table(title: str, s: dict) -> None:
             for k, c in s["components"].items()
         ]
         console.print("reward components (mean score): " + ", ".join(parts), markup=False, highlight=False)
+    if s.get("user"):  # the simulated users (--user-model)
+        u = s["user"]
+        console.print(
+            f"simulated user {', '.join(u['models'])}: {u['rollouts']} rollouts, {u['mean_turns']} messages "
+            f"each, {u['cut']} cut at --user-max-turns, {u['leaks']} ended by a leak, {u['discarded']} "
+            f"messages discarded, {u['prompt_tokens']}+{u['completion_tokens']} tokens",
+            markup=False, highlight=False,
+        )  # fmt: skip
     if s.get("wall_s_max") is not None:
         over = s.get("overrun_s_max")
         console.print(

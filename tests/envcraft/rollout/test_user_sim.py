@@ -231,7 +231,9 @@ def test_without_a_user_model_the_scripted_turns_and_ids_stay_as_they_were(our_t
     assert with_user.id == rollout_id(our_task["id"], "fake:agent", 0, None, "fake:user") != traj.id
 
 
-def test_tasks_rollout_with_a_user_model_over_http_keeps_the_user_and_its_usage(our_task, tmp_path) -> None:
+def test_tasks_rollout_with_a_user_model_over_http_keeps_the_user_and_its_usage(
+    our_task, tmp_path, capsys
+) -> None:
     src = tmp_path / "tasks.jsonl"
     src.write_text(json.dumps(our_task) + "\n")
     gold = our_task["gold_chain"]
@@ -264,5 +266,8 @@ def test_tasks_rollout_with_a_user_model_over_http_keeps_the_user_and_its_usage(
     assert {r["user"]["model"] for r in recs} == {user_spec}
     assert all(r["user"]["usage"]["completion_tokens"] > 0 and len(r["user"]["turns"]) == 2 for r in recs)
     manifest = json.loads((out / "manifest.json").read_text())
+    u = manifest["rollout"]["summary"]["user"]
+    assert (u["rollouts"], u["mean_turns"], u["cut"], u["leaks"], u["models"]) == (2, 2.0, 0, 0, [user_spec])
+    assert "simulated user " in capsys.readouterr().out
     assert manifest["rollout"]["user"] == {"model": user_spec, "max_turns": 4, "temperature": None}
     assert _run([*args[:-2], "--user-model", "x", "--user-max-turns", "0"]) != 0

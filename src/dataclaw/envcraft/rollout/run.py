@@ -20,7 +20,7 @@ from dataclaw.core.store import RunStore
 from dataclaw.envcraft.rollout.evaluate import component_summary
 from dataclaw.envcraft.rollout.harness import harness_for, task_of
 from dataclaw.envcraft.rollout.loop import RolloutConfig, Trajectory, rollout_id, run_rollout
-from dataclaw.envcraft.rollout.user_sim import UserConfig
+from dataclaw.envcraft.rollout.user_sim import STOP_LEAK, UserConfig
 from dataclaw.sandbox import SandboxPolicy, SandboxUnavailable, sandbox_available
 
 Progress = Callable[[int, int], None]
@@ -181,6 +181,25 @@ def rollout_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
         "stop_reasons": dict(Counter(r["stop_reason"] for r in records)),
         "mean_turns": round(sum(r["turns"] for r in records) / len(records), 2) if records else None,
         **budget_totals(records),
+        "user": user_summary(records),
+    }
+
+
+def user_summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The simulated users of a run (None when every rollout had the scripted user): rollouts, messages
+    per rollout, how many were cut at their budget or ended by a leak, messages discarded, tokens."""
+    users = [r["user"] for r in records if r.get("user")]
+    if not users:
+        return None
+    return {
+        "rollouts": len(users),
+        "models": sorted({u["model"] for u in users}),
+        "mean_turns": round(sum(len(u["turns"]) for u in users) / len(users), 2),
+        "cut": sum(1 for u in users if u.get("cut")),
+        "leaks": sum(1 for u in users if u.get("stop") == STOP_LEAK),
+        "discarded": sum(len(u.get("discarded") or []) for u in users),
+        "prompt_tokens": sum(u["usage"]["prompt_tokens"] for u in users),
+        "completion_tokens": sum(u["usage"]["completion_tokens"] for u in users),
     }
 
 
