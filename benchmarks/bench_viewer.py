@@ -11,7 +11,15 @@ page) is reported, not judged; so is what gathering the statistics adds to the o
 run indexed again with no statistics registered).
 
 Pages are a table (:data:`PAGES`: name → URL of the k-th request, judged or not): another figure is
-one more row. Prints one JSON line; exits 1 on a miss.
+one more row.
+
+Review by keyboard (issue 29): in Debian's chromium (Selenium), ``--review`` samples (default 100) are
+reviewed with the keys a reviewer uses — ``a`` / ``r`` saves the verdict (a POST into the run's verdict
+file) and opens the next sample. Each page switch is measured in the browser, from the key's event to
+the next page's DOMContentLoaded (Navigation Timing; Selenium's own latency is not in it); target: every
+switch <= 100 ms. The baseline, in the same browser, is the same switch without a verdict (``j``, the
+next sample). The verdict file must then hold exactly the verdicts given. Prints one JSON line; exits 1
+on a miss.
 """
 
 from __future__ import annotations
@@ -123,11 +131,102 @@ def ttfb_ms(port: int, path: str, must: bytes = b"") -> float:
     return first
 
 
+SWITCH_TARGET_MS = 100.0
+_STAMP_KEY = (
+    "document.addEventListener('keydown', () => sessionStorage.setItem('bench.key',"
+    " String(performance.timeOrigin + performance.now())), true)"
+)
+_SWITCH_MS = (
+    "const nav = performance.getEntriesByType('navigation')[0];"
+    "const key = Number(sessionStorage.getItem('bench.key'));"
+    "return nav && nav.domContentLoadedEventEnd > 0 && key"
+    " ? [performance.timeOrigin + nav.domContentLoadedEventEnd - key, performance.timeOrigin - key] : null"
+)
+
+
+def review_by_keyboard(base: str, run: Path, count: int) -> dict[str, object]:
+    """Review ``count`` samples in chromium by keyboard (accept, every fifth rejected); the page-switch
+    times measured in the browser, and a check that the run's verdict file holds what was pressed."""
+    import shutil
+
+    from dataclaw.core.review import VERDICTS_FILE, read_reviews
+
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.action_chains import ActionChains
+    except ImportError:
+        return {"review_error": "selenium is not installed"}
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_exe = shutil.which("chromedriver")
+    if chromium is None or driver_exe is None:
+        return {"review_error": "chromium / chromedriver missing (scripts/install-system-deps.sh)"}
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+        opts.add_argument(arg)
+    profile = tempfile.TemporaryDirectory(prefix="bench_viewer_chromium_")
+    opts.add_argument(f"--user-data-dir={profile.name}")
+    driver = webdriver.Chrome(service=Service(driver_exe), options=opts)
+    (run / VERDICTS_FILE).unlink(missing_ok=True)  # a kept run (--keep) starts its review afresh
+    switches: list[float] = []
+    saves: list[float] = []  # key → navigation start: the verdict's POST and its answer
+    plain: list[float] = []
+    pressed: list[str] = []
+    try:
+        driver.get(f"{base}r/0/samples/0.html")
+
+        def switch(key: str, want: str) -> list[float] | None:
+            driver.execute_script(_STAMP_KEY)
+            ActionChains(driver).send_keys(key).perform()
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                got = driver.execute_script(_SWITCH_MS) if driver.current_url.endswith(want) else None
+                if got:
+                    return [float(x) for x in got]
+                time.sleep(0.005)
+            return None
+
+        for i in range(count):
+            key = "r" if i % 5 == 4 else "a"
+            got = switch(key, f"/r/0/samples/{i + 1}.html")
+            if not got:
+                return {"review_error": f"sample {i}: key {key!r} did not open the next sample"}
+            pressed.append(key)
+            switches.append(got[0])
+            saves.append(got[1])
+        for i in range(count, 2 * count):  # the baseline: the same page switch with no verdict (key j)
+            got = switch("j", f"/r/0/samples/{i + 1}.html")
+            if not got:
+                return {"review_error": f"sample {i}: key 'j' did not open the next sample"}
+            plain.append(got[0])
+    finally:
+        driver.quit()
+        profile.cleanup()
+    reviews = read_reviews(run)
+    decided = [r.decision for r in reviews.by_id.values()]  # in the order first written
+    want_decisions = ["accept" if k == "a" else "reject" for k in pressed]
+    return {
+        "review_samples": count,
+        "review_switch_ms_p50": round(statistics.median(switches), 1),
+        "review_switch_ms_p95": round(float(np.percentile(switches, 95)), 1),
+        "review_switch_ms_max": round(max(switches), 1),
+        "review_save_ms_p50": round(statistics.median(saves), 1),
+        "plain_switch_ms_p50": round(statistics.median(plain), 1),
+        "plain_switch_ms_max": round(max(plain), 1),
+        "review_vs_plain_p50": round(statistics.median(switches) / max(statistics.median(plain), 1e-3), 2),
+        "review_total_s": round(sum(switches) / 1000, 2),
+        "review_switch_target_ms": SWITCH_TARGET_MS,
+        "review_verdicts_match": decided == want_decisions and not reviews.problems,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=9)
     parser.add_argument("--keep", type=Path, default=None, help="Write the run here and keep it.")
+    parser.add_argument("--review", type=int, default=100, help="Samples reviewed by keyboard (0: skip).")
     args = parser.parse_args()
     tmp = tempfile.TemporaryDirectory(prefix="bench_viewer_")
     root = args.keep or Path(tmp.name) / "run"
@@ -153,6 +252,7 @@ def main() -> int:
         times["manifest"].append((time.perf_counter() - t) * 1000)
         for name, (url, _) in PAGES.items():
             times[name].append(ttfb_ms(port, url(n, k + 1), must.get(name, b"")))
+    review = review_by_keyboard(f"http://127.0.0.1:{port}/", root, args.review) if args.review else {}
     server.shutdown()
     p50 = {name: round(statistics.median(xs), 2) for name, xs in times.items()}
     size = sum(f.stat().st_size for f in root.glob("*.jsonl"))
@@ -172,6 +272,14 @@ def main() -> int:
     judged = [name for name, (_, judge) in PAGES.items() if judge]
     result.update(target_ms=TARGET_MS, judged=judged, load=os.getloadavg()[0])
     result["ok"] = all(p50[name] <= TARGET_MS for name in judged)
+    if args.review:
+        result.update(review)
+        result["ok"] = bool(
+            result["ok"]
+            and "review_error" not in review
+            and float(review["review_switch_ms_max"]) <= SWITCH_TARGET_MS  # type: ignore[arg-type]
+            and review["review_verdicts_match"]
+        )
     print(json.dumps(result))
     return 0 if result["ok"] else 1
 

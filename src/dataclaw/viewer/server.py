@@ -162,6 +162,8 @@ def make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", content_type(Path(name)))
             self.send_header("Content-Length", str(len(data)))
+            # packaged with this dataclaw: a page switch need not fetch them again (a review is many)
+            self.send_header("Cache-Control", "max-age=600")
             self.end_headers()
             if not head:
                 self.wfile.write(data)

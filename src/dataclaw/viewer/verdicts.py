@@ -67,8 +67,10 @@ def save_verdict(run: Run, raw: Any) -> tuple[Verdict, Review]:
     if isinstance(raw, dict) and not raw.get("reviewer"):
         raw = {**raw, "reviewer": default_reviewer()}
     verdict = Verdict.from_dict(raw, now=True)
-    run.refresh()
     stage = kind_in(run, verdict.id, verdict.kind)
+    if stage is None:  # perhaps appended since the last look (a live run): look again once
+        run.refresh()
+        stage = kind_in(run, verdict.id, verdict.kind)
     if stage is None:
         raise VerdictError(f"run {run.name} has no {verdict.kind} {short(verdict.id, 120)}")
     if verdict.stage != stage:

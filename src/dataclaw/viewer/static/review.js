@@ -33,6 +33,11 @@
     state.className = "badge review-state " + (verdict === "accept" ? "ok" : "bad");
   };
 
+  if (!d.save) {  // static export: what this browser decided shows over what the run had
+    const mine = local().filter((v) => v.id === d.id && v.verdict !== "note");
+    if (mine.length) mark(mine[mine.length - 1].verdict);
+  }
+
   async function save(verdict) {
     const text = note.value.trim();
     if (verdict === "note" && !text) { show("write the note first", true); note.focus(); return false; }
@@ -76,7 +81,10 @@
       if (ok && b.dataset.verdict !== "note") go(link("next"));
     }));
   note.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); save("note"); }
+    if (e.key === "Enter" && !e.shiftKey) {  // saved: the keys are the page's again
+      e.preventDefault();
+      save("note").then((ok) => { if (ok) note.blur(); });
+    }
     if (e.key === "Escape") note.blur();
   });
   document.addEventListener("keydown", async (e) => {
