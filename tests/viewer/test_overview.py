@@ -176,6 +176,9 @@ def test_runs_side_by_side_mark_the_figures_that_differ(quickstart: Path, tmp_pa
         assert "class=diff" in rows["tailor_run.kept"] and "class=diff" in rows["tailor_run.yield"]
         assert "class=diff" not in rows["tailor_run.inputs"] and "class=diff" not in rows["run.rejects"]
         assert ">1<" in rows["tailor_run.kept"] and ">2<" in rows["tailor_run.kept"]
+        # the kept samples' fields too: the added sample has the same shape, so frames per sample agree
+        assert "class=diff" not in rows["fields.samples.frames_per_sample"]
+        assert "describe_current_subtask (100%)" in rows["fields.samples.intent"]
 
 
 def test_tool_graph_labels_fit_inside_the_drawing() -> None:

@@ -385,7 +385,7 @@ class Site:
         values: list[dict[tuple[str, str], str]] = []
         for run in runs:
             got: dict[tuple[str, str], str] = {}
-            for block in stats.headline(run):
+            for block in [*stats.headline(run), stats.field_block(run)]:
                 for fig in block.figures:
                     order.setdefault((block.kind, fig.key), f"{block.title}: {fig.label}")
                     got[(block.kind, fig.key)] = fig.text()

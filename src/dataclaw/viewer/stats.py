@@ -524,6 +524,34 @@ def headline(run: Run) -> list[Block]:
     return blocks
 
 
+def field_block(run: Run) -> Block:
+    """The kept records' fields as figures (numbers: their mean; values: how many distinct and the most
+    frequent), for putting runs side by side."""
+    figures = []
+    for stage in KEPT_STAGES:
+        st = _stats(run, stage)
+        if st is None:
+            continue
+        for f in st.fields:
+            key = f"{stage}.{f.name.replace(' ', '_')}"
+            if f.kind == "num":
+                summ = st.summary(f.name)
+                if summ is not None:
+                    figures.append(Figure(key, f"{stage} {f.name} (mean)", summ.mean, stage, "float"))
+            elif st.cats.get(f.name):
+                (top, n), total = st.cats[f.name].most_common(1)[0], sum(st.cats[f.name].values())
+                figures.append(
+                    Figure(
+                        key,
+                        f"{stage} {f.name} (most frequent)",
+                        f"{top} ({100 * n / total:.0f}%)",
+                        stage,
+                        "text",
+                    )
+                )
+    return Block("fields", "Fields", figures)
+
+
 def wall_time_s(man: dict[str, Any]) -> float | None:
     """Seconds from the manifest's first write to its last (None when either is missing)."""
     try:
