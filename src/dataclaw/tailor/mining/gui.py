@@ -164,6 +164,15 @@ def event_contexts(
     return out
 
 
+def context_changes(anchors: Sequence[Anchor], t0: float, t1: float) -> list[Anchor]:
+    """The window/app/URL changes a trajectory's actions happened under: every change inside ``t0``–``t1``
+    and the last one before ``t0`` (the window the first action was done in). A candidate carries them
+    so that what an answer says about applications can be checked against the windows really shown."""
+    changes = sorted((a for a in anchors if a.kind in CONTEXT_KINDS), key=lambda a: a.t)
+    before = [a for a in changes if a.t < t0][-1:]
+    return [*before, *(a for a in changes if t0 <= a.t <= t1)]
+
+
 def repeated_pattern(kinds: Sequence[str], min_repeats: int = 3) -> tuple[tuple[str, ...], list[int]] | None:
     """The longest action-kind n-gram (2–4 kinds, at least two distinct) that occurs ``min_repeats``
     times without overlap, with its start positions; None when there is none."""
@@ -431,7 +440,7 @@ class GuiTasks(Miner):
         if stream.fps and stream.frame_count:
             start = stream.frame_of(t0)
             span = stream.frange(start, max(start, stream.frame_of(t1)))
-        used = [*events, *sig.phase_changes]
+        used = [*events, *sig.phase_changes, *context_changes(anchors, t0, t1)]
         fired = sig.fired()
         why = (
             f"{cls.value}: signals {', '.join(fired) or 'none'} ({len(sig.goals)} goals, "

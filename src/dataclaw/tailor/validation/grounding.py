@@ -13,8 +13,12 @@ answer to each other and to the evidence, so that plausible garbage in the right
   the anchor named: an object's colour the task names otherwise, a manipulated object the task does not
   hold ("picking up a blue ball" for "Pick up the yellow bottle"), an application no recorded window,
   event or screen text shows while they show others, a setting's value the task / screen text / typing
-  gives otherwise, a GUI action kind the event log never recorded. It fails only on a contradiction: a
-  claim the anchors say nothing about passes.
+  gives otherwise, a GUI action kind the event log never recorded, text the answer says was typed that
+  the event log's typing and the screen text (OCR) never show; and against what was said (transcript
+  and slide anchors): a quotation neither the transcript nor the slide text has, a time outside the
+  segment's transcript anchors, another slide than the segment's, a key concept the segment never
+  mentions. It fails only on a contradiction: a claim the anchors say nothing about passes (a segment's
+  key concept is the exception: it must be something the segment says).
 
 :func:`grounding_status` says whether a sample's text could be checked against anchors at all: a video
 with only shot and motion anchors (no task, events, proprioception, transcript or screen text) has
@@ -438,8 +442,14 @@ def check_anchor_agreement(
     ``object`` (a manipulated object whose colour and noun no anchor has, while the task names what is
     manipulated), ``app`` (a named application no window, event, screen text or task shows, while they
     show others), ``value`` (a setting set to a value the anchors give otherwise, a value no anchor shows
-    anywhere), ``action`` (a GUI action kind the recorded event log, which has events, never holds). A
-    claim the anchors say nothing about passes: only contradictions fail."""
+    anywhere), ``action`` (a GUI action kind the recorded event log, which has events, never holds),
+    ``typed`` (quoted text the answer says was typed, entered or searched for that no typing event and no
+    anchor text holds, when the log has typing), ``quote`` (a quotation of two or more words that neither
+    the transcript nor the slide text says, its words in order), ``time`` (a time outside the segment's
+    transcript anchors, 10 s of slack; streams without frames only), ``slide`` (a slide number other than
+    the segment's index or page), ``concept`` (a ``key_concept`` / ``concept`` / ``topic`` none of whose
+    words the segment's transcript or slide text says; the lecture's title does not count). A claim the
+    anchors say nothing about passes: only contradictions fail."""
     wanted = set(checks or CHECKS)
     evidence = evidence_of(ctx)
     texts = _texts(output, fields)
@@ -565,9 +575,214 @@ def _action_check(
     return None
 
 
+# ---- what was said: transcript and slide anchors (lecture segments, any stream with a transcript)
+
+
+@dataclass(frozen=True)
+class _Talk:
+    """What a segment's transcript and slide anchors say: the spoken text, when (first and last
+    transcript anchor, seconds), the slide shown (its index as the prompt gives it) and its text."""
+
+    said: str
+    t0: float | None
+    t1: float | None
+    slide: int | None
+    slide_text: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.said} {self.slide_text}"
+
+    def named(self) -> str:
+        """The anchors a message names: "the transcript (50.7–98.1 s) or slide 2's text"."""
+        parts = []
+        if self.said:
+            parts.append(f"the transcript ({self.t0:.1f}–{self.t1:.1f} s)" if self.t0 is not None else
+                         "the transcript")  # fmt: skip
+        if self.slide_text:
+            parts.append(f"slide {self.slide}'s text" if self.slide is not None else "the slide text")
+        return " or ".join(parts)
+
+
+def _as_int(v: Any) -> int | None:
+    if _is_int(v):
+        return int(v)
+    return int(v) if isinstance(v, str) and v.strip().isdigit() else None
+
+
+def _talk(ctx: dict[str, Any]) -> _Talk | None:
+    """The transcript and slide anchors of a request context, None when it has neither."""
+    lecture = ctx.get("lecture") or {}
+    spoken = [f for f in ctx.get("facts") or [] if isinstance(f, dict) and f.get("kind") == "transcript"]
+    said = str(lecture.get("transcript") or "") or " ".join(str(f.get("text") or "") for f in spoken)
+    times = [float(f["t"]) for f in spoken if isinstance(f.get("t"), int | float)]
+    slide_text = str(lecture.get("slide_text") or "")
+    if not said.strip() and not slide_text.strip():
+        return None
+    t0, t1 = (min(times), max(times)) if times else (None, None)
+    return _Talk(said, t0, t1, _as_int(lecture.get("slide")), slide_text)
+
+
+_QUOTE = re.compile(r"[\"“”]([^\"“”]{3,200})[\"“”]|(?<![A-Za-z])[‘']([^'‘’]{3,200})['’](?![A-Za-z])")
+_ALNUM = re.compile(r"[a-z0-9]+")
+
+
+def _said_in(quote: str, text: str, slack: float = 0.8) -> bool:
+    """Whether ``text`` says ``quote``: its words in order, at least ``slack`` of them, within a stretch
+    not much longer than the quote (so scattered common words do not make a quotation)."""
+    q, t = _ALNUM.findall(quote.lower()), _ALNUM.findall(text.lower())
+    if not q:
+        return True
+    n = len(q)
+    for i in range(len(t)):
+        window = t[i : i + 2 * n + 2]
+        if q[0] not in window[:2] and not (set(q) & set(window[:1])):
+            continue
+        blocks = difflib.SequenceMatcher(None, q, window, autojunk=False).get_matching_blocks()
+        if sum(b.size for b in blocks) >= slack * n:
+            return True
+    return False
+
+
+def _quote_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
+    talk = _talk(ctx)
+    if talk is None:
+        return None
+    for m in _QUOTE.finditer(text):
+        quote = (m.group(1) or m.group(2)).strip()
+        if len(_ALNUM.findall(quote.lower())) < 2 or _said_in(quote, talk.text):
+            continue
+        return Failure(
+            ValidationIssue.CONTRADICTS_ANCHOR,
+            f"{where}: quotes {_quote(quote)}, which is not in {talk.named()}",
+            span=m.group(),
+        )
+    return None
+
+
+TALK_TIME_TOLERANCE_S = 10.0
+"""How far past its last transcript anchor a segment may still run (a transcript anchor marks where a
+spoken line starts)."""
+
+
+def _time_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
+    talk = _talk(ctx)
+    if talk is None or talk.t0 is None or talk.t1 is None or _fps(ctx):
+        return None  # a stream with frames: selected_frames checks its times against the window
+    lo, hi = talk.t0 - TALK_TIME_TOLERANCE_S, talk.t1 + TALK_TIME_TOLERANCE_S
+    for seconds, _, span, timed in mentions(text, 1.0):
+        if timed and not lo <= seconds <= hi:
+            return Failure(
+                ValidationIssue.CONTRADICTS_ANCHOR,
+                f"{where}: names the time {_quote(span)} ({seconds} s), but this segment's transcript "
+                f"anchors run {talk.t0:.1f}–{talk.t1:.1f} s",
+                span=span,
+            )
+    return None
+
+
+_SLIDE = re.compile(r"\bslides?\s*(?:#|no\.?|number)?\s*(\d+)\b", re.IGNORECASE)
+
+
+def _slide_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
+    talk = _talk(ctx)
+    if talk is None or talk.slide is None:
+        return None
+    shown = {talk.slide, talk.slide + 1}  # the index the prompt gives, or the page number
+    for m in _SLIDE.finditer(text):
+        if int(m.group(1)) not in shown:
+            return Failure(
+                ValidationIssue.CONTRADICTS_ANCHOR,
+                f"{where}: names slide {m.group(1)}, but the slide anchor of this segment is slide "
+                f"{talk.slide} (page {talk.slide + 1})",
+                span=m.group(),
+            )
+    return None
+
+
+CONCEPT_FIELDS = frozenset({"key_concept", "concept", "topic"})
+"""Fields that name what a segment teaches: at least one of their content words must be said in it."""
+
+
+def _stems_of(text: str) -> set[str]:
+    return {_stem(w) for w in _ALNUM.findall(text.lower()) if w not in STOPWORDS and len(w) > 2}
+
+
+def _mentioned(word: str, said: set[str]) -> bool:
+    """``word`` (a stem) is said: the same stem, or one is the start of the other and 5+ letters long
+    ("commit" / "commitment", "crypto" / "cryptocurrency")."""
+    return word in said or any(
+        min(len(word), len(w)) >= 5 and (w.startswith(word) or word.startswith(w)) for w in said
+    )
+
+
+def _concept_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
+    talk = _talk(ctx)
+    if talk is None or re.sub(r"\[\d+\]", "", where).rsplit(".", 1)[-1] not in CONCEPT_FIELDS:
+        return None
+    words = {w for w in _stems_of(text) if not w.isdigit()}
+    if not words or any(_mentioned(w, _stems_of(talk.text)) for w in words):
+        return None
+    return Failure(
+        ValidationIssue.CONTRADICTS_ANCHOR,
+        f"{where}: names the concept {_quote(text)}, which this segment never mentions: no "
+        f"{', '.join(sorted(words))} in {talk.named()}",
+        span=text,
+    )
+
+
+# ---- what was typed: the GUI event log's typing (and the screen's text)
+
+_TYPED = re.compile(
+    r"\b(?:typ(?:e|es|ed|ing)|enter(?:s|ed|ing)?|input(?:s|ted|ting)?|search(?:es|ed|ing)?\s+for|"
+    r"writ(?:e|es|ing)|fill(?:s|ed|ing)?\s+in)\s+(?:in\s+)?(?:the\s+(?:text|word|value|name|query)\s+)?"
+    r"[\"“‘']([^\"”’']{1,120})[\"”’']",
+    re.IGNORECASE,
+)
+
+
+def _norm(text: str) -> str:
+    return " ".join(_ALNUM.findall(text.lower()))
+
+
+def _typed_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
+    typing = [
+        e for e in ctx.get("events") or []
+        if isinstance(e, dict) and e.get("kind") in ("typing", "type") and str(e.get("text") or "").strip()
+    ]  # fmt: skip
+    if not typing:
+        return None  # no recorded typing: nothing to contradict
+    shown = [_norm(str(e["text"])) for e in typing] + [_norm(ev.text) for ev in evidence]
+    for m in _TYPED.finditer(text):
+        claimed = _norm(m.group(1))
+        if not claimed or any(claimed in s for s in shown):
+            continue
+        log = "; ".join(
+            f"[{e.get('i')}] at {e.get('t', 0):.2f} s {_quote(str(e['text']), 40)}" for e in typing[:4]
+        )
+        return Failure(
+            ValidationIssue.CONTRADICTS_ANCHOR,
+            f"{where}: says it types {_quote(m.group(1))}, but the GUI event log types only {log} "
+            "(typing events) and no screen text shows it",
+            span=m.group(),
+        )
+    return None
+
+
 CHECKS = {
     "colour": _colour_check, "object": _object_check, "app": _app_check, "value": _value_check,
-    "action": _action_check,
+    "action": _action_check, "quote": _quote_check, "time": _time_check, "slide": _slide_check,
+    "concept": _concept_check, "typed": _typed_check,
 }  # fmt: skip
 """The contradictions ``anchor_agreement`` looks for, by name (its ``checks`` parameter)."""
 
