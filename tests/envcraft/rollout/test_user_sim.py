@@ -114,6 +114,8 @@ def test_our_task_becomes_user_instructions_with_its_persona_and_without_the_val
     prompt = sc.system_prompt()
     assert "1. Please log me in." in prompt and "2. Then resolve my open ticket." in prompt
     assert "- note: urgent" in prompt and STOP in prompt and our_task["instruction"] in prompt
+    numbered = scenario_of(ToolTask.of({**our_task, "user_turns": ["1. Log in.", "2. Resolve it."]}))
+    assert "\n1. Log in.\n2. Resolve it.\n" in numbered.instructions  # turns already numbered stay so
     hidden = {str(v) for s in our_task["gold_chain"] for v in s["params"].values() if len(str(v)) >= 3}
     assert sc.hidden and set(sc.hidden) <= hidden
     for value in sc.hidden:  # what the agent must find out is never told to the user
@@ -137,6 +139,8 @@ def test_a_tau2_task_plays_its_user_scenario_and_hides_only_what_it_does_not_tel
     # the order id, name and zip are the user's to give; item ids and the payment method are looked up
     assert not {"#W2378156", "Yusuf", "Rossi", "19122"} & set(sc.hidden)
     assert {"1151293680", "7706410293", "credit_card_9513926"} <= set(sc.hidden)
+    plain = scenario_of(task.model_copy(update={"gold_chain": [{"tool": "t", "params": {"s": "completed"}}]}))
+    assert plain.hidden == ()  # a plain word is no secret a user could leak
 
 
 def test_a_simulated_user_opens_the_talk_and_its_stop_token_ends_it(our_task) -> None:

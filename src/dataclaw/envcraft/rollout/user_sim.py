@@ -23,12 +23,13 @@ after it is appended to the transcript (the agent does not answer it); a user wh
 wall-clock budget hold as for scripted users (the user's model time counts against the budget).
 
 Gaming guard (information hiding): the *hidden values* of a task are the scalar values of its gold chain
-(and our tasks' tool-derived values) that its user instructions do not contain — what only the agent can
-find out. A user message that states one verbatim before the agent said it in a message to the user is a
-leak: that message is not delivered; the user model is asked again once (another seed); a second leak ends
-the episode with ``user_leak`` before the agent sees it, so no agent success rests on a leaked value. The
-discarded messages and the leaked values are kept in ``user.discarded``. An empty user message is treated
-the same way (``user_silent`` after the retry).
+(and our tasks' tool-derived values) that look specific (a digit or one of ``_@#/:.-``: ids, amounts,
+dates, emails — not plain words a user may say anyway) and that its user instructions do not contain:
+what only the agent can find out. A user message that states one verbatim before the agent said it in a
+message to the user is a leak: that message is not delivered; the user model is asked again once
+(another seed); a second leak ends the episode with ``user_leak`` before the agent sees it, so no agent
+success rests on a leaked value. The discarded messages and the leaked values are kept in
+``user.discarded``. An empty user message is treated the same way (``user_silent`` after the retry).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ RETRY_SEED_STEP = 100_003
 """Seed offset of the one re-ask after a leaked or empty user message (a new request, a new cache entry)."""
 MIN_HIDDEN_CHARS = 3
 """Shorter gold values (``1``, ``no``) are too common to call a leak."""
+SPECIFIC = re.compile(r"[\d_@#/:.-]")
+"""A hidden value must look specific (an id, number, date, email, path): a plain word such as ``completed``
+or ``cancel`` is something a user may well say without having been told it."""
 
 USER_RULES = f"""You are playing a user who talks to an AI agent. The agent can act on a software system for
 you; you cannot. Follow the scenario below and stay in character.
@@ -130,7 +134,7 @@ def hidden_values(task: Any, instructions: str, extra: list[Any] = ()) -> tuple[
     known = instructions.casefold()
     values = [s for step in getattr(task, "gold_chain", []) for s in _scalars(step.get("params"))]
     values += [str(v) for v in extra if v is not None and not isinstance(v, bool)]
-    out = {v.strip() for v in values if len(v.strip()) >= MIN_HIDDEN_CHARS}
+    out = {v.strip() for v in values if len(v.strip()) >= MIN_HIDDEN_CHARS and SPECIFIC.search(v)}
     return tuple(sorted(v for v in out if v.casefold() not in known))
 
 
@@ -144,7 +148,7 @@ def _task_scenario(task: Any) -> UserScenario | None:
     lines = [f"Your request: {task.instruction or turns[0]}"]
     if len(turns) > 1:
         lines.append("Ask for it step by step, one message per step, in this order:")
-        lines += [f"{i}. {t}" for i, t in enumerate(turns, 1)]
+        lines += [t if re.match(r"\d+[.)] ", t) else f"{i}. {t}" for i, t in enumerate(turns, 1)]
     known = [v for v in meta.get("user_specified") or [] if isinstance(v, dict) and "value" in v]
     if known:
         lines.append("What you know (state it exactly when it is needed):")
