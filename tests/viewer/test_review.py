@@ -93,12 +93,19 @@ def test_post_saves_a_verdict_refuses_what_is_not_one_and_export_leaves_the_reje
         assert body["saved"]["reviewer"]  # the viewer's user when the page sent none
         status, _ = _post(served.base, key, {"id": ids[0], "kind": "sample", "verdict": "accept"})
         assert status == 200
+        env_key = next(r.key for r in site.runs.values() if r.root.name == "envcraft")
+        task = json.loads((quickstart / "envcraft" / "tasks.jsonl").read_text().splitlines()[1])["id"]
+        status, body = _post(served.base, env_key, {"id": task, "kind": "task", "verdict": "accept"})
+        assert status == 200 and body["saved"]["stage"] == "tasks"
+        assert "review-state ok" in served.get(f"r/{env_key}/tasks/1.html")[2].decode()
         # what is not a verdict of this run is refused, and nothing is written for it
         bad = [
             ({"id": "stream:nope/sample-x", "kind": "sample", "verdict": "accept"}, 400, "has no sample"),
             ({"id": ids[2], "kind": "task", "verdict": "accept"}, 400, "has no task"),
             ({"id": ids[2], "kind": "sample", "verdict": "maybe"}, 400, "verdict must be"),
             ({"id": ids[2], "kind": "sample", "verdict": "note", "note": " "}, 400, "needs the note"),
+            ({"id": ids[2], "kind": "sample", "verdict": "reject", "note": "x" * 10_001}, 400, "at most"),
+            ({"id": ids[2], "kind": "sample", "verdict": "reject", "reviewer": ["ann"]}, 400, "reviewer"),
         ]
         for raw, code, text in bad:
             status, body = _post(served.base, key, raw)
@@ -264,3 +271,5 @@ def test_trials_page_shows_pass_k_and_the_divergence(quickstart: Path, tmp_path:
 
     with pytest.raises(NotFound):
         site.render(f"r/{key}/trials/99.html")
+    alone = site.render(f"r/{key}/trials/0.html")  # a task with one trial has nothing to compare
+    assert "one trial: nothing to compare" in alone and "<tr class=diverge>" not in alone

@@ -76,7 +76,9 @@ def trials_body(ctx: Ctx, pos: int) -> tuple[str, str] | None:
     passk = pass_hat_k(records)
     wins = sum(is_success(r.get("reward")) for _, r in recs)
     where = (
-        "every trial made the same tool calls"
+        "one trial: nothing to compare (run `tasks rollout -n K` for K trials)"
+        if len(recs) < 2
+        else "every trial made the same tool calls"
         if div is None
         else f"trials first differ at tool call {div + 1} (turn {_turn_at(recs, div)})"
     )
