@@ -251,3 +251,15 @@ def test_funnel_stage_table_and_usage_equal_the_stage_files(
     else:
         ledger = store.manifest()["models"]["usage"]["by_model"]["local:smollm2-135m"]
         assert f"<td>{ledger['calls']}</td><td>{ledger['cache_hits']}</td>" in usage
+
+
+def test_the_home_page_says_what_each_run_produced(site: Site, keys: dict[str, str]) -> None:
+    """Not one "records" count mixing anchors, rejects and samples: each run's inputs → kept."""
+    html = site.render("index.html")
+    rows = dict(re.findall(r'<tr><td><a href="r/(\w+)/index.html">.*?</td><td>(.*?)</td>', html))
+    assert rows[keys["tailor"]] == "3 model answers → <b>1</b> samples kept (33.3% yield)"
+    envcraft = rows[keys["envcraft"]].split("<br>")
+    assert envcraft == [
+        "4 chains tried → <b>2</b> tasks kept (50.0% yield)",
+        "4 rollouts → <b>0</b> full reward (0.0% pass rate)",
+    ]

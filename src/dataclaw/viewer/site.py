@@ -349,17 +349,17 @@ class Site:
         rows = []
         for run in self.runs.values():
             run.refresh()
-            n = sum(len(i) for s, i in run.indexes.items() if s != REJECTS)
             state = "" if run.ok else "<span class='badge bad'>not a run</span>"
             cmds = stats.commands(run.manifest)
+            produced = [_flow(b) for b in stats.headline(run) if b.kind != "run"] if run.ok else []
             rows.append(
                 [
                     f'<a href="r/{run.key}/index.html">{esc(run.name)}</a> {state}',
-                    esc(cmds[-1] if cmds else ""),
-                    f"{n:,}",
+                    "<br>".join(p for p in produced if p) or "<span class=note>no output</span>",
+                    f"<code>{esc(cmds[-1])}</code>" if cmds else "",
                 ]
             )
-        body = table(["run", "command (last)", "records"], rows)
+        body = table(["run", "produced", "command (last)"], rows, "runs")
         body += (
             "<section><h2>Side by side</h2>"
             + self._compare_table(list(self.runs.values()), "")
@@ -391,7 +391,11 @@ class Site:
                     got[(block.kind, fig.key)] = fig.text()
             values.append(got)
         rows = []
-        for key, label in order.items():
+        kinds = [*stats.BLOCK_ORDER, "run", "fields"]
+        ranked = sorted(
+            order.items(), key=lambda kv: kinds.index(kv[0][0]) if kv[0][0] in kinds else len(kinds)
+        )
+        for key, label in ranked:
             cells = [v.get(key) for v in values]
             present = {c for c in cells if c is not None}
             mark = "diff" if len(present) > 1 else "only" if sum(c is not None for c in cells) == 1 else ""
@@ -756,6 +760,19 @@ def _short_names(names: list[str]) -> list[str]:
     return ["/".join(p[common:]) for p in parts]
 
 
+def _flow(block: stats.Block) -> str:
+    """ "N inputs → K kept (yield)" of a headline block ("" when it has no such pair)."""
+    figs = {f.key: f for f in block.figures}
+    if "kept" not in figs:
+        return ""
+    k = figs["kept"]
+    out = f"<b>{esc(k.text())}</b> {esc(k.label)}"
+    if "inputs" in figs:
+        out = f"{esc(figs['inputs'].text())} {esc(figs['inputs'].label)} → {out}"
+    rate = figs.get("yield") or figs.get("pass_rate")
+    return out + (f" ({esc(rate.text())} {esc(rate.label)})" if rate is not None else "")
+
+
 def _headline(run: Run) -> str:
     """What the run produced and whether it is good, first: the commands that wrote it, one block of
     figures per kind of output (inputs → kept, yield, pass rate, mean reward, pass^k …), tokens and cost
@@ -773,14 +790,7 @@ def _headline(run: Run) -> str:
         )
     out += "<div class=headline>"
     for block in stats.headline(run):
-        flow = ""
-        figs = {f.key: f for f in block.figures}
-        if "inputs" in figs and "kept" in figs and block.kind != "run":
-            i, k = figs["inputs"], figs["kept"]
-            flow = (
-                f"<div class=flow>{esc(i.text())} {esc(i.label)} →"
-                f" <b>{esc(k.text())}</b> {esc(k.label)}</div>"
-            )
+        flow = f"<div class=flow>{_flow(block)}</div>" if block.kind != "run" else ""
         cells = "".join(
             f'<div class=fig data-figure="{esc(block.kind)}.{esc(f.key)}" data-value="{esc(f.value)}"'
             f' title="{esc(f.source)}"><span class=v>{esc(f.text())}</span>'

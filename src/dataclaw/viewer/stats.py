@@ -506,6 +506,10 @@ HEADLINES: list[Callable[[Run], Block | None]] = [
 output. A new run kind adds one function here."""
 
 
+BLOCK_ORDER = ["tailor_ingest", "tailor_run", "chains", "tasks", "rollouts", "library"]
+"""Block kinds in the order of :data:`HEADLINES` (side by side lists their rows in this order)."""
+
+
 def headline(run: Run) -> list[Block]:
     """The headline blocks of ``run``, then the run-wide figures (rejects, wall time)."""
     blocks = [b for fn in HEADLINES if (b := fn(run)) is not None]
