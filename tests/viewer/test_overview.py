@@ -263,3 +263,24 @@ def test_the_home_page_says_what_each_run_produced(site: Site, keys: dict[str, s
         "4 chains tried → <b>2</b> tasks kept (50.0% yield)",
         "4 rollouts → <b>0</b> full reward (0.0% pass rate)",
     ]
+
+
+def test_samples_made_without_seeing_are_counted_on_the_headline(quickstart: Path, tmp_path: Path) -> None:
+    """A sample answered from text alone, or with nothing to check its text against, is kept but said."""
+    root = quickstart / "tailor"
+    sample = json.loads((root / "samples.jsonl").read_text().splitlines()[0])
+    site = open_site([root], tmp_path / "cache")
+    assert figures(site.render("index.html"))["tailor_run.text_only"] == ""  # an older run: not recorded
+    with (root / "samples.jsonl").open("a") as fh:
+        for i, (evidence, grounding) in enumerate([("text_only", "unchecked"), ("perceived", "anchors")]):
+            sent = {"images": 0 if evidence == "text_only" else 12, "frames": [], "bytes": 0}
+            rec = {**sample, "id": f"{sample['id']}-{i}", "evidence": evidence, "grounding": grounding}
+            rec["provenance"] = {**sample["provenance"], "sent": sent}
+            fh.write(json.dumps(rec) + "\n")
+    got = figures(site.render("index.html"))
+    assert (
+        got["tailor_run.kept"] == "3"
+        and got["tailor_run.text_only"] == "1"
+        and got["tailor_run.unchecked"] == "1"
+    )
+    assert site.runs["0"].index("samples").stats.summary("images sent").min == 0

@@ -105,7 +105,9 @@ FIELDS: dict[str, tuple[Field, ...]] = {
     "responses": (
         Field("intent", _cat("intent"), "cat"),
         Field("model", _cat("model"), "cat"),
-        Field("images sent", _num("images")),
+        Field("images requested", _num("images")),
+        Field("images sent", _num("sent.images")),
+        Field("evidence", _cat("evidence"), "cat"),
         Field("frames", _len("frames")),
         Field("answer chars", _text_chars("raw_text")),
         Field("latency s", _num("latency_s")),
@@ -117,6 +119,9 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("answer chars", _text_chars("output")),
         Field("turns", _len("conversation")),
         Field("frames per sample", _len("provenance.frames")),
+        Field("images sent", _num("provenance.sent.images")),
+        Field("evidence", _cat("evidence"), "cat"),
+        Field("grounding", _cat("grounding"), "cat"),
         Field("media per sample", _len("media")),
     ),
     "tasks": (
@@ -353,6 +358,15 @@ def _tailor_ingest(run: Run) -> Block | None:
     )
 
 
+def _marked(run: Run, stage: str, name: str, value: str, label: str) -> Figure:
+    """How many kept records carry ``name: value`` (None, shown "—", when no record says either way:
+    a run older than the mark)."""
+    st = _stats(run, stage)
+    counts = st.cats.get(name) if st is not None else None
+    n = counts.get(value, 0) if counts else None
+    return Figure(value, label, n, f"{stage}.jsonl ({name})")
+
+
 def _tailor_run(run: Run) -> Block | None:
     if "responses" not in run.indexes and "samples" not in run.indexes:
         return None
@@ -369,6 +383,8 @@ def _tailor_run(run: Run) -> Block | None:
             Figure(
                 "rejected", "answers rejected", _rejects(run, ("validated",)), "rejects.jsonl (validated)"
             ),
+            _marked(run, kept_stage, "evidence", "text_only", "kept on text-only evidence"),
+            _marked(run, kept_stage, "grounding", "unchecked", "kept with grounding unchecked"),
             Figure("streams", "streams", _n(run, "streams"), "streams.jsonl"),
             Figure("candidates", "candidates", _n(run, "candidates"), "candidates.jsonl"),
             Figure(
