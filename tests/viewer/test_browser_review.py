@@ -136,6 +136,10 @@ def test_static_export_downloads_verdicts_that_import_into_the_run(
     _press(b, "k")
     assert _on(b, "/samples/1.html")
     assert b.find_element(By.CSS_SELECTOR, ".review-state").text == "accepted"  # kept in this browser
+    b.get((site_dir / "r" / "0" / "samples" / "0.html").as_uri())
+    _press(b, "u")  # from disk: walks past the samples this browser decided on
+    assert _on(b, "/samples/2.html")
+    b.get((site_dir / "r" / "0" / "samples" / "1.html").as_uri())
     button = b.find_element(By.CSS_SELECTOR, "button.review-download")
     assert button.text == "download verdicts (2)"
     button.click()

@@ -85,7 +85,8 @@ def make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
                 return self._json(
                     {"error": "verdicts are saved from this viewer's pages only"}, HTTPStatus.FORBIDDEN
                 )
-            size = int(self.headers.get("Content-Length") or 0)
+            length = self.headers.get("Content-Length") or "0"
+            size = int(length) if length.isdigit() else 0
             if not 0 < size <= MAX_POST:
                 return self._json({"error": f"a verdict is 1 to {MAX_POST} bytes"}, HTTPStatus.BAD_REQUEST)
             try:
