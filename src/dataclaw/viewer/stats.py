@@ -165,6 +165,8 @@ USAGE_STAGES = {"responses": "usage", "rollouts": "usage"}
 
 @dataclass
 class NumSummary:
+    """A numeric field of a stage's current records, summarised for one small plot."""
+
     n: int
     min: float
     median: float
@@ -185,7 +187,6 @@ class StageStats:
     usage: dict[str, dict[str, float]] = field(default_factory=dict)
     trials: list[tuple[str, float | None]] = field(default_factory=list)
     components: dict[str, list[float]] = field(default_factory=dict)
-    errors: int = 0
     _cache: dict[tuple[str, int], NumSummary | None] = field(default_factory=dict)
 
     @classmethod
@@ -197,7 +198,7 @@ class StageStats:
     def reset(self) -> None:
         self.nums = {f.name: array("d") for f in self.fields if f.kind == "num"}
         self.cats = {f.name: Counter() for f in self.fields if f.kind == "cat"}
-        self.usage, self.trials, self.components, self.errors = {}, [], {}, 0
+        self.usage, self.trials, self.components = {}, [], {}
         self._cache = {}
 
     def add(self, rec: dict[str, Any]) -> None:
