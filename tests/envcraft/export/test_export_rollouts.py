@@ -33,7 +33,7 @@ def _agent(tasks: list[dict[str, Any]]):
 
 
 def test_an_export_of_a_rolled_out_run_carries_pass_hat_k(
-    tool_tasks: list, tasks_file: Path, tmp_path
+    tool_tasks: list, tasks_file: Path, tmp_path, capsys
 ) -> None:
     run = tasks_file.parent
     with OpenAIServer(responder=_agent(tool_tasks)) as server:
@@ -64,6 +64,11 @@ def test_an_export_of_a_rolled_out_run_carries_pass_hat_k(
     assert stats["per_task"][first] == {"trials": 2, "successes": 1}
     assert stats["components"]["db"] == {"rollouts": 8, "mean": 0.875, "errors": 0}
     assert stats["mean_reward"] == 0.875 and stats["models"] == [model]
+
+    assert _run(["tasks", "export", str(run), "--to", "verl", "-o", str(tmp_path / "verl")]) == 0
+    printed = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    line = "rollouts: 8 of 4/4 tasks (rollouts.jsonl): pass^1=0.875 pass^2=0.750, mean reward 0.875"
+    assert line in printed, printed
 
 
 def test_an_export_without_rollouts_says_none(tasks_file: Path, tmp_path) -> None:

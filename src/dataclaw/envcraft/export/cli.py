@@ -38,6 +38,7 @@ def export_command(
     (parquet, tool-config YAML, BaseTool adapters, compute_score). One environment group per export."""
     from dataclaw.envcraft.export import export_tasks
     from dataclaw.envcraft.export.base import soundness_lines
+    from dataclaw.envcraft.export.rollouts import rollout_lines
 
     result = export_tasks(tasks, to, out, group=env, reward=reward, check=check, reviewed_only=reviewed_only)
     console.print(
@@ -48,5 +49,7 @@ def export_command(
     for name in result.files:
         console.print(f"  {name}")
     for line in soundness_lines(result.soundness):
+        console.print(line, markup=False, highlight=False)
+    for line in rollout_lines(result.out):
         console.print(line, markup=False, highlight=False)
     console.print(f"use: {result.usage}  (see {result.out / 'README.md'})")

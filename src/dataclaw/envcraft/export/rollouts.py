@@ -66,3 +66,18 @@ def rollout_stats(folder: Path, task_ids: list[str]) -> dict[str, Any] | None:
         "components": component_summary(recs),
         "per_task": dict(sorted(per_task.items())),
     }
+
+
+def rollout_lines(export: Path) -> list[str]:
+    """What an export's summary says of the rollouts its manifest carries (nothing when none)."""
+    try:
+        stats = json.loads((export / "manifest.json").read_text(encoding="utf-8")).get("rollouts")
+    except (OSError, ValueError):
+        return []
+    if not stats:
+        return []
+    hat = " ".join(f"pass^{k}={v:.3f}" for k, v in stats["pass_hat_k"].items())
+    return [
+        f"rollouts: {stats['rollouts']} of {stats['tasks']}/{stats['of_tasks']} tasks ({ROLLOUTS_FILE}): "
+        f"{hat}, mean reward {stats['mean_reward']:.3f}"
+    ]
