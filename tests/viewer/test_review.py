@@ -251,8 +251,10 @@ def test_trials_page_shows_pass_k_and_the_divergence(quickstart: Path, tmp_path:
         steps = [dict(s) for s in base["steps"]]
         if k == 2:
             steps[2] = {**steps[2], "arguments": json.dumps({"duration_minutes": 15})}
+        comps = {"db": {"score": reward, "weight": 1.0, "detail": "state hash"}}
         trials.append(
             {**base, "id": f"{base['task_id']}/rollout-s{k}", "sample": k, "steps": steps, "reward": reward}
+            | {"reward_components": comps}
         )
     others = [r for r in rollouts if r["task_id"] != base["task_id"]]
     (run / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*others, *trials]))
@@ -263,6 +265,7 @@ def test_trials_page_shows_pass_k_and_the_divergence(quickstart: Path, tmp_path:
     assert "<thead><tr><th>call</th><th>trial 0</th><th>trial 1</th><th>trial 2</th></tr></thead>" in html
     assert "pass^1 = 0.6667 · pass^2 = 0.3333 · pass^3 = 0" in html  # C(2,k)/C(3,k) by hand
     assert "trials first differ at tool call 3" in html
+    assert "<th>reward components</th>" in html and html.count("<code>db</code> 0.0 ×1.0") == 1
     assert html.count("<tr class=diverge>") == 1 and "class=differs" in html
     task_pos = site.runs[key].index("tasks").find(base["task_id"])
     task_page = site.render(f"r/{key}/tasks/{task_pos}.html")

@@ -98,6 +98,8 @@ def trials_body(ctx: Ctx, pos: int) -> tuple[str, str] | None:
             for n, r in recs
         ]
     ]
+    if any(isinstance(r.get("reward_components"), dict) and r["reward_components"] for _, r in recs):
+        summary.append([_components(r.get("reward_components")) for _, r in recs])
     rows_html = []
     for i in range(max(map(len, calls), default=0)):
         cells = []
@@ -119,7 +121,10 @@ def trials_body(ctx: Ctx, pos: int) -> tuple[str, str] | None:
         cls = " class=diverge" if i == div else ""
         rows_html.append(f"<tr{cls}><th>{i + 1}</th>{''.join(cells)}</tr>")
     head_html = "".join(f"<th>{esc(h)}</th>" for h in ["call", *head])
-    summary_html = "<tr><th></th>" + "".join(f"<td>{c}</td>" for c in summary[0]) + "</tr>"
+    summary_html = "".join(
+        f"<tr><th>{label}</th>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
+        for label, row in zip(("", "reward components"), summary, strict=False)
+    )
     body += (
         f'<link rel=stylesheet href="{ctx.root}static/review.css"><h2>Tool calls side by side</h2>'
         f"<table class=trials><thead><tr>{head_html}</tr></thead><tbody>{summary_html}"
@@ -155,6 +160,20 @@ def _turn_at(recs: list[tuple[int, dict[str, Any]]], i: int) -> str:
         if isinstance(s, dict) and s.get("turn") is not None
     }
     return ", ".join(sorted(turns)) or "?"
+
+
+def _components(comps: Any) -> str:
+    """A trial's reward components (``{name: {score, weight, detail}}``), one line each."""
+    if not isinstance(comps, dict) or not comps:
+        return "<span class=note>none recorded</span>"
+    lines = []
+    for name, c in comps.items():
+        c = c if isinstance(c, dict) else {}
+        lines.append(
+            f'<span title="{esc(short(c.get("detail"), 300))}"><code>{esc(name)}</code>'
+            f" {esc(c.get('score'))} ×{esc(c.get('weight'))}</span>"
+        )
+    return "<br>".join(lines)
 
 
 def _passk_text(passk: dict[int, float]) -> str:
