@@ -270,6 +270,8 @@ def test_trials_page_shows_pass_k_and_the_divergence(quickstart: Path, tmp_path:
     task_pos = site.runs[key].index("tasks").find(base["task_id"])
     task_page = site.render(f"r/{key}/tasks/{task_pos}.html")
     assert f"trials/{first}.html" in task_page and "3 trial(s) of this task side by side" in task_page
+    listing = site.render(f"r/{key}/rollouts/p1.html")
+    assert listing.count(f'href="../../../r/{key}/trials/{first}.html">3 trials</a>') == 3
     from dataclaw.viewer.site import NotFound
 
     with pytest.raises(NotFound):

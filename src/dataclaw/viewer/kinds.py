@@ -682,9 +682,15 @@ def _rollout_row(rec: Rec, ctx: Ctx) -> list[str]:
     match = score.get("fraction", _d(score.get("workplace_score")).get("total_score"))
     metrics = _d(rec.get("metrics"))
     tags = [k for k, v in metrics.items() if k != "tool_calls" and v]
+    trials = ctx.site.reverse(ctx.run, "rollouts", "task_id").get(_s(rec.get("task_id")), [])
+    compare = (
+        f' <a class=trials href="{ctx.base}trials/{trials[0]}.html">{len(trials)} trials</a>'
+        if len(trials) > 1
+        else ""
+    )
     return [
         ctx.self_link(rec, "open"),
-        ctx.id_link(_s(rec.get("task_id"))),
+        ctx.id_link(_s(rec.get("task_id"))) + compare,
         esc(rec.get("sample")),
         f"<b>{esc(rec.get('reward'))}</b>",
         esc(match),
