@@ -284,3 +284,34 @@ def test_samples_made_without_seeing_are_counted_on_the_headline(quickstart: Pat
         and got["tailor_run.unchecked"] == "1"
     )
     assert site.runs["0"].index("samples").stats.summary("images sent").min == 0
+
+
+def test_a_live_run_is_counted_while_pages_render_on_other_threads(quickstart: Path, tmp_path: Path) -> None:
+    """The server answers on threads while a command appends: statistics stay whole and end exact."""
+    import threading
+
+    root = quickstart / "tailor"
+    sample = json.loads((root / "samples.jsonl").read_text().splitlines()[0])
+    site = open_site([root], tmp_path / "cache")
+    errors: list[BaseException] = []
+
+    def render() -> None:
+        try:
+            for _ in range(15):
+                site.render("index.html")
+        except BaseException as exc:  # noqa: BLE001 - collected, asserted below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=render) for _ in range(2)]
+    for t in readers:
+        t.start()
+    with (root / "samples.jsonl").open("a") as fh:
+        for i in range(300):
+            fh.write(json.dumps({**sample, "id": f"{sample['id']}-{i}"}) + "\n")
+            fh.flush()
+    for t in readers:
+        t.join()
+    assert errors == []
+    got = figures(site.render("index.html"))
+    assert got["tailor_run.kept"] == "301" == str(sum(1 for _ in RunStore(root).records("samples")))
+    assert site.runs["0"].index("samples").stats.summary("frames per sample").n == 301

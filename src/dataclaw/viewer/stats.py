@@ -258,7 +258,9 @@ class StageStats:
 def _summarise(values: array, bins: int = 10) -> NumSummary:
     import numpy as np
 
-    arr = np.frombuffer(values, dtype=np.float64)
+    # a copy, made in one call: a view would pin the array's buffer, and a scan appending to it on
+    # another thread (a live run being indexed) would fail with BufferError
+    arr = np.array(values, dtype=np.float64)
     lo, hi = float(arr.min()), float(arr.max())
     if hi == lo:
         edges = [lo, hi]
