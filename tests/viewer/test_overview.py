@@ -61,7 +61,12 @@ def truth(root: Path) -> dict[str, float]:
             "rollouts.pass_rate": summary["full_reward"] / summary["rollouts"],
             "rollouts.mean_reward": summary["mean_reward"],
             **{f"rollouts.pass_hat_{k}": v for k, v in summary["pass_hat_k"].items()},
+            "rollouts.turns": summary["mean_turns"],
         }
+        rollouts = list(store.records("rollouts"))
+        calls = sum(r["metrics"]["tool_calls"] for r in rollouts)
+        if calls:
+            out["rollouts.valid_calls"] = 1 - sum(r["metrics"]["invalid_calls"] for r in rollouts) / calls
     return out
 
 
@@ -315,3 +320,14 @@ def test_a_live_run_is_counted_while_pages_render_on_other_threads(quickstart: P
     got = figures(site.render("index.html"))
     assert got["tailor_run.kept"] == "301" == str(sum(1 for _ in RunStore(root).records("samples")))
     assert site.runs["0"].index("samples").stats.summary("frames per sample").n == 301
+
+
+def test_invalid_tool_calls_lower_the_validity(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r") as store:
+        for i, (calls, invalid) in enumerate([(4, 1), (0, 0), (4, 0)]):
+            metrics = {"tool_calls": calls, "invalid_calls": invalid}
+            rec = {"id": f"t/rollout-{i}", "task_id": "t", "reward": 0.0, "turns": 2, "metrics": metrics}
+            store.stage("rollouts").append(rec)
+    got = figures(open_site([tmp_path / "r"], tmp_path / "cache").render("index.html"))
+    assert float(got["rollouts.valid_calls"]) == pytest.approx(7 / 8)
+    assert float(got["rollouts.turns"]) == 2.0

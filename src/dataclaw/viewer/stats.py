@@ -478,6 +478,18 @@ def _rollouts(run: Run) -> Block | None:
             "episode_s", "episode time (sum)", _sum(run, "rollouts", "wall s"), "rollouts.jsonl (wall_s)", "s"
         )
     )
+    calls, invalid = _sum(run, "rollouts", "tool calls"), _sum(run, "rollouts", "invalid calls")
+    turns = stats.summary("turns")
+    figures += [
+        Figure(
+            "valid_calls",
+            "valid tool calls",
+            (calls - (invalid or 0.0)) / calls if calls else None,
+            "rollouts.jsonl (metrics: tool_calls, invalid_calls)",
+            "pct",
+        ),
+        Figure("turns", "turns (mean)", turns.mean if turns else None, "rollouts.jsonl (turns)", "float"),
+    ]
     hat = pass_hat_k([{"task_id": t, "reward": r} for t, r in trials])
     for k, value in hat.items():
         figures.append(Figure(f"pass_hat_{k}", f"pass^{k}", value, "rollouts.jsonl, per task", "float"))
