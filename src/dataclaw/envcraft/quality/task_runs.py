@@ -219,5 +219,6 @@ def calibrate_run(
             )
         summary = {**rollout_summary(list(store.records("rollouts"))), "unloadable": len(broken)}
         manifest = {"model": model, "k": cal_config.k, "threshold": cal_config.success_threshold}
+        manifest["summary"] = summary  # pass^k over the k trials, reward components, stop reasons
         store.update_manifest(calibrate=manifest)
     return CalibrationRun(rows, broken, summary)
