@@ -72,6 +72,29 @@ def test_last_decision_wins_notes_accumulate_and_bad_lines_are_named(tmp_path: P
     assert read_reviews(tmp_path).decision("s1") == "reject"
 
 
+def test_the_reader_reads_only_what_was_appended_and_starts_over_on_a_new_file(tmp_path: Path) -> None:
+    from dataclaw.core.review import ReviewReader
+
+    stamp = "2026-12-05T06:00:00+00:00"
+    reader = ReviewReader(tmp_path)
+    assert reader.read().by_id == {}
+    append_verdicts(tmp_path, [Verdict("s1", "sample", "accept", "", "ann", stamp)])
+    assert reader.read().decision("s1") == "accept"
+    path = tmp_path / VERDICTS_FILE
+    with path.open("a") as fh:
+        fh.write('{"id": "s1", "kind": "sample", "verdict": "reject"}')  # no newline yet: being written
+    seen = reader.read()
+    assert seen.decision("s1") == "accept" and seen.problems == [
+        f"{VERDICTS_FILE}: line 2 is incomplete (torn); skipped"
+    ]
+    with path.open("a") as fh:
+        fh.write("\n")  # its newline lands: now it counts
+    assert reader.read().decision("s1") == "reject" and reader.read().problems == []
+    path.write_text(json.dumps(Verdict("s2", "sample", "reject", "", "bob", stamp).to_dict()) + "\n")
+    again = reader.read()  # a shorter, new file: read from the start
+    assert again.decision("s1") is None and again.decision("s2") == "reject" and again.lines == 1
+
+
 def test_post_saves_a_verdict_refuses_what_is_not_one_and_export_leaves_the_rejected_out(
     quickstart: Path, tmp_path: Path
 ) -> None:

@@ -156,28 +156,62 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-def read_reviews(run_dir: str | Path) -> Reviews:
-    """The run's reviews (empty when nobody reviewed); bad lines are reported with file and line, skipped."""
-    out = Reviews()
-    path = verdict_path(run_dir)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return out
-    except OSError as exc:
-        out.problems.append(f"{VERDICTS_FILE}: cannot be read ({exc.strerror})")
-        return out
-    raw_lines = data.split(b"\n")
-    for n, raw in enumerate(raw_lines, 1):
+class ReviewReader:
+    """A run's reviews, rereading only the lines appended since the last look (the file only grows; a
+    shorter or replaced file is read again from the start). A last line without its newline is being
+    written or was torn by a crash: reported, not applied, until its newline lands."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = verdict_path(run_dir)
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._reviews = Reviews()
+        self._offset = self._line = 0
+        self._ino: int | None = None
+
+    def read(self) -> Reviews:
+        with self._lock:
+            try:
+                st = self.path.stat()
+            except FileNotFoundError:
+                self._reset()
+                return Reviews()
+            except OSError as exc:
+                return Reviews(problems=[f"{VERDICTS_FILE}: cannot be read ({exc.strerror})"])
+            if st.st_ino != self._ino or st.st_size < self._offset:
+                self._reset()
+                self._ino = st.st_ino
+            tail = b""
+            if st.st_size > self._offset:
+                try:
+                    with self.path.open("rb") as fh:
+                        fh.seek(self._offset)
+                        data = fh.read(st.st_size - self._offset)
+                except OSError as exc:
+                    return Reviews(problems=[f"{VERDICTS_FILE}: cannot be read ({exc.strerror})"])
+                end = data.rfind(b"\n") + 1
+                for raw in data[:end].split(b"\n")[:-1]:
+                    self._line += 1
+                    self._apply(raw)
+                self._offset += end
+                tail = data[end:]
+            out = self._reviews
+            if tail.strip():
+                torn = f"{VERDICTS_FILE}: line {self._line + 1} is incomplete (torn); skipped"
+                return Reviews(out.by_id, [*out.problems, torn], out.lines)
+            return Reviews(out.by_id, list(out.problems), out.lines)
+
+    def _apply(self, raw: bytes) -> None:
+        out = self._reviews
         if not raw.strip():
-            continue
-        last = n == len(raw_lines)  # no newline after it: a torn last line
+            return
         try:
             v = Verdict.from_dict(json.loads(raw))
         except (ValueError, VerdictError) as exc:
-            what = "is incomplete (torn)" if last else f"is not a verdict ({exc})"
-            out.problems.append(f"{VERDICTS_FILE}: line {n} {what}; skipped")
-            continue
+            out.problems.append(f"{VERDICTS_FILE}: line {self._line} is not a verdict ({exc}); skipped")
+            return
         out.lines += 1
         review = out.by_id.get(v.id)
         if review is None or review.kind != v.kind:
@@ -187,7 +221,11 @@ def read_reviews(run_dir: str | Path) -> Reviews:
             review.decision, review.reviewer, review.time = v.verdict, v.reviewer, v.time
         else:
             review.notes.append(v)
-    return out
+
+
+def read_reviews(run_dir: str | Path) -> Reviews:
+    """The run's reviews (empty when nobody reviewed); bad lines are reported with file and line, skipped."""
+    return ReviewReader(run_dir).read()
 
 
 def review_filter(run_dir: str | Path, kind: str, reviewed_only: bool = False) -> Callable[[str], str | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,12 +19,13 @@ from urllib.parse import quote
 from dataclaw.core.errors import ConfigError
 from dataclaw.core.review import (
     DECISIONS,
+    VERDICTS_FILE,
     Review,
+    ReviewReader,
     Reviews,
     Verdict,
     VerdictError,
     append_verdicts,
-    read_reviews,
     read_verdict_file,
 )
 from dataclaw.viewer.markup import esc, short, table
@@ -50,8 +52,18 @@ def default_reviewer() -> str:
         return "reviewer"
 
 
+_READERS: dict[Path, ReviewReader] = {}
+_READERS_LOCK = threading.Lock()
+
+
 def reviews_of(run: Run) -> Reviews:
-    return read_reviews(run.root)
+    """The run's reviews, read incrementally (a page per record during a review reads only what the
+    last verdicts appended, however long the file)."""
+    with _READERS_LOCK:
+        reader = _READERS.get(run.root)
+        if reader is None:
+            reader = _READERS[run.root] = ReviewReader(run.root)
+    return reader.read()
 
 
 def kind_in(run: Run, rid: str, kind: str) -> str | None:
@@ -76,7 +88,7 @@ def save_verdict(run: Run, raw: Any) -> tuple[Verdict, Review]:
     if verdict.stage != stage:
         verdict = Verdict(**{**verdict.to_dict(), "stage": stage})
     append_verdicts(run.root, [verdict])
-    review = read_reviews(run.root).get(verdict.id, verdict.kind)
+    review = reviews_of(run).get(verdict.id, verdict.kind)
     assert review is not None
     return verdict, review
 
@@ -95,9 +107,7 @@ def import_verdicts(path: Path, run: Run) -> tuple[int, int]:
             f"{m.kind} {short(m.id, 120)}); import into the run the pages were exported from"
         )
     have = {
-        json.dumps(v.to_dict(), sort_keys=True)
-        for r in read_reviews(run.root).by_id.values()
-        for v in r.history
+        json.dumps(v.to_dict(), sort_keys=True) for r in reviews_of(run).by_id.values() for v in r.history
     }
     new = [v for v in verdicts if json.dumps(v.to_dict(), sort_keys=True) not in have]
     append_verdicts(run.root, new)
@@ -277,7 +287,7 @@ def agreement(run: Run) -> dict[str, Any]:
 def agreement_block(run: Run, ctx: Ctx) -> str:
     """The overview's review section: counts, agreement with the gates, the gates that missed what a
     reviewer rejected. Empty when the run has no verdicts."""
-    if not (run.root / "_viewer" / "verdicts.jsonl").is_file():
+    if not (run.root / VERDICTS_FILE).is_file():
         return ""
     a = agreement(run)
     body = "<section class=agreement><h2>Human review</h2>"
