@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,14 +15,16 @@ from dataclaw.envcraft.rollout import ToolTaskHarness, run_rollout
 from dataclaw.envcraft.rollout.evaluate import (
     Criteria,
     action_matches,
+    actions_component,
     basis_of,
     communicate_component,
     component_summary,
     criteria_of,
     evaluate_tool_rollout,
     read_verdicts,
+    trajectory_calls,
 )
-from dataclaw.envcraft.rollout.run import is_success
+from dataclaw.envcraft.rollout.run import is_success, pass_hat_k
 from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.models import get_model
 from support.openai_server import OpenAIServer, ReceivedRequest, Reply
@@ -281,3 +284,31 @@ def test_an_environments_own_components_replace_ours_with_their_weights() -> Non
     assert comps["communicate"]["weight"] == 1.0 and reward == 1.0
     reward, comps = asyncio.run(evaluate_tool_rollout(crit, 1.0, {}, [], [], None, own))
     assert reward == 0.0 and comps["communicate"]["score"] == 0.0
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "rollouts" / "tau_style_trials.jsonl"
+
+
+def test_recorded_trials_recompute_to_their_components_and_pass_hat_k(gold_tool_task) -> None:
+    """Three recorded rollouts of one task with a τ²-style basis (agents that act and tell, act silently,
+    only talk; docs/envcraft.md): actions and communicate recomputed from the records match what was
+    recorded and what a reader counts by hand; pass^k over them as three trials of one task."""
+    recs = {r["agent"]: r for r in map(json.loads, RECORDED.read_text(encoding="utf-8").splitlines())}
+    writes = {"login", "assign_ticket", "start_progress", "resolve_ticket", "add_comment"}
+    crit = criteria_of(ToolTask.from_row(gold_tool_task), writes)
+    by_hand = {  # (required actions found, KB-207 said, reward)
+        "act_and_tell": ("5/5", 1.0, 1.0),
+        "act_silently": ("5/5", 0.0, 0.0),
+        "only_talk": ("0/5", 1.0, 0.0),
+    }
+    for agent, (found, said, reward) in by_hand.items():
+        rec = recs[agent]
+        actions = actions_component(crit.actions, trajectory_calls(rec["steps"]))
+        assert actions["detail"].startswith(f"{found} required actions found"), agent
+        assert actions["score"] == rec["reward_components"]["actions"]["score"]
+        told = communicate_component(["KB-207"], rec["messages"])
+        assert told["score"] == said == rec["reward_components"]["communicate"]["score"], agent
+        assert rec["reward"] == reward
+    # one success in three trials: pass^1 = 1/3, pass^2 = C(1,2)/C(3,2) = 0
+    trials = [{"task_id": "t", "reward": r["reward"]} for r in recs.values()]
+    assert pass_hat_k(trials) == {1: 0.3333, 2: 0.0, 3: 0.0}
