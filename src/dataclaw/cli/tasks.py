@@ -313,6 +313,8 @@ def rollout(
     """Run the agent on tasks; trajectories (messages, observations, reward) go to ``rollouts.jsonl``.
 
     The -n samples of a task are independent (each sends its own seed); trajectories keep per-turn usage, reasoning text and, asked for, logprobs and token ids.
+
+    The user says the task's scripted turns, or with --user-model an LLM plays the user from the task's instructions (τ²-bench's user simulator: ###STOP###, a turn budget; its turns and usage go to each record's "user").
     """  # noqa: E501 - typer keeps the docstring's line breaks
     from dataclaw.core.progress import progress_bar
     from dataclaw.envcraft.quality.runs import load_task_source
