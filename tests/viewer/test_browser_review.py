@@ -180,6 +180,7 @@ def test_trials_side_by_side_mark_the_first_divergence(browser, quickstart: Path
         row = b.find_element(By.CSS_SELECTOR, "table.trials tr.diverge")
         assert row.is_displayed() and row.find_element(By.TAG_NAME, "th").text == "3"
         assert "no call" in row.text
+        assert "a trial made no call there" in b.find_element(By.CSS_SELECTOR, ".divergence").text
         assert "pass^1 = 0.5 · pass^2 = 0" in b.find_element(By.CSS_SELECTOR, ".passk").text
         b.save_screenshot(str(tmp_path / "trials.png"))
     finally:

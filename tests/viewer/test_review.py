@@ -287,7 +287,7 @@ def test_trials_page_shows_pass_k_and_the_divergence(quickstart: Path, tmp_path:
     html = site.render(f"r/{key}/trials/{first}.html")
     assert "<thead><tr><th>call</th><th>trial 0</th><th>trial 1</th><th>trial 2</th></tr></thead>" in html
     assert "pass^1 = 0.6667 · pass^2 = 0.3333 · pass^3 = 0" in html  # C(2,k)/C(3,k) by hand
-    assert "trials first differ at tool call 3" in html
+    assert "trials first differ at tool call 3 (turn 3): same tool, different arguments" in html
     assert "<th>reward components</th>" in html and html.count("<code>db</code> 0.0 ×1.0") == 1
     assert html.count("<tr class=diverge>") == 1 and "class=differs" in html
     task_pos = site.runs[key].index("tasks").find(base["task_id"])

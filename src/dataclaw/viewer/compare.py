@@ -80,7 +80,7 @@ def trials_body(ctx: Ctx, pos: int) -> tuple[str, str] | None:
         if len(recs) < 2
         else "every trial made the same tool calls"
         if div is None
-        else f"trials first differ at tool call {div + 1} (turn {_turn_at(recs, div)})"
+        else f"trials first differ at tool call {div + 1} (turn {_turn_at(recs, div)}): {_how(calls, div)}"
     )
     body = kv(
         [
@@ -150,6 +150,14 @@ def trials_page(ctx: Ctx, pos: int) -> str | None:
         ("trials", ""),
     ]
     return page(title, body, ctx.root, crumbs)
+
+
+def _how(calls: list[list[Call]], i: int) -> str:
+    """What differs at call ``i``: a trial stopped, the tools, or only the arguments."""
+    at = [t[i] if i < len(t) else None for t in calls]
+    if None in at:
+        return "a trial made no call there"
+    return "different tools" if len({c[0] for c in at if c}) > 1 else "same tool, different arguments"
 
 
 def _turn_at(recs: list[tuple[int, dict[str, Any]]], i: int) -> str:
