@@ -171,8 +171,9 @@ def test_agreement_lists_the_gates_that_passed_what_a_reviewer_rejected(
     ids = _more_samples(run, 3)
     failed = json.loads((run / "samples.jsonl").read_text().splitlines()[2])
     failed["checks"]["grounded_text"] = False  # a sample whose record says a gate failed it
+    bare = {**failed, "id": failed["id"] + "-bare", "checks": {}}  # one that records no gate at all
     lines = (run / "samples.jsonl").read_text().splitlines()
-    (run / "samples.jsonl").write_text("\n".join([*lines[:2], json.dumps(failed)]) + "\n")
+    (run / "samples.jsonl").write_text("\n".join([*lines[:2], json.dumps(failed), json.dumps(bare)]) + "\n")
     tasks = [json.loads(x)["id"] for x in (quickstart / "envcraft" / "tasks.jsonl").read_text().splitlines()]
     stamp = "2026-12-05T06:00:00+00:00"
     append_verdicts(
@@ -182,13 +183,15 @@ def test_agreement_lists_the_gates_that_passed_what_a_reviewer_rejected(
             Verdict(ids[1], "sample", "accept", "", "ann", stamp),
             Verdict(ids[2], "sample", "accept", "", "ann", stamp),
             Verdict("stream:gone/sample-x", "sample", "reject", "", "ann", stamp),
+            Verdict(bare["id"], "sample", "reject", "", "ann", stamp),
         ],
     )
     append_verdicts(quickstart / "envcraft", [Verdict(tasks[0], "task", "reject", "ambiguous", "bob", stamp)])
     site = open_site([quickstart], tmp_path / "cache")
     runs = {r.root.name: r for r in site.runs.values()}
     a = agreement(runs["tailor"])
-    assert (a["reviewed"], a["accepted"], a["rejected"], a["agree"], a["not_in_run"]) == (3, 2, 1, 1, 1)
+    assert (a["reviewed"], a["accepted"], a["rejected"], a["agree"], a["not_in_run"]) == (4, 2, 2, 1, 1)
+    assert (a["compared"], a["no_gates"]) == (3, 1)  # no gates recorded is not "the gates passed it"
     assert a["agreement"] == pytest.approx(1 / 3, abs=1e-3)
     [missed] = a["rejected_but_gates_passed"]
     assert (

@@ -244,7 +244,8 @@ def gates_of(run: Run, rid: str, kind: str) -> dict[str, bool]:
 
 def agreement(run: Run) -> dict[str, Any]:
     """Reviewers against the gates, over the records with a decision: how many were accepted / rejected,
-    how often the reviewer and the gates agree (gates pass ⇔ accept), and the disagreements — records a
+    how often the reviewer and the gates agree (gates pass ⇔ accept; over the records that carry gate
+    verdicts, the others counted as ``no_gates``), and the disagreements — records a
     reviewer rejected although every gate passed them (with the gates that let them through, the ones
     that missed) and records a reviewer accepted that a gate failed."""
     reviews = reviews_of(run)
@@ -253,8 +254,10 @@ def agreement(run: Run) -> dict[str, Any]:
         "accepted": 0,
         "rejected": 0,
         "notes": sum(len(r.notes) for r in reviews.by_id.values()),
+        "compared": 0,
         "agree": 0,
         "agreement": None,
+        "no_gates": 0,
         "rejected_but_gates_passed": [],
         "accepted_but_gates_failed": [],
         "not_in_run": 0,
@@ -263,12 +266,16 @@ def agreement(run: Run) -> dict[str, Any]:
     for review in reviews.by_id.values():
         if review.decision not in DECISIONS:
             continue
-        gates = gates_of(run, review.id, review.kind)
-        if not gates and kind_in(run, review.id, review.kind) is None:
+        if kind_in(run, review.id, review.kind) is None:
             out["not_in_run"] += 1
             continue
         out["reviewed"] += 1
         out["accepted" if review.decision == "accept" else "rejected"] += 1
+        gates = gates_of(run, review.id, review.kind)
+        if not gates:  # nothing recorded to agree with: counted apart, never as a pass
+            out["no_gates"] += 1
+            continue
+        out["compared"] += 1
         gates_pass = all(gates.values())
         human_pass = review.decision == "accept"
         row = {"id": review.id, "kind": review.kind, "reviewer": review.reviewer, "note": review.note}
@@ -279,8 +286,8 @@ def agreement(run: Run) -> dict[str, Any]:
         else:
             failed = sorted(g for g, ok in gates.items() if not ok)
             out["accepted_but_gates_failed"].append({**row, "gates_failed": failed})
-    if out["reviewed"]:
-        out["agreement"] = round(out["agree"] / out["reviewed"], 4)
+    if out["compared"]:
+        out["agreement"] = round(out["agree"] / out["compared"], 4)
     return out
 
 
@@ -298,6 +305,8 @@ def agreement_block(run: Run, ctx: Ctx) -> str:
         f" <b>{a['rejected']:,}</b> rejected, {a['notes']:,} note(s); agreement with the gates:"
         f" <b class=agreement-rate>{rate}</b></p>"
     )
+    if a["no_gates"]:
+        body += f"<p class=note>{a['no_gates']} reviewed record(s) carry no gate verdicts to compare with</p>"
     if a["not_in_run"]:
         body += f"<p class=note>{a['not_in_run']} verdict(s) name records no longer in the run</p>"
     body += _disagreements(ctx, a["rejected_but_gates_passed"], "Rejected by a reviewer, passed by the gates",
