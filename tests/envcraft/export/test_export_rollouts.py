@@ -13,6 +13,12 @@ from dataclaw.envcraft.export import export_tasks
 from support.openai_server import OpenAIServer, ReceivedRequest, Reply
 
 
+def write(tasks: list[dict[str, Any]], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    return path
+
+
 def _agent(tasks: list[dict[str, Any]]):
     """Replays the gold chain of the task it is asked about, except for the first task on seed 1 (the
     second trial), where it only talks: that trial fails."""
@@ -74,3 +80,19 @@ def test_an_export_of_a_rolled_out_run_carries_pass_hat_k(
 def test_an_export_without_rollouts_says_none(tasks_file: Path, tmp_path) -> None:
     out = export_tasks(tasks_file, "verl", tmp_path / "verl").out
     assert json.loads((out / "manifest.json").read_text())["rollouts"] is None
+
+
+def test_an_export_names_basis_components_its_reward_cannot_score(tool_tasks: list, tmp_path, capsys) -> None:
+    told = {"reward_basis": ["DB", "COMMUNICATE"], "communicate_info": ["done"]}
+    tasks = [{**t, "metadata": {**t["metadata"], **told}} if i < 2 else t for i, t in enumerate(tool_tasks)]
+    src = write(tasks, tmp_path / "run" / "tasks.jsonl")
+    assert _run(["tasks", "export", str(src), "--to", "trl", "-o", str(tmp_path / "trl")]) == 0
+    manifest = json.loads((tmp_path / "trl" / "manifest.json").read_text())
+    assert manifest["unscored_basis"] == {"communicate": 2}
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "not scored: communicate (2 tasks) (they need the conversation)" in printed
+    # a basis component without data (no communicate info) is no gap: τ² counts it 1
+    bare = [{**t, "metadata": {**t["metadata"], "reward_basis": ["DB", "COMMUNICATE"]}} for t in tool_tasks]
+    src = write(bare, tmp_path / "bare" / "tasks.jsonl")
+    out = export_tasks(src, "trl", tmp_path / "trl-bare").out
+    assert json.loads((out / "manifest.json").read_text())["unscored_basis"] == {}

@@ -415,7 +415,7 @@ class Exporter:
 def write_common(prep: Prepared, out: Path, fmt: str, extra: dict[str, Any] | None = None) -> list[str]:
     """The manifest, the tasks and copies of non-built-in environment packages; the manifest's
     ``rollouts`` holds pass^k and the components of rollouts beside the tasks (:mod:`.rollouts`)."""
-    from dataclaw.envcraft.export.rollouts import rollout_stats
+    from dataclaw.envcraft.export.rollouts import rollout_stats, unscored_basis
 
     out.mkdir(parents=True, exist_ok=True)
     files = [MANIFEST, TASKS_FILE]
@@ -439,6 +439,7 @@ def write_common(prep: Prepared, out: Path, fmt: str, extra: dict[str, Any] | No
         "source": str(prep.source),
         "soundness": prep.soundness,
         "rollouts": rollout_stats(prep.source.parent, [t.id for t in prep.tasks]),
+        "unscored_basis": unscored_basis(prep.tasks),
         **(extra or {}),
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

@@ -4,6 +4,10 @@ A task run that was also rolled out (``dataclaw tasks rollout RUN -o RUN``, or c
 ``rollouts.jsonl`` beside ``tasks.jsonl``; the export's manifest then carries, for the exported tasks only,
 pass^k (τ-bench's, :func:`dataclaw.envcraft.rollout.run.pass_hat_k`), the mean reward, the component means
 and each task's trials and successes — the difficulty a curriculum or a reader wants, next to the tasks.
+
+The manifest's ``unscored_basis`` counts the tasks whose reward basis holds a component the exported
+reward cannot compute (``communicate``, ``nl_assertions``: they need the conversation, a trainer's reward
+sees the end state), so a reader knows where the exported reward is more lenient than the task's own.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from dataclaw.envcraft.rollout.evaluate import component_summary
+from dataclaw.envcraft.rollout.evaluate import COMMUNICATE, NL_ASSERTIONS, component_summary, criteria_of
 from dataclaw.envcraft.rollout.run import is_success, pass_hat_k
 
 ROLLOUTS_FILE = "rollouts.jsonl"
@@ -68,16 +72,51 @@ def rollout_stats(folder: Path, task_ids: list[str]) -> dict[str, Any] | None:
     }
 
 
+TRANSCRIPT_COMPONENTS = (COMMUNICATE, NL_ASSERTIONS)
+"""Components a trainer's reward function cannot compute: it sees the environment's state, not the
+conversation (and has no judge)."""
+
+
+def unscored_basis(tasks: list[Any]) -> dict[str, int]:
+    """Tasks per component that is in a task's reward basis, has data there, and needs the conversation:
+    where an exported reward (the verifier on the end state) is more lenient than the task's own."""
+    out: dict[str, int] = {}
+    for task in tasks:
+        crit = criteria_of(task)
+        has = {COMMUNICATE: bool(crit.communicate), NL_ASSERTIONS: bool(crit.nl_assertions)}
+        for name in TRANSCRIPT_COMPONENTS:
+            if name in crit.basis and has[name]:
+                out[name] = out.get(name, 0) + 1
+    return out
+
+
 def rollout_lines(export: Path) -> list[str]:
-    """What an export's summary says of the rollouts its manifest carries (nothing when none)."""
+    """What an export's summary says of the rollouts its manifest carries (nothing when none), and of the
+    components its reward leaves out (:func:`unscored_lines`)."""
     try:
         stats = json.loads((export / "manifest.json").read_text(encoding="utf-8")).get("rollouts")
     except (OSError, ValueError):
         return []
     if not stats:
-        return []
+        return unscored_lines(export)
     hat = " ".join(f"pass^{k}={v:.3f}" for k, v in stats["pass_hat_k"].items())
     return [
         f"rollouts: {stats['rollouts']} of {stats['tasks']}/{stats['of_tasks']} tasks ({ROLLOUTS_FILE}): "
-        f"{hat}, mean reward {stats['mean_reward']:.3f}"
+        f"{hat}, mean reward {stats['mean_reward']:.3f}",
+        *unscored_lines(export),
+    ]
+
+
+def unscored_lines(export: Path) -> list[str]:
+    """The export's warning when its reward leaves out components of some tasks' reward basis."""
+    try:
+        gaps = json.loads((export / "manifest.json").read_text(encoding="utf-8")).get("unscored_basis")
+    except (OSError, ValueError):
+        return []
+    if not gaps:
+        return []
+    what = ", ".join(f"{name} ({n} tasks)" for name, n in sorted(gaps.items()))
+    return [
+        f"warning: the exported reward scores the end state only; not scored: {what} "
+        "(they need the conversation)"
     ]
