@@ -13,8 +13,9 @@ answer to each other and to the evidence, so that plausible garbage in the right
   the anchor named: an object's colour the task names otherwise, a manipulated object the task does not
   hold ("picking up a blue ball" for "Pick up the yellow bottle"), an application no recorded window,
   event or screen text shows while they show others, a setting's value the task / screen text / typing
-  gives otherwise, a GUI action kind the event log never recorded, text the answer says was typed that
-  the event log's typing and the screen text (OCR) never show; and against what was said (transcript
+  gives otherwise, a GUI action kind the event log never recorded, text the answer says was typed (a
+  label it says was clicked) that the event log's typing (click targets) and the screen text (OCR) never
+  show; and against what was said (transcript
   and slide anchors): a quotation neither the transcript nor the slide text has, a time outside the
   segment's transcript anchors, another slide than the segment's, a key concept the segment never
   mentions. It fails only on a contradiction: a claim the anchors say nothing about passes (a segment's
@@ -444,12 +445,14 @@ def check_anchor_agreement(
     show others), ``value`` (a setting set to a value the anchors give otherwise, a value no anchor shows
     anywhere), ``action`` (a GUI action kind the recorded event log, which has events, never holds),
     ``typed`` (quoted text the answer says was typed, entered or searched for that no typing event and no
-    anchor text holds, when the log has typing), ``quote`` (a quotation of two or more words that neither
-    the transcript nor the slide text says, its words in order), ``time`` (a time outside the segment's
-    transcript anchors, 10 s of slack; streams without frames only), ``slide`` (a slide number other than
-    the segment's index or page), ``concept`` (a ``key_concept`` / ``concept`` / ``topic`` none of whose
-    words the segment's transcript or slide text says; the lecture's title does not count). A claim the
-    anchors say nothing about passes: only contradictions fail."""
+    anchor text holds, when the log has typing), ``clicked`` (a quoted label the answer says was clicked
+    that no click target of the log, which names every click's target, and no anchor text holds),
+    ``quote`` (a quotation of two or more words that neither the transcript nor the slide text says, its
+    words in order), ``time`` (a time outside the segment's transcript anchors, 10 s of slack; streams
+    without frames only), ``slide`` (a slide number other than the segment's index or page), ``concept``
+    (a ``key_concept`` / ``concept`` / ``topic`` none of whose words the segment's transcript or slide
+    text says; the lecture's title does not count). A claim the anchors say nothing about passes:
+    only contradictions fail."""
     wanted = set(checks or CHECKS)
     evidence = evidence_of(ctx)
     texts = _texts(output, fields)
@@ -779,10 +782,40 @@ def _typed_check(
     return None
 
 
+_CLICKED = re.compile(
+    r"\b(?:(?:double|right)[- ]?)?(?:click(?:s|ed|ing)?|tap(?:s|ped|ping)?)\s+(?:on\s+)?(?:the\s+)?"
+    r"[\"“‘']([^\"”’']{1,80})[\"”’']",
+    re.IGNORECASE,
+)
+CLICK_KINDS = frozenset({"click", "double_click", "right_click", "middle_click"})
+
+
+def _clicked_check(
+    where: str, text: str, ctx: dict[str, Any], evidence: list[Evidence], whole: str
+) -> Failure | None:
+    clicks = [e for e in ctx.get("events") or [] if isinstance(e, dict) and e.get("kind") in CLICK_KINDS]
+    if not clicks or not all(str(e.get("target") or "").strip() for e in clicks):
+        return None  # a click without a recorded target: the log does not say what every click hit
+    targets = [_norm(str(e["target"])) for e in clicks]
+    shown = targets + [_norm(ev.text) for ev in evidence]
+    for m in _CLICKED.finditer(text):
+        claimed = _norm(m.group(1))
+        if not claimed or any(claimed in s for s in shown) or any(t and t in claimed for t in targets):
+            continue
+        listed = ", ".join(dict.fromkeys(_quote(str(e["target"]), 40) for e in clicks))
+        return Failure(
+            ValidationIssue.CONTRADICTS_ANCHOR,
+            f"{where}: says it clicks {_quote(m.group(1))}, but the GUI event log's {len(clicks)} clicks hit "
+            f"only {listed} and no screen text shows it",
+            span=m.group(),
+        )
+    return None
+
+
 CHECKS = {
     "colour": _colour_check, "object": _object_check, "app": _app_check, "value": _value_check,
     "action": _action_check, "quote": _quote_check, "time": _time_check, "slide": _slide_check,
-    "concept": _concept_check, "typed": _typed_check,
+    "concept": _concept_check, "typed": _typed_check, "clicked": _clicked_check,
 }  # fmt: skip
 """The contradictions ``anchor_agreement`` looks for, by name (its ``checks`` parameter)."""
 
