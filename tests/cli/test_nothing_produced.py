@@ -11,8 +11,6 @@ from dataclaw.cli._produced import NothingProduced, reasons_text, require_made, 
 from dataclaw.cli.app import _run
 from envcraft.importers import shapes
 
-CHAINS = Path("/work/shared/data/clawforge/chains/arxiv_review_roadmap_env.jsonl")
-
 
 def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
     err = capsys.readouterr().err.strip()
@@ -72,12 +70,13 @@ def test_tasks_import_of_only_bad_items_exits_1_naming_the_reasons(tmp_path: Pat
     ]
 
 
-def test_tasks_claw_synth_whose_model_writes_nothing_exits_1(tmp_path: Path, capsys) -> None:
-    if not CHAINS.is_file():
-        pytest.skip(f"{CHAINS} is not here")
+def test_tasks_claw_synth_whose_model_writes_nothing_exits_1(
+    tmp_path: Path, capsys, shared_data: Path
+) -> None:
+    chains = shared_data / "clawforge" / "chains" / "arxiv_review_roadmap_env.jsonl"  # real ClawForge chains
     (tmp_path / "none.jsonl").write_text("")  # a replay that holds no answer: every call fails
     out = tmp_path / "claw"
-    args = ["tasks", "claw-synth", str(CHAINS), "-o", str(out), "--limit", "2"]
+    args = ["tasks", "claw-synth", str(chains), "-o", str(out), "--limit", "2"]
     assert _run([*args, "--model", f"replay:{tmp_path / 'none.jsonl'}"]) == 1
     assert _one_error_line(capsys) == (
         "error: 0 claw tasks passing the code audit: all 2 rejected at claw_generate (model_error 2), "
