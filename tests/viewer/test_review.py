@@ -201,6 +201,22 @@ def test_agreement_lists_the_gates_that_passed_what_a_reviewer_rejected(
     )
     [lenient] = a["accepted_but_gates_failed"]
     assert lenient["id"] == ids[2] and lenient["gates_failed"] == ["grounded_text"]
+    # responses: a reviewer overrules the validator that rejected one, and agrees with one that passed
+    responses = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    verdicts = site.runs[runs["tailor"].key].verdicts["validated"]
+    failed_resp = next(r["id"] for r in responses if verdicts.get(r["id"]) == "frames_out_of_order")
+    passed_resp = next(r["id"] for r in responses if verdicts.get(r["id"]) == "")
+    append_verdicts(
+        run,
+        [
+            Verdict(failed_resp, "response", "accept", "repeated frames are a hold", "ann", stamp),
+            Verdict(passed_resp, "response", "accept", "", "ann", stamp),
+        ],
+    )
+    a = agreement(runs["tailor"])
+    overruled = [r for r in a["accepted_but_gates_failed"] if r["kind"] == "response"]
+    assert [(r["id"], r["gates_failed"]) for r in overruled] == [(failed_resp, ["validation:ordered"])]
+    assert (a["compared"], a["agree"]) == (5, 2)
     t = agreement(runs["envcraft"])
     [missed] = t["rejected_but_gates_passed"]
     assert missed["gates_passed"] == ["verifier_proof"] and missed["note"] == "ambiguous"

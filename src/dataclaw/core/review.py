@@ -1,10 +1,11 @@
 """Human verdicts on a run's records: the run's append-only verdict file, read by the viewer and the exports.
 
-A reviewer accepts, rejects or annotates a sample or a task in ``dataclaw view``; each verdict is one JSON
-line appended to ``RUN/_viewer/verdicts.jsonl`` (record id, kind, verdict, note, reviewer, time). Stage
-files are never edited: the verdict file sits beside them, and for each record the last ``accept`` or
-``reject`` line wins (notes accumulate). Exports read it through :func:`review_filter`: a rejected record
-is left out, and with ``reviewed_only`` so is one nobody decided on.
+A reviewer accepts, rejects or annotates a sample, a task or a model response in ``dataclaw view``;
+each verdict is one JSON line appended to ``RUN/_viewer/verdicts.jsonl`` (record id, kind, verdict,
+note, reviewer, time). Stage files are never edited: the verdict file sits beside them, and for each
+record the last ``accept`` or ``reject`` line wins (notes accumulate). Exports read it through
+:func:`review_filter`: a rejected record is left out, and with ``reviewed_only`` so is one nobody decided
+on.
 
 It lives in ``core`` because both engines' exporters read it and the viewer writes it.
 """
@@ -26,7 +27,7 @@ VERDICTS_FILE = Path("_viewer") / "verdicts.jsonl"
 """Where a run keeps its human verdicts (``_viewer`` is never read as a stage or a nested run)."""
 VERDICTS = ("accept", "reject", "note")
 DECISIONS = ("accept", "reject")
-KINDS = ("sample", "task")
+KINDS = ("sample", "task", "response")
 MAX_ID, MAX_NOTE, MAX_REVIEWER = 1000, 10_000, 200
 HUMAN_REJECTED, UNREVIEWED = "human_rejected", "unreviewed"
 """The reasons an export gives for leaving a record out because of its review."""

@@ -293,7 +293,7 @@ def _request_section(resp: Rec, ctx: Ctx) -> str:
 
 
 def _resp_render(rec: Rec, ctx: Ctx) -> str:
-    out = ctx.lineage(rec) + _request_section(rec, ctx)
+    out = ctx.lineage(rec) + review_panel(rec, ctx) + _request_section(rec, ctx)
     out += "<h2>Answer</h2>" + json_block(rec.get("output"))
     verdict = _response_verdict(ctx.run, _s(rec.get("id")))
     out += f"<h2>Validation</h2><p>{_verdict_badge(verdict)}</p>"

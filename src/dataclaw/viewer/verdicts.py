@@ -41,8 +41,10 @@ REVIEWED_STAGES: dict[str, str] = {
     "tasks": "task",
     "calibrated_tasks": "task",
     "repaired_tasks": "task",
+    "responses": "response",
 }
-"""Stage file → the kind of record a reviewer judges on its pages."""
+"""Stage file → the kind of record a reviewer judges on its pages (responses: so that a reviewer can
+also overrule a validator that rejected an answer; only samples and tasks are exported)."""
 
 
 def default_reviewer() -> str:
@@ -207,13 +209,22 @@ def _state(review: Review | None) -> str:
 
 
 # --- agreement with the gates ------------------------------------------------------------------------
-def gates_of(run: Run, rid: str, kind: str) -> dict[str, bool]:
+def gates_of(run: Run, rid: str, kind: str, failures: dict[str, list[str]] | None = None) -> dict[str, bool]:
     """The run's own gates on a record, by name → passed: a sample's validator checks; a task's verifier
-    proof, soundness policies, rubric and calibration verdicts and claw-audit checks where it has them."""
+    proof, soundness policies, rubric and calibration verdicts and claw-audit checks where it has them; a
+    response's validation (passed, or each validator that failed it: ``failures``, from the rejects)."""
     stage = kind_in(run, rid, kind)
     rec = run.record(stage, rid) if stage else None
     if rec is None:
         return {}
+    if kind == "response":
+        verdict = run.verdicts.get("validated", {}).get(rid)
+        if verdict is None:
+            return {}  # never validated: nothing to agree with
+        if verdict == "":
+            return {"validation": True}
+        names = (failures if failures is not None else validation_failures(run)).get(rid) or []
+        return {f"validation:{n}": False for n in names} or {f"validation:{verdict}": False}
     if kind == "sample":
         checks = rec.get("checks")
         return {str(k): bool(v) for k, v in checks.items()} if isinstance(checks, dict) else {}
@@ -242,6 +253,21 @@ def gates_of(run: Run, rid: str, kind: str) -> dict[str, bool]:
     return gates
 
 
+def validation_failures(run: Run) -> dict[str, list[str]]:
+    """Response id → the validators that failed it (its current validation reject's failures)."""
+    idx = run.indexes.get("rejects")
+    out: dict[str, list[str]] = {}
+    for n in range(len(idx) if idx is not None else 0):
+        if idx.facets[n].get("stage") != "validated":  # type: ignore[union-attr]
+            continue
+        rec = idx.get(n)  # type: ignore[union-attr]
+        detail = rec.get("detail") if isinstance(rec.get("detail"), dict) else {}
+        names = [str(f.get("validator")) for f in detail.get("failures") or [] if isinstance(f, dict)]
+        if isinstance(rec.get("record_id"), str):
+            out[rec["record_id"]] = names or [str(rec.get("reason"))]
+    return out
+
+
 def agreement(run: Run) -> dict[str, Any]:
     """Reviewers against the gates, over the records with a decision: how many were accepted / rejected,
     how often the reviewer and the gates agree (gates pass ⇔ accept; over the records that carry gate
@@ -263,6 +289,11 @@ def agreement(run: Run) -> dict[str, Any]:
         "not_in_run": 0,
         "problems": list(reviews.problems),
     }
+    failures = (
+        validation_failures(run)
+        if any(r.kind == "response" and r.decision for r in reviews.by_id.values())
+        else {}
+    )
     for review in reviews.by_id.values():
         if review.decision not in DECISIONS:
             continue
@@ -271,7 +302,7 @@ def agreement(run: Run) -> dict[str, Any]:
             continue
         out["reviewed"] += 1
         out["accepted" if review.decision == "accept" else "rejected"] += 1
-        gates = gates_of(run, review.id, review.kind)
+        gates = gates_of(run, review.id, review.kind, failures)
         if not gates:  # nothing recorded to agree with: counted apart, never as a pass
             out["no_gates"] += 1
             continue
