@@ -10,8 +10,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 OE_VENV := .venv-openenv
 TRAIN_VENV := .venv-train
 VERL_VENV := .venv-verl
+TAU2_VENV := .venv-tau2
+TAU2_REQS := src/dataclaw/envcraft/importers/tau2_package/requirements.txt
 
-.PHONY: setup run test test-fast test-openenv train-setup verl-setup test-train bfcl-wheel lint bench clean
+.PHONY: setup run test test-fast test-openenv train-setup verl-setup tau2-setup test-train bfcl-wheel lint bench clean
 
 setup: $(VENV)/.deps-ok
 
@@ -57,6 +59,16 @@ $(VERL_VENV)/.deps-ok: pyproject.toml
 	$(VERL_VENV)/bin/pip install -q -e '.[verl]'
 	touch $@
 
+# τ²-bench's domain code (an imported tau2 package's env worker runs on this Python, in the sandbox):
+# tau2's runtime dependencies without its LLM stack (litellm), ~40 s to install
+$(TAU2_VENV)/.deps-ok: $(TAU2_REQS)
+	$(PY) -m venv $(TAU2_VENV)
+	$(TAU2_VENV)/bin/pip install -q --upgrade pip
+	$(TAU2_VENV)/bin/pip install -q -r $(TAU2_REQS)
+	touch $@
+
+tau2-setup: $(TAU2_VENV)/.deps-ok
+
 # BFCL-v3's tasks, ground truth and backends ship inside the bfcl-eval wheel: the importer reads the wheel
 # file and never installs it (its pins conflict with ours). Fetched once into dataclaw's wheel cache.
 WHEEL_CACHE ?= $(HOME)/.cache/dataclaw/wheels
@@ -77,7 +89,7 @@ test-train: setup $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok
 run: setup
 	$(BIN)/dataclaw quickstart
 
-test: setup $(OE_VENV)/.deps-ok $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok $(BFCL_WHEEL)
+test: setup $(OE_VENV)/.deps-ok $(TRAIN_VENV)/.deps-ok $(VERL_VENV)/.deps-ok $(TAU2_VENV)/.deps-ok $(BFCL_WHEEL)
 	$(BIN)/python -m pytest -q
 	$(OE_VENV)/bin/python -m pytest -q tests/envcraft/serve
 

@@ -18,10 +18,10 @@ from envcraft.importers import shapes
 
 BIN = Path(sys.executable).parent
 TAU2 = Path(__file__).resolve().parents[3] / "shared" / "data" / "tau2"
-FIXTURE_SRC = Path(__file__).resolve().parents[1] / "envcraft" / "importers" / "fixtures" / "tau2" / "src"
+TAU2_SRC = TAU2.parent / "tau2-bench" / "src"  # the published src/tau2 (a2c0247), run as it is
 pytestmark = [
     pytest.mark.skipif(not sandbox_available(), reason="imported code runs in the sandbox"),
-    pytest.mark.skipif(not (TAU2 / "mock").is_dir(), reason="needs ../shared/data/tau2"),
+    pytest.mark.skipif(not (TAU2_SRC / "tau2").is_dir(), reason="needs ../shared/data/tau2 and tau2-bench"),
 ]
 
 
@@ -40,7 +40,7 @@ def _records(path: Path) -> list[dict]:
 def test_imported_tau2_and_pinchbench_sets_audit_export_and_view(tmp_path: Path) -> None:
     ck = tmp_path / "tau2-bench"
     shutil.copytree(TAU2 / "mock", ck / "data" / "tau2" / "domains" / "mock")
-    shutil.copytree(FIXTURE_SRC, ck / "src")
+    shutil.copytree(TAU2_SRC, ck / "src", ignore=shutil.ignore_patterns("__pycache__"))
     skill = shapes.pinchbench_skill(tmp_path / "skill", broken=False)
     tau2, pb = tmp_path / "tau2", tmp_path / "pb"
     assert "tasks: 6 records" in dataclaw("tasks", "import", "tau2", ck, "-o", tau2).stdout

@@ -550,17 +550,17 @@ def test_type_hints_of_wrapped_and_union_schemas() -> None:
 # ---- tau2 (the real mock domain) -----------------------------------------------------------------------
 
 TAU2 = Path(__file__).resolve().parents[4] / "shared" / "data" / "tau2"
-TAU2_TOOLS = Path(__file__).resolve().parents[1] / "importers" / "fixtures" / "tau2" / "src"
+TAU2_SRC = TAU2.parent / "tau2-bench" / "src"  # the published src/tau2 (a2c0247), run as it is
 
 
 @needs_sandbox
-@pytest.mark.skipif(not (TAU2 / "mock").is_dir(), reason="needs ../shared/data/tau2")
+@pytest.mark.skipif(not (TAU2_SRC / "tau2").is_dir(), reason="needs ../shared/data/tau2 and tau2-bench")
 def test_tau2_mock_tasks_score_the_same_through_both_exports(tmp_path: Path) -> None:
     from dataclaw.envcraft.importers import Produces, run_import
 
     root = tmp_path / "tau2-bench"
     shutil.copytree(TAU2 / "mock", root / "data" / "tau2" / "domains" / "mock")
-    shutil.copytree(TAU2_TOOLS, root / "src")
+    shutil.copytree(TAU2_SRC, root / "src", ignore=shutil.ignore_patterns("__pycache__"))
     s = run_import("auto", root, tmp_path / "run", Produces.TASKS)
     assert s.format == "tau2" and s.imported >= 3, s.reject_messages
     tasks = _records(tmp_path / "run" / "tasks.jsonl")
@@ -638,12 +638,12 @@ def test_every_imported_bfcl_task_scores_the_same_through_trl_and_verl(tmp_path:
 # ---- every soundness trial through TRL, VERL and env serve ---------------------------------------------
 
 
-def _tau2_run(tmp_path: Path, domain: str, src: Path = TAU2_TOOLS) -> tuple[Path, list[dict[str, Any]]]:
+def _tau2_run(tmp_path: Path, domain: str, src: Path = TAU2_SRC) -> tuple[Path, list[dict[str, Any]]]:
     from dataclaw.envcraft.importers import Produces, run_import
 
     root = tmp_path / "tau2-bench"
     shutil.copytree(TAU2 / domain, root / "data" / "tau2" / "domains" / domain)
-    shutil.copytree(src, root / "src")
+    shutil.copytree(src, root / "src", ignore=shutil.ignore_patterns("__pycache__"))
     s = run_import("auto", root, tmp_path / "run", Produces.TASKS)
     assert s.format == "tau2" and s.imported >= 3, s.reject_messages
     return tmp_path / "run" / "tasks.jsonl", _records(tmp_path / "run" / "tasks.jsonl")
@@ -718,7 +718,7 @@ def test_the_export_summary_carries_the_soundness_figures_per_policy(
 @needs_paths
 @needs_sandbox
 @pytest.mark.timeout(1800)
-@pytest.mark.skipif(not (TAU2 / "mock").is_dir(), reason="needs ../shared/data/tau2")
+@pytest.mark.skipif(not (TAU2_SRC / "tau2").is_dir(), reason="needs ../shared/data/tau2 and tau2-bench")
 def test_every_trial_of_tau2_mock_tasks_scores_the_same_through_every_path(tmp_path: Path) -> None:
     src, tasks = _tau2_run(tmp_path, "mock")
     trials, reports = suite_trials(tasks)

@@ -1,20 +1,23 @@
-"""τ²-bench (sierra-research/tau2-bench) domains → task records and environments.
+"""τ²-bench (sierra-research/tau2-bench) domains → task records and environments, run by tau2's own code.
 
-The source is a tau2-bench checkout (``data/tau2/domains/<d>/{db.json, tasks.json, policy.md}`` and the
-domain's tools, Python in ``src/tau2/domains/<d>/tools.py``) or one domain folder holding ``db.json`` and
-``tasks.json`` (its tools then come from a checkout above it, or a ``src/tau2`` tree beside it). A domain
-without its tools module cannot run: each of its tasks is a ``missing_tools`` reject that names the file
-it looked for (dataclaw does not re-implement tau2's tools).
+The source is a tau2-bench checkout (``data/tau2/domains/<d>/{db.json, tasks.json, policy.md, …}`` and
+the domain's Python in ``src/tau2/domains/<d>/``) or one domain folder holding ``db.json`` and
+``tasks.json`` (its code then comes from a checkout above it, or a ``src/tau2`` tree beside it). A domain
+without its code cannot run: each of its tasks is a ``missing_tools`` reject that names the file it looked
+for (dataclaw does not re-implement tau2's domains).
 
 Each domain becomes an environment package (``tau2_<domain>``: the checkout's ``src/tau2`` under
-``vendor/``, ``db.json`` as its world data, dataclaw's wrapper ``env.py``, a scenario per task) that runs
-only in the sandboxed env worker: the tools are untrusted code. A task record carries the user scenario
-(the simulated user's instructions, as the user turn), the task's initialization (data, actions, the tool
-calls of a recorded message history) and its verifier: the database hash its gold actions reach (tau2's
-DB check, when ``DB`` is in its reward basis) and every env assertion (``ENV_ASSERTION``). tau2's
-``NL_ASSERTION``, ``COMMUNICATE`` and ``ACTION`` criteria are kept in the metadata, not scored: they need
-an LLM judge or the transcript. A task whose gold actions leave nothing to check (no database change,
-no env assertion) is an ``unsupported`` reject, as is one that needs the user's own tools.
+``vendor/``, the domain's data under ``data/tau2/domains/<d>/`` as tau2 lays it out, dataclaw's wrapper
+``env.py``, a scenario per task). It runs only in the sandboxed env worker, on the ``tau2`` side venv
+(``runtime.json``; ``make tau2-setup``): tau2's environment, tools, database hash and evaluators, with
+tau2's own dependencies, never imported into dataclaw's process. A task record carries the user scenario
+(the simulated user's instructions, as the user turn), the tau2 task itself, and a verifier on
+``tau2_reward``: the product, over the task's reward basis, of the components the environment scores
+(``db``: tau2's DB check; ``env_assertions``). ``ACTION``, ``COMMUNICATE`` and ``NL_ASSERTION`` need the
+transcript (and a judge): listed as ``not_scored``, scored by the rollout. A task is imported only when
+its gold actions score 1 and doing nothing scores 0; a task whose gold changes nothing the environment
+scores (doing nothing already passes) is an ``unsupported`` reject flagged ``gold_noop``, as is a task
+whose basis leaves nothing to score here or whose gold needs the user's own tools.
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.pipeline.stage import Record
 
 TEMPLATE = Path(__file__).resolve().parent / "tau2_package" / "env.py"
+PYTHON_ENV = "tau2"
+"""The side venv the packages run on (``.venv-tau2``: tau2's runtime dependencies; ``make tau2-setup``)."""
+DOMAIN_FILES = ("environment.py", "tools.py", "data_model.py")
+"""What a domain's code must have: tau2's ``get_environment`` and the toolkit and database it builds."""
+DATA_FILES = ("db.json", "user_db.json", "policy.md", "policy_solo.md")
 BASE_TIME = "2025-01-01T00:00:00Z"
 DEFAULT_REWARD_BASIS = ["DB", "COMMUNICATE"]  # tau2's EvaluationCriteria default
 MISSING_TOOLS = ImportReason.MISSING_TOOLS
@@ -56,19 +64,17 @@ class Domain:
         self.data = data  # holds db.json, tasks.json, policy.md
         self.src = src  # the ``src/tau2`` tree (None when not found)
 
-    @property
-    def tools_file(self) -> Path | None:
-        return self.src / "domains" / self.name / "tools.py" if self.src is not None else None
-
     def tools_problem(self) -> str | None:
+        """Why the domain's tau2 code cannot run (None: it is all there)."""
         if self.src is None:
             return (
                 f"domain {self.name!r} has no tools: expected a tau2-bench checkout with "
                 f"src/tau2/domains/{self.name}/tools.py around {self.data}"
             )
-        assert self.tools_file is not None
-        if not self.tools_file.is_file():
-            return f"domain {self.name!r} has no tools module {self.tools_file}"
+        for name in DOMAIN_FILES:
+            path = self.src / "domains" / self.name / name
+            if not path.is_file():
+                return f"domain {self.name!r} has no {name[:-3]} module {path}"
         return None
 
     def tasks(self) -> list[Any]:
@@ -154,7 +160,9 @@ def _actions(items: Any, what: str) -> list[dict[str, Any]]:
 
 
 def convert_task(domain: str, task: Any) -> dict[str, Any]:
-    """One ``tasks.json`` entry → the scenario data of its task (raises :class:`ScenarioError`)."""
+    """One ``tasks.json`` entry → the scenario data of its task (raises :class:`ScenarioError`). The task
+    itself goes to tau2 as it is; what is checked here is what dataclaw needs of it: an id, the user's
+    instructions, well-formed actions, and gold actions the agent can take (not the user's tools)."""
     if not isinstance(task, dict) or not isinstance(task.get("id"), str) or not task["id"]:
         raise ScenarioError(ImportReason.MALFORMED, "task has no id")
     turn = _user_turn(task.get("user_scenario"))
@@ -162,36 +170,23 @@ def convert_task(domain: str, task: Any) -> dict[str, Any]:
     if not isinstance(crit, dict):
         raise ScenarioError(ImportReason.MALFORMED, "evaluation_criteria must be an object")
     init = task.get("initial_state") or {}
-    history_calls = [
-        {"name": c.get("name"), "arguments": c.get("arguments") or {}, "requestor": m.get("role")}
-        for m in init.get("message_history") or []
-        if isinstance(m, dict) and m.get("role") in ("assistant", "user")
-        for c in m.get("tool_calls") or []
-    ]
-    init_data = (init.get("initialization_data") or {}).get("agent_data")
-    if (init.get("initialization_data") or {}).get("user_data"):
-        raise ScenarioError(ImportReason.UNSUPPORTED, "initialization_data sets the user's database")
-    setup = {
-        "domain": domain,
-        "init_data": init_data,
-        "init_actions": _actions(init.get("initialization_actions"), "initialization_actions")
-        + _actions(history_calls, "message_history tool call"),
-        "env_assertions": [
-            {**a, "func_name": x["name"]}
-            for a, x in zip(
-                crit.get("env_assertions") or [],
-                _actions(crit.get("env_assertions"), "env_assertions"),
-                strict=True,
-            )
-        ],
-    }
+    if not isinstance(init, dict):
+        raise ScenarioError(ImportReason.MALFORMED, "initial_state must be an object")
     gold = _actions(crit.get("actions"), "evaluation_criteria.actions")
+    basis = list(crit.get("reward_basis") or DEFAULT_REWARD_BASIS)
+    for i, a in enumerate(crit.get("env_assertions") or []):
+        if isinstance(a, dict) and a.get("env_type") == "user" and "ENV_ASSERTION" in basis:
+            raise ScenarioError(
+                ImportReason.UNSUPPORTED,
+                f"env_assertions[{i}] checks the user's side ({a.get('func_name')}): only the user's own "
+                "tools can meet it (the user side is not imported)",
+            )
     return {
         "id": task["id"],
         "turn": turn,
-        "setup": setup,
+        "setup": {"domain": domain, "task": task},
         "gold": [{"tool": a["name"], "params": a["arguments"]} for a in gold],
-        "reward_basis": list(crit.get("reward_basis") or DEFAULT_REWARD_BASIS),
+        "reward_basis": basis,
         "criteria": crit,
         "user_scenario": task.get("user_scenario"),
         "description": task.get("description"),
@@ -200,18 +195,21 @@ def convert_task(domain: str, task: Any) -> dict[str, Any]:
 
 
 def write_package(domain: Domain, folder: Path, scenarios: list[dict[str, Any]]) -> None:
-    """The environment package of a domain: vendor/tau2 (the checkout's sources), data/db.json, the
-    policy, dataclaw's wrapper, README/SKILL and a scenario per task."""
+    """The environment package of a domain: vendor/tau2 (the checkout's sources), the domain's data in
+    tau2's layout (data/tau2/domains/<d>/), the side venv it runs on (runtime.json), dataclaw's wrapper,
+    README/SKILL and a scenario per task."""
     assert domain.src is not None
     name = folder.name
     _copy_tree(domain.src, folder / "vendor" / "tau2")
-    db = folder / "data" / "db.json"
-    db.parent.mkdir(parents=True, exist_ok=True)
-    if not db.is_file() or db.stat().st_size != (domain.data / "db.json").stat().st_size:
-        shutil.copyfile(domain.data / "db.json", db)
+    data = folder / "data" / "tau2" / "domains" / domain.name
+    data.mkdir(parents=True, exist_ok=True)
+    for fname in DATA_FILES:
+        src, dst = domain.data / fname, data / fname
+        if src.is_file() and (not dst.is_file() or dst.stat().st_size != src.stat().st_size):
+            shutil.copyfile(src, dst)
     policy = domain.data / "policy.md"
-    policy_text = policy.read_text(encoding="utf-8") if policy.is_file() else ""
-    _write(folder / "data" / "policy.md", policy_text)
+    _write(folder / "data" / "policy.md", policy.read_text(encoding="utf-8") if policy.is_file() else "")
+    _write(folder / "runtime.json", json.dumps({"python_env": PYTHON_ENV}) + "\n")
     _write(
         folder / "data" / "domain.json", json.dumps({"name": name, "domain": domain.name}, indent=1) + "\n"
     )
@@ -254,11 +252,13 @@ def _readme(domain: Domain, name: str) -> str:
     return f"""# {name}
 
 τ²-bench domain `{domain.name}` (sierra-research/tau2-bench, MIT), imported by dataclaw. `vendor/tau2` is
-the checkout's `src/tau2` as shipped and `data/db.json` the domain database; `env.py` is dataclaw's
-wrapper onto the EnvCraft runtime. It runs only in dataclaw's sandboxed env worker.
+the checkout's `src/tau2` as shipped and `data/tau2/domains/{domain.name}/` the domain's data in tau2's
+layout; `env.py` is dataclaw's wrapper onto the EnvCraft runtime: tau2's own environment, tools and
+evaluators. It runs only in dataclaw's sandboxed env worker, on the `tau2` side venv (`runtime.json`).
 
-Session model: one scenario per tau2 task (`data/scenarios/`); the state holds the task's
-initialization, the state-mutating calls applied so far, `db_hash` and the env assertions' results.
+Session model: one scenario per tau2 task (`data/scenarios/`); the state holds the tau2 task, every
+state-mutating tool call with tau2's response, the database hashes and `reward_components` (`db`,
+`env_assertions`; weight 1 when in the task's reward basis) with `tau2_reward` their product.
 
 Trainer bootstrap: `dataclaw env call <this folder> <tool> --scenario <task id>`; tasks come from
 `dataclaw tasks import tau2 <checkout> -o RUN`.
@@ -285,13 +285,21 @@ def replay(folder: Path, scenario_id: str, calls: list[dict[str, Any]]) -> tuple
         session.close()
 
 
-def verifier(sc: dict[str, Any], initial: dict[str, Any], final: dict[str, Any]) -> dict[str, Any]:
-    out = []
-    if "DB" in sc["reward_basis"] and final["db_hash"] != initial["db_hash"]:
-        out.append({"path": "/db_hash", "op": "eq", "value": final["db_hash"], "why": "tau2 DB check"})
-    if "ENV_ASSERTION" in sc["reward_basis"] and sc["setup"]["env_assertions"]:
-        out.append({"path": "/assertions_ok", "op": "eq", "value": True, "why": "tau2 env assertions"})
-    return {"version": 1, "assertions": out}
+VERIFIER = {
+    "version": 1,
+    "assertions": [
+        {
+            "path": "/tau2_reward",
+            "op": "eq",
+            "value": 1.0,
+            "why": "tau2's reward: every component in the task's reward basis (reward_components) scores 1",
+        }
+    ],
+}
+
+
+def _weighted(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: c for k, c in (state.get("reward_components") or {}).items() if c.get("weight", 0) > 0}
 
 
 @IMPORTERS.add
@@ -300,8 +308,8 @@ class Tau2Importer(Importer):
 
     name: ClassVar[str] = "tau2"
     produces: ClassVar[frozenset[Produces]] = frozenset({Produces.TASKS, Produces.ENVIRONMENTS})
-    description: ClassVar[str] = "τ²-bench checkout (data/tau2/domains/<d> + src/tau2/domains/<d>/tools.py)"
-    version: ClassVar[int] = 1
+    description: ClassVar[str] = "τ²-bench checkout (data/tau2/domains/<d> + src/tau2/domains/<d>/)"
+    version: ClassVar[int] = 2
 
     def sniff(self, src: Path) -> str | None:
         if not src.is_dir():
@@ -397,16 +405,26 @@ class Tau2Importer(Importer):
             return ImportReject(
                 ImportReason.UNKNOWN_TOOL, f"gold action calls unknown tool {unknown[0]['tool']!r}"
             )
-        ver = verifier(sc, initial, final)
-        if not ver["assertions"]:
+        scored = _weighted(final)
+        if not scored:
             return ImportReject(
                 ImportReason.UNSUPPORTED,
-                f"nothing to verify on the state: reward basis {sc['reward_basis']}, and the gold actions "
-                "change no database (tau2 scores this task on the transcript only)",
+                f"nothing the environment can score: reward basis {sc['reward_basis']} (ACTION, COMMUNICATE "
+                "and NL_ASSERTION need the transcript and a judge)",
             )
-        if not final.get("assertions_ok", True) and "ENV_ASSERTION" in sc["reward_basis"]:
+        if final.get("tau2_reward") != 1.0:
+            failing = {k: c["detail"] for k, c in scored.items() if c["score"] != 1.0}
             return ImportReject(
-                GOLD_FAILS, "the gold actions leave an env assertion unmet", {"errors": errors}
+                GOLD_FAILS,
+                "the gold actions do not score 1: " + "; ".join(f"{k}: {d}" for k, d in failing.items()),
+                {"errors": errors, "components": final.get("reward_components")},
+            )
+        if initial.get("tau2_reward") == 1.0:
+            return ImportReject(
+                ImportReason.UNSUPPORTED,
+                "gold_noop: doing nothing already scores 1 (the gold actions change nothing the "
+                f"environment scores on {sorted(scored)}), so a pass cannot tell a solution from no attempt",
+                {"flag": "gold_noop", "components": initial.get("reward_components")},
             )
         return [
             ToolTask(
@@ -417,14 +435,14 @@ class Tau2Importer(Importer):
                 instruction=sc["turn"],
                 user_turns=[sc["turn"]],
                 initial_state=initial,
-                verifier=ver,
+                verifier=VERIFIER,
                 gold_chain=sc["gold"],
                 metadata={
                     "source": "tau2",
                     "domain": sc["setup"]["domain"],
                     "tau2_id": sc["id"],
                     "reward_basis": sc["reward_basis"],
-                    "scored": [a["why"] for a in ver["assertions"]],
+                    "scored": sorted(scored),
                     "not_scored": [b for b in sc["reward_basis"] if b not in ("DB", "ENV_ASSERTION")],
                     "evaluation_criteria": sc["criteria"],
                     "user_scenario": sc["user_scenario"],

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dataclaw.envcraft.worker.protocol import FrameError, FrameReader, Op, send_frame
+from dataclaw.envcraft.worker.pythons import PythonEnvMissing, package_python
 from dataclaw.sandbox import Limits, Outcome, SandboxPolicy, Status, WarmWorker
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ class EnvWorker:
         shutil.copytree(self.folder, self._tmp / self._pkg, ignore=shutil.ignore_patterns("__pycache__"))
         (self._tmp / STATE_DIR).mkdir()
         lim = self.options.limits
-        self._worker = WarmWorker(self._tmp, lim, policy=self.options.policy, preload=PRELOAD)
+        self._worker = WarmWorker(self._tmp, lim, policy=self._policy(), preload=PRELOAD)
         self._job_limits = dataclasses.replace(lim, wall_s=LIFE_S, cpu_s=LIFE_S)
         self._lock = threading.RLock()
         self._sock: socket.socket | None = None
@@ -106,6 +107,17 @@ class EnvWorker:
         self._closed = False
         self.load_s = 0.0
         self.description: dict[str, Any] = {}
+
+    def _policy(self) -> SandboxPolicy | None:
+        """The options' sandbox policy, on the package's own Python when its ``runtime.json`` names one."""
+        try:
+            python = package_python(self.folder)
+        except PythonEnvMissing as exc:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise WorkerError(f"environment package {self.folder.name!r}: {exc}") from None
+        if python is None:
+            return self.options.policy
+        return dataclasses.replace(self.options.policy or SandboxPolicy(), python=python)
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
