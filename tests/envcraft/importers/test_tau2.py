@@ -196,6 +196,16 @@ def test_a_rerun_resumes_and_tasks_rollout_with_the_gold_calls_gets_reward_one(
     }
 
 
+@needs_real
+@needs_venv
+def test_env_import_makes_one_library_row_per_domain_with_tau2s_tools(mock_run: Path, tmp_path) -> None:
+    s = run_import("tau2", mock_run.parent / "tau2-bench", tmp_path / "lib", Produces.ENVIRONMENTS)
+    assert (s.items, s.imported) == (1, 1), s.reject_messages
+    row = _records(tmp_path / "lib" / "index.jsonl")[0]
+    assert (row["env"], row["passed"], row["scenarios"]) == ("tau2_mock", True, 9)  # the convertible tasks
+    assert row["tool_names"] == ["create_task", "get_users", "transfer_to_human_agents", "update_task_status"]
+
+
 def test_retail_without_its_code_is_a_reject_per_task_naming_the_file(tmp_path) -> None:
     run = tmp_path / "run"
     s = run_import("tau2", DATA / "retail", run, Produces.TASKS)
