@@ -357,3 +357,21 @@ def test_workers_that_die_before_any_record_stop_the_stage_quickly(tmp_path):
             DiesInSetup(), [{"id": f"r{i}"} for i in range(30)], RunStore(tmp_path), LocalExecutor(workers=2)
         )
     assert time.monotonic() - t0 < 30, "not one fresh pool per record"
+
+
+def test_an_aborted_stage_leaves_its_true_partial_counts_in_the_manifest(tmp_path):
+    import pytest
+
+    from dataclaw.pipeline.runner import StageAborted
+
+    items = [{"id": f"r{i}"} for i in range(6)]
+    store = RunStore(tmp_path)
+    with pytest.raises(StageAborted, match="r3 failed"):
+        run_stage(Flaky(fail={"r3"}, fatal=True), items, store, LocalExecutor(workers=1))
+    entry = store.manifest()["last_run"]["flaky"]  # was missing (read as null) after an abort
+    assert entry["processed"] == 3 and entry["outputs"] == 3 and entry["inputs"] == 4
+    assert "r3 failed" in entry["aborted"] and entry["seconds"] > 0
+    assert store.manifest()["counts"]["flaky"] == len(list(store.records("flaky"))) == 3
+    done = run_stage(Flaky(), items, store, LocalExecutor(workers=1))  # the rerun finishes: no abort left
+    entry = store.manifest()["last_run"]["flaky"]
+    assert "aborted" not in entry and entry["skipped"] == done.skipped == 3 and entry["outputs"] == 3

@@ -228,8 +228,9 @@ def nothing_made(summary: dict[str, Any]) -> str | None:
     return f"every sample was left out of the export: {exported.get('note') or exported.get('reasons')}"
 
 
-def _print_summary(summary: dict[str, Any], title: str = "tailor run") -> None:
-    """One table: streams, then anchors / candidates / rejects with their per-kind counts."""
+def _print_summary(summary: dict[str, Any], title: str) -> None:
+    """One table: streams, then anchors / candidates / rejects with their per-kind counts. ``title``:
+    the command that made the run (``tailor ingest`` or ``tailor run``), never assumed."""
     table = Table(title=f"{title} {summary['run']}")
     table.add_column("records")
     table.add_column("total", justify="right")
@@ -252,6 +253,7 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
 ) -> None:
     """Counts, a per-stream summary, sample candidates (with why) and the rejects of a Tailor run."""
+    from dataclaw.core import lock
     from dataclaw.core.store import RunStore
     from dataclaw.tailor.pipeline import CANDIDATES, stream_rows, summarize
 
@@ -261,11 +263,18 @@ def inspect(
     summary = summarize(store).to_dict()
     rejects = store.rejects()
     rows = [row.to_dict() for row in stream_rows(store, rejects)]
+    torn = [t.to_dict() for t in store.torn()]  # each also warned about, with file and line
+    held = lock.status(run)  # a dead holder's pid left in RUN/.lock is reported as stale, not as a holder
     if as_json:
-        typer.echo(json.dumps({**summary, "per_stream": rows, "reject_records": rejects}))
+        extra = {"per_stream": rows, "reject_records": rejects, "torn_lines": torn, "lock": held}
+        typer.echo(json.dumps({**summary, **extra}))
         return
-    _print_summary(summary)
+    _print_summary(summary, str(store.manifest().get("command") or "tailor run directory"))
     console = Console()
+    for t in torn:
+        typer.echo(f"torn line skipped: {t['path']} line {t['line']} ({t['bytes']} bytes)")
+    if held["state"] == "stale":
+        typer.echo(str(held["message"]))
     table = Table(title=f"streams ({len(rows)})")
     for col in ("stream", "modality", "seconds", "anchors", "candidates", "reject"):
         table.add_column(col, overflow="fold")
@@ -421,19 +430,29 @@ def run(
         raise NothingProduced(f"the run made no sample: {why}")
 
 
+def run_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, int]]]:
+    """The stage table's rows (stage, records, rejects by reason): one per stage file, then stages that
+    rejected but keep no file (``ingest``). ``rejects.jsonl`` is not a stage: its records are the rejects
+    column, their total the table's caption."""
+    from dataclaw.core.store import REJECTS
+    from dataclaw.tailor.pipeline import rejects_by_stage
+
+    by_stage = rejects_by_stage(summary["rejects"])
+    rows = [(n, str(c), by_stage.pop(n, {})) for n, c in summary["counts"].items() if n != REJECTS]
+    return rows + [(stage, "-", reasons) for stage, reasons in by_stage.items()]
+
+
 def _print_run(summary: dict[str, Any]) -> None:
     """The run's summary as tables and lines."""
     from dataclaw.models.ledger import render_summary
-    from dataclaw.tailor.pipeline import rejects_by_stage
 
-    table = Table(title=f"tailor run {summary['run']} ({summary['router']}: {', '.join(summary['models'])})")
+    title = f"tailor run {summary['run']} ({summary['router']}: {', '.join(summary['models'])})"
+    table = Table(title=title, caption=f"{sum(summary['rejects'].values())} rejects (rejects.jsonl)")
     table.add_column("stage")
     table.add_column("records", justify="right")
     table.add_column("rejects", overflow="fold")
-    by_stage = rejects_by_stage(summary["rejects"])
-    for name, count in summary["counts"].items():
-        reasons = by_stage.get(name, {})
-        table.add_row(name, str(count), ", ".join(f"{k} {v}" for k, v in reasons.items()))
+    for name, count, reasons in run_rows(summary):
+        table.add_row(name, count, ", ".join(f"{k} {v}" for k, v in reasons.items()))
     Console().print(table)
     for choice in summary["intent_choices"]:
         typer.echo(f"{choice['candidate_kind']}: {', '.join(choice['chosen']) or '-'} ({choice['reason']})")

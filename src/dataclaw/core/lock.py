@@ -4,13 +4,17 @@ The lock is taken by the first write of a :class:`~dataclaw.core.store.RunStore`
 whole command, with :func:`run_lock`) and is re-entrant within a process, because one command opens the
 same run directory through several stores (ingest, synthesis, materialisation). A second process gets a
 :class:`RunLockedError` naming the holder (pid, host, command, since). The kernel drops the lock when
-its holder dies, however it dies, so a lock is never stale.
+its holder dies, however it dies, so the *lock* is never stale; but a holder that dies without releasing
+(SIGKILL, a power cut) leaves its pid in ``RUN/.lock``. That text is stale: :func:`status` tells it from a
+live holder without taking anything, and the next :func:`acquire` reports it (a warning naming the dead
+pid) before writing its own. A release empties the file.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
 import socket
@@ -22,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dataclaw.core.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
 SCRATCH = "_tmp"
@@ -70,6 +76,9 @@ def acquire(root: str | os.PathLike[str], command: str | None = None) -> None:
                 f"({who.get('command', '?')!s}, since {who.get('since', '?')}); wait for it to finish or "
                 "use another --out"
             ) from None
+        stale = _holder(fd)
+        if stale.get("pid") is not None:
+            log.warning(stale_message(root, stale) + "; taking it over")
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -102,6 +111,55 @@ def release(root: str | os.PathLike[str]) -> None:
             pass
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def stale_message(root: str | os.PathLike[str], who: dict[str, object]) -> str:
+    """One line about a lock file naming a holder that no longer holds the lock."""
+    return (
+        f"run directory {root}: stale lock file: pid {who.get('pid', '?')} on {who.get('host', '?')} "
+        f"({who.get('command', '?')!s}, since {who.get('since', '?')}) ended without releasing it (killed?)"
+    )
+
+
+def status(root: str | os.PathLike[str]) -> dict[str, object]:
+    """The lock of run directory ``root`` as a reader sees it, without changing anything: ``state`` is
+    ``free`` (no holder named), ``held`` (a live holder: its pid, host, command, since) or ``stale`` (the
+    file names a holder that died without releasing: its details, and ``message``)."""
+    path = Path(root) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return {"state": "free"}
+    try:
+        who = _holder(fd)
+        locked = Path(root).resolve() in _held or _flocked(os.fstat(fd), who.get("pid"))
+    finally:
+        os.close(fd)
+    if locked:
+        return {"state": "held", **who}
+    if who.get("pid") is None:
+        return {"state": "free"}
+    return {"state": "stale", **who, "message": stale_message(root, who)}
+
+
+def _flocked(st: os.stat_result, pid: object) -> bool:
+    """Whether some process holds a flock on the file of ``st``, read from ``/proc/locks`` (trying the
+    lock ourselves could make a writer starting at that moment fail; where /proc is missing, whether
+    the named pid still runs)."""
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        if not isinstance(pid, int):
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+        return True
+    return any(line.split()[1:2] == ["FLOCK"] and key in line.split() for line in text.splitlines())
 
 
 def held(root: str | os.PathLike[str]) -> bool:

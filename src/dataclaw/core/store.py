@@ -1,9 +1,10 @@
 """The run directory: one JSONL file per stage, ``rejects.jsonl``, ``manifest.json``.
 
 Each line is one record keyed by a stable ``id``. Appends are flushed per record, so a crash loses at
-most the line being written; a torn last line is detected when the file is opened (and skipped) and cut
-off before the next append. A rerun skips ids that are already present: resume is per record, not per
-batch.
+most the line being written; a torn last line is detected when the file is opened, skipped and
+*reported* (a warning naming the file and line, once per process; :meth:`RunStore.torn` lists them for
+summaries), and cut off before the next append. A rerun skips ids that are already present: resume is
+per record, not per batch.
 
 **Producers.** A stage may declare what produced its records (model, intent versions, extractor or miner
 config: :meth:`RunStore.set_producer`). Its records then carry ``producer`` (a hash), the manifest names
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import platform
 import sys
@@ -26,6 +28,7 @@ import threading
 import uuid
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ import numpy as np
 from dataclaw.core import lock
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.ids import stable_hash
+
+log = logging.getLogger(__name__)
 
 REJECTS = "rejects"
 MANIFEST = "manifest.json"
@@ -121,6 +126,64 @@ def _torn_tail(path: Path) -> tuple[int, int]:
     return len(last), start + nl + 1
 
 
+@dataclass(frozen=True)
+class TornLine:
+    """A last line of a JSONL file that is not a whole record (a write cut short by a crash, or one still
+    in progress): readers skip it and say so with this."""
+
+    path: str
+    line: int
+    bytes: int
+
+    def message(self) -> str:
+        return (
+            f"{self.path}: line {self.line} is torn ({self.bytes} bytes of an unfinished write, from a crash "
+            "or a writer still at work): skipped"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_reported: set[TornLine] = set()
+_reported_lock = threading.Lock()
+
+
+def report_torn(torn: TornLine) -> None:
+    """Log ``torn`` as a warning, once per process (a run opens its files through several stores)."""
+    with _reported_lock:
+        if torn in _reported:
+            return
+        _reported.add(torn)
+    log.warning(torn.message())
+
+
+def iter_jsonl(
+    path: str | os.PathLike[str], on_torn: Callable[[TornLine], None] | None = report_torn
+) -> Iterator[dict[str, Any]]:
+    """Every record of a JSONL file read without a store. A torn *last* line is skipped and handed to
+    ``on_torn`` (default: a warning); an unparsable line elsewhere is corruption: a ConfigError naming
+    the file and line."""
+    path = Path(path)
+    if not path.exists():
+        return
+    torn_bytes, valid = _torn_tail(path)
+    pos = 0
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if torn_bytes and pos >= valid:
+                if on_torn is not None:
+                    on_torn(TornLine(str(path), n, torn_bytes))
+                return
+            pos += len(raw)
+            if not raw.strip():
+                continue
+            try:
+                yield json.loads(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{path}: line {n} is not valid JSON ({exc})") from None
+
+
 class StageFile:
     """Append-only JSONL file of one stage's records, with the ids already written.
 
@@ -139,12 +202,16 @@ class StageFile:
         self.producer = producer
         self._before_write = before_write
         self.torn_bytes, self._valid_bytes = _torn_tail(path)
+        self.torn: TornLine | None = None
+        """The torn last line found when the file was opened (reported; cut off by the first append)."""
         # the (id, producer) pairs and the ids written, as 64-bit keys; records per producer for len()
         self._pairs = _KeySet()
         self._ids = _KeySet()
         self._per_producer: dict[str | None, int] = {}
         for rec in self.read():
             self._add(rec["id"], rec.get("producer"))
+        if self.torn is not None:
+            report_torn(self.torn)
         self._fh = None
 
     def _add(self, rid: str, producer: str | None, *, new: bool = False) -> None:
@@ -177,8 +244,8 @@ class StageFile:
         return {rec["id"] for rec in self.current()}
 
     def read(self) -> Iterator[dict[str, Any]]:
-        """Every record in file order, superseded ones included (a torn last line is skipped). Lines
-        that fail to parse elsewhere are a ConfigError."""
+        """Every record in file order, superseded ones included (a torn last line is skipped and kept as
+        :attr:`torn`). Lines that fail to parse elsewhere are a ConfigError."""
         if not self.path.exists():
             return
         limit = self._valid_bytes if self.torn_bytes else None
@@ -186,6 +253,7 @@ class StageFile:
         with self.path.open("rb") as fh:
             for n, raw in enumerate(fh, 1):
                 if limit is not None and pos >= limit:
+                    self.torn = TornLine(str(self.path), n, self.torn_bytes)
                     break
                 pos += len(raw)
                 if not raw.strip():
@@ -409,6 +477,19 @@ class RunStore:
         out: dict[str, int] = {}
         for path in sorted(self.root.glob("*.jsonl")):
             out[path.stem] = len(self.rejects()) if path.stem == REJECTS else len(self.stage(path.stem))
+        return out
+
+    def torn(self) -> list[TornLine]:
+        """The torn last lines of the run's JSONL files (stage files, rejects, progress markers), each
+        reported once as a warning too: what a reader of this run skipped."""
+        out = []
+        for path in sorted([*self.root.glob("*.jsonl"), *(self.root / PROGRESS).glob("*.jsonl")]):
+            name = str(path.relative_to(self.root).with_suffix(""))
+            sf = self._stages.get(name)
+            if sf is None and _torn_tail(path)[0]:  # only a torn file is read whole, for its line number
+                sf = StageFile(path)
+            if sf is not None and sf.torn is not None:
+                out.append(sf.torn)
         return out
 
     def close(self) -> None:

@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence, Sized
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dataclaw.core.errors import DataclawError, Reject
@@ -162,7 +163,21 @@ async def arun_stage(
         shutil.rmtree(scratch, ignore_errors=True)
         with contextlib.suppress(OSError):
             scratch.parent.rmdir()
+        save_last_run(store, stats, sys.exc_info()[1])
     return stats
+
+
+def save_last_run(store: RunStore, stats: StageStats, failure: BaseException | None = None) -> None:
+    """Write what the stage did into the manifest's ``last_run.<stage>``, however it ended: a stage that
+    stopped early (a fatal error, fail-fast, Ctrl-C) says so under ``aborted`` next to its true partial
+    counts, and the manifest's counts are taken again from the files; it is never left null or stale."""
+    entry: dict[str, Any] = {k: v for k, v in asdict(stats).items() if k != "stage"}
+    if failure is None:
+        store.merge_manifest(last_run={stats.stage: entry})
+        return
+    entry["aborted"] = str(failure) or type(failure).__name__
+    with contextlib.suppress(Exception):  # the failure itself is what the caller must see
+        store.update_manifest(last_run={stats.stage: entry})
 
 
 @dataclass

@@ -449,3 +449,19 @@ def test_a_run_with_no_samples_still_writes_an_empty_valid_export(tmp_path: Path
         assert set(loaded.features) == set(get_exporter("hf").features())  # type: ignore[attr-defined]
     else:
         assert (out / "samples.jsonl").read_text() == ""
+
+
+def test_a_torn_last_line_is_counted_as_a_reason_with_its_file_and_line(run: Path, tmp_path: Path) -> None:
+    """A crash mid-write leaves half a sample: the export reads every whole one and says which line it
+    skipped (it used to skip it without a word)."""
+    torn = tmp_path / "torn"
+    shutil.copytree(run, torn)
+    lines = (torn / f"{SAMPLES}.jsonl").read_text().count("\n")
+    with (torn / f"{SAMPLES}.jsonl").open("a") as fh:
+        fh.write('{"id": "stream:half-a-samp')
+    summary = run_export(torn, "jsonl", tmp_path / "out")
+    assert summary.samples == 3 and summary.reasons["torn_line"] == 1 and summary.rejected == 6
+    rejects = [json.loads(x) for x in (tmp_path / "out" / REJECTS_FILE).read_text().splitlines()]
+    (rec,) = [r for r in rejects if r["reason"] == "torn_line"]
+    assert rec["id"] == f"{SAMPLES}.jsonl line {lines + 1}"
+    assert "an unfinished write (26 bytes), skipped" in rec["message"]

@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from dataclaw.core.errors import ConfigError, Reject
 from dataclaw.core.registry import Registry
 from dataclaw.core.review import review_filter
-from dataclaw.core.store import is_current
+from dataclaw.core.store import TornLine, is_current, iter_jsonl, report_torn
 from dataclaw.media.writers import sha256_file
 from dataclaw.tailor.records import ARTIFACTS, SAMPLES, TOKENS, Artifact, MediaRef, Sample, count_tokens
 
@@ -30,6 +30,8 @@ REJECTS_FILE = "rejects.jsonl"
 class ExportIssue(StrEnum):
     """Why a sample was left out of an export."""
 
+    TORN_LINE = "torn_line"
+    """The last line of samples.jsonl / artifacts.jsonl is an unfinished write (a crash): skipped."""
     BAD_RECORD = "bad_record"
     """A line of samples.jsonl / artifacts.jsonl is not a valid record."""
     MISSING_ARTIFACT = "missing_artifact"
@@ -168,7 +170,7 @@ class RunReader:
         self._hashes: dict[str, str] = {}
         self.rejects: list[Reject] = []
         self.artifacts: dict[str, Artifact] = {}
-        for n, rec in enumerate(_read_jsonl(self.root / f"{ARTIFACTS}.jsonl"), 1):
+        for n, rec in enumerate(_read_jsonl(self.root / f"{ARTIFACTS}.jsonl", self._torn), 1):
             try:
                 art = Artifact.model_validate(rec)
             except ValidationError as exc:
@@ -179,9 +181,17 @@ class RunReader:
     def _reject(self, uid: str, reason: ExportIssue, message: str) -> None:
         self.rejects.append(Reject(id=uid, stage="export", reason=str(reason), message=message))
 
+    def _torn(self, torn: TornLine) -> None:
+        """A torn last line: warned about and counted among the export's reasons, never silent."""
+        report_torn(torn)
+        where = f"{Path(torn.path).name} line {torn.line}"
+        self._reject(
+            where, ExportIssue.TORN_LINE, f"{where}: an unfinished write ({torn.bytes} bytes), skipped"
+        )
+
     def samples(self) -> Iterator[Checked]:
         """Samples that pass every check; the others become rejects."""
-        for n, rec in enumerate(_read_jsonl(self.root / f"{SAMPLES}.jsonl"), 1):
+        for n, rec in enumerate(_read_jsonl(self.root / f"{SAMPLES}.jsonl", self._torn), 1):
             try:
                 sample = Sample.model_validate(rec)
             except ValidationError as exc:
@@ -228,23 +238,15 @@ class RunReader:
         return self._hashes[key]
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """The current records of a run's JSONL file (superseded ones, of an earlier producer, are skipped)."""
+def _read_jsonl(path: Path, on_torn: Callable[[TornLine], None] = report_torn) -> Iterator[dict[str, Any]]:
+    """The current records of a run's JSONL file (superseded ones, of an earlier producer, are skipped); a
+    torn last line goes to ``on_torn``, an unparsable line elsewhere is a ConfigError naming it."""
     if not path.exists():
         return
     current = is_current(path)
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                if fh.read().strip():  # only a torn last line (crash mid-write) may be skipped
-                    raise ConfigError(f"{path}: line {n} is not valid JSON") from None
-                return
-            if isinstance(rec, dict) and current(rec):
-                yield rec
+    for rec in iter_jsonl(path, on_torn):
+        if isinstance(rec, dict) and current(rec):
+            yield rec
 
 
 def _first(exc: ValidationError) -> str:
