@@ -304,7 +304,8 @@ def test_trials_page_shows_pass_k_and_the_divergence(quickstart: Path, tmp_path:
     key = next(iter(site.runs))
     first = len(others)
     html = site.render(f"r/{key}/trials/{first}.html")
-    assert "<thead><tr><th>call</th><th>trial 0</th><th>trial 1</th><th>trial 2</th></tr></thead>" in html
+    head = "<th class=call>call</th><th>trial 0</th><th>trial 1</th><th>trial 2</th>"
+    assert f"<thead><tr>{head}</tr></thead>" in html
     assert "pass^1 = 0.6667 · pass^2 = 0.3333 · pass^3 = 0" in html  # C(2,k)/C(3,k) by hand
     assert "trials first differ at tool call 3 (turn 3): same tool, different arguments" in html
     assert "<th>reward components</th>" in html and html.count("<code>db</code> 0.0 ×1.0") == 1

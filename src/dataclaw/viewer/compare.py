@@ -120,7 +120,7 @@ def trials_body(ctx: Ctx, pos: int) -> tuple[str, str] | None:
             )
         cls = " class=diverge" if i == div else ""
         rows_html.append(f"<tr{cls}><th>{i + 1}</th>{''.join(cells)}</tr>")
-    head_html = "".join(f"<th>{esc(h)}</th>" for h in ["call", *head])
+    head_html = "<th class=call>call</th>" + "".join(f"<th>{esc(h)}</th>" for h in head)
     summary_html = "".join(
         f"<tr><th>{label}</th>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
         for label, row in zip(("", "reward components"), summary, strict=False)
