@@ -4,12 +4,17 @@ required-actions component, and an actions-only reward is caught gamed by doing 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.quality.soundness import Policy, SoundnessReason, run_soundness
+from dataclaw.envcraft.rollout import ToolTaskHarness, run_rollout
 from dataclaw.envcraft.tasks import GroundingError, ground_chain
 from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+from dataclaw.models import get_model
+from support.openai_server import OpenAIServer, ReceivedRequest, Reply
 
 TICKETS = "transactional_workspace"
 
@@ -63,3 +68,26 @@ def test_an_actions_only_reward_is_gamed_by_doing_extra(task: dict) -> None:
     # gold + a write on a record the task never names: every required action is still there
     assert SoundnessReason.GAMED_BY_COLLATERAL in report.reasons
     assert figs[str(Policy.COLLATERAL)][0] == 1.0
+
+
+def test_saying_the_right_thing_never_lifts_harm_or_extra_to_a_pass(task: dict) -> None:
+    """The suite's own collateral and wrong-last-write runs played by an agent that also says the task's
+    communicate info: under a τ²-style basis (DB, COMMUNICATE) communicate is 1, db is 0, the reward 0."""
+    told = {**task, "metadata": {"reward_basis": ["DB", "COMMUNICATE"], "communicate_info": ["updated"]}}
+    trials = {t.policy: t.calls for t in run_soundness(task).trials}
+    for policy in (Policy.COLLATERAL, Policy.WRONG_LAST_WRITE, Policy.GOLD):
+        calls = trials[str(policy)]
+
+        def agent(req: ReceivedRequest, calls=calls) -> Reply:
+            n = sum(1 for m in (req.body or {})["messages"] if m["role"] == "assistant")
+            if n < len(calls):
+                return Reply.tool_call(calls[n]["tool"], calls[n]["params"], call_id=f"c{n}")
+            return Reply.text("The ticket is updated.")
+
+        with OpenAIServer(responder=agent) as server:
+            model = get_model(f"{server.base_url}::agent", cache=False)
+            traj = asyncio.run(run_rollout(model, ToolTaskHarness(told)))
+        comps = traj.reward_components
+        assert comps["communicate"]["score"] == 1.0, policy
+        gold = policy == Policy.GOLD
+        assert (comps["db"]["score"], traj.reward) == ((1.0, 1.0) if gold else (0.0, 0.0)), policy
