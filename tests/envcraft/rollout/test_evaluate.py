@@ -312,3 +312,14 @@ def test_recorded_trials_recompute_to_their_components_and_pass_hat_k(gold_tool_
     # one success in three trials: pass^1 = 1/3, pass^2 = C(1,2)/C(3,2) = 0
     trials = [{"task_id": "t", "reward": r["reward"]} for r in recs.values()]
     assert pass_hat_k(trials) == {1: 0.3333, 2: 0.0, 3: 0.0}
+
+
+def test_a_basis_of_nothing_checkable_falls_back_to_the_end_state() -> None:
+    """A basis whose components the task has no data for (COMMUNICATE without info) or does not know
+    ("FOO") would reward every agent 1.0: db counts instead."""
+    assert basis_of(["FOO"]) == ("db",)
+    empty = Criteria(basis=("communicate",))
+    reward, comps = asyncio.run(evaluate_tool_rollout(empty, 0.0, {}, [], [], None))
+    assert reward == 0.0 and comps["db"]["weight"] == 1.0
+    reward, _ = asyncio.run(evaluate_tool_rollout(empty, 1.0, {}, [], [], None))
+    assert reward == 1.0

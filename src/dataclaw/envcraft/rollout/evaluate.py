@@ -86,7 +86,7 @@ def basis_of(names: Any) -> tuple[str, ...]:
     if not isinstance(names, list) or not names:
         return DEFAULT_BASIS
     out = [TAU2_BASIS.get(str(n), str(n).lower()) for n in names]
-    return tuple(dict.fromkeys(n for n in out if n in COMPONENTS))
+    return tuple(dict.fromkeys(n for n in out if n in COMPONENTS)) or DEFAULT_BASIS
 
 
 def criteria_of(task: Any, writes: set[str] | None = None) -> Criteria:
@@ -279,13 +279,18 @@ def combine(
 ) -> float:
     """The reward: the product of the scores of the components with a weight (a basis component the task
     has no data for is absent, i.e. 1: τ²'s "nothing to evaluate"). Sets each component's weight, 1 in the
-    basis and 0 outside, except those in ``weighted`` (the environment's own, weighted already)."""
+    basis and 0 outside, except those in ``weighted`` (the environment's own, weighted already). When no
+    component is left with a weight (a basis of components the task has no data for), ``db`` counts: a
+    reward never rests on nothing, which every agent would earn."""
     reward = 1.0
     for name, comp in components.items():
         if name not in weighted:
             comp["weight"] = 1.0 if name in basis else 0.0
         if comp["weight"] > 0:
             reward *= float(comp["score"])
+    if DB in components and not any(c["weight"] > 0 for c in components.values()):
+        components[DB]["weight"] = 1.0
+        reward = float(components[DB]["score"])
     return reward
 
 
