@@ -17,7 +17,9 @@ tau2's own dependencies, never imported into dataclaw's process. A task record c
 transcript (and a judge): listed as ``not_scored``, scored by the rollout. A task is imported only when
 its gold actions score 1 and doing nothing scores 0; a task whose gold changes nothing the environment
 scores (doing nothing already passes) is an ``unsupported`` reject flagged ``gold_noop``, as is a task
-whose basis leaves nothing to score here or whose gold needs the user's own tools.
+whose basis leaves nothing to score here or whose gold needs the user's own tools. A gold action that
+tau2's own tools refuse (retail has reads of ids that do not exist; tau2's evaluator skips them too) is
+left out of the task's gold chain and listed in ``metadata.gold_errors``.
 """
 
 from __future__ import annotations
@@ -276,10 +278,10 @@ def replay(folder: Path, scenario_id: str, calls: list[dict[str, Any]]) -> tuple
     try:
         initial = session.state()
         errors = []
-        for c in calls:
+        for i, c in enumerate(calls):
             out = session.call(c["tool"], **c["params"])
             if out.get("status") != "ok":
-                errors.append({"tool": c["tool"], "error": out.get("error")})
+                errors.append({"index": i, "tool": c["tool"], "error": out.get("error")})
         return initial, session.state(), errors
     finally:
         session.close()
@@ -309,7 +311,7 @@ class Tau2Importer(Importer):
     name: ClassVar[str] = "tau2"
     produces: ClassVar[frozenset[Produces]] = frozenset({Produces.TASKS, Produces.ENVIRONMENTS})
     description: ClassVar[str] = "τ²-bench checkout (data/tau2/domains/<d> + src/tau2/domains/<d>/)"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     def sniff(self, src: Path) -> str | None:
         if not src.is_dir():
@@ -426,6 +428,7 @@ class Tau2Importer(Importer):
                 f"environment scores on {sorted(scored)}), so a pass cannot tell a solution from no attempt",
                 {"flag": "gold_noop", "components": initial.get("reward_components")},
             )
+        failed = {e["index"] for e in errors}
         return [
             ToolTask(
                 id=root_id("tau2", sc["id"], [item.key, item.fingerprint]),
@@ -436,7 +439,7 @@ class Tau2Importer(Importer):
                 user_turns=[sc["turn"]],
                 initial_state=initial,
                 verifier=VERIFIER,
-                gold_chain=sc["gold"],
+                gold_chain=[c for i, c in enumerate(sc["gold"]) if i not in failed],
                 metadata={
                     "source": "tau2",
                     "domain": sc["setup"]["domain"],
@@ -448,7 +451,7 @@ class Tau2Importer(Importer):
                     "user_scenario": sc["user_scenario"],
                     "description": sc["description"],
                     "ticket": sc["ticket"],
-                    "gold_errors": errors,
+                    "gold_errors": errors,  # dropped from the chain: tau2 skips them, they change nothing
                 },
             ).to_row()
         ]
