@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dataclaw.cli.app import _run
-from dataclaw.envcraft.rollout import RolloutConfig, ToolTaskHarness, run_rollout
+from dataclaw.envcraft.rollout import ClawTaskHarness, RolloutConfig, ToolTaskHarness, run_rollout
 from dataclaw.envcraft.rollout.loop import rollout_id
 from dataclaw.envcraft.rollout.user_sim import (
     GREETING,
@@ -28,6 +28,7 @@ from dataclaw.envcraft.rollout.user_sim import (
 )
 from dataclaw.envcraft.runtime.task import ToolTask
 from dataclaw.models.types import Completion, Usage
+from envcraft.rollout.rollout_helpers import example_claw_task
 from support.openai_server import OpenAIServer, Reply
 
 SHARED_TAU2 = Path(__file__).resolve().parents[4] / "shared" / "data" / "tau2"
@@ -275,3 +276,7 @@ def test_tasks_rollout_with_a_user_model_over_http_keeps_the_user_and_its_usage(
     assert "simulated user " in capsys.readouterr().out
     assert manifest["rollout"]["user"] == {"model": user_spec, "max_turns": 4, "temperature": None}
     assert _run([*args[:-2], "--user-model", "x", "--user-max-turns", "0"]) != 0
+
+
+def test_a_claw_workspace_task_has_no_conversation_to_simulate_and_keeps_its_prompt() -> None:
+    assert ClawTaskHarness(example_claw_task("logistics_manager_review")).user_scenario() is None
