@@ -328,7 +328,7 @@ def test_pass_hat_k_matches_tau2_by_hand() -> None:
     assert pass_hat_k(recs) == {1: 0.8333, 2: 0.6667, 3: 0.5}
     assert pass_hat_k([{"task_id": "a", "reward": 0.999}]) == {1: 0.0}
     # k stops at the fewest trials any task has
-    assert list(pass_hat_k(recs + [{"task_id": "c", "reward": 1.0}])) == [1]
+    assert list(pass_hat_k([*recs, {"task_id": "c", "reward": 1.0}])) == [1]
     assert pass_hat_k([]) == {}
     full = [dict(r, error=None, defect=None, stop_reason="finish", turns=1) for r in recs]
     assert rollout_summary(full)["pass_hat_k"][2] == 0.6667
