@@ -27,6 +27,7 @@ from dataclaw.envcraft.rollout.user_sim import (
     scenario_of,
 )
 from dataclaw.envcraft.runtime.task import ToolTask
+from dataclaw.models.errors import ContextLengthError
 from dataclaw.models.types import Completion, Usage
 from envcraft.rollout.rollout_helpers import example_claw_task
 from support.openai_server import OpenAIServer, Reply
@@ -225,6 +226,25 @@ def test_the_user_models_time_counts_against_the_budget(our_task) -> None:
     traj = roll(our_task, gold_agent(our_task), slow, config=RolloutConfig(timeout_s=0.3))
     assert traj.stop_reason == "budget_exceeded" and traj.budget_exceeded and traj.error is None
     assert traj.wall_s < 2.0
+
+
+def test_a_user_model_out_of_context_ends_the_episode_and_its_failure_is_a_model_error(our_task) -> None:
+    said = iter(["Please log me in and resolve my ticket."])
+
+    def respond(messages, params) -> Completion:
+        if (line := next(said, None)) is not None:
+            return text(line)
+        raise ContextLengthError("too long", limit=2048, requested=4000)
+
+    traj = roll(our_task, gold_agent(our_task), FakeChat("fake:user", respond))
+    assert traj.stop_reason == "user_context_overflow" and traj.error is None and traj.reward == 1.0
+    assert traj.user["stop"] == "user_context_overflow"
+
+    def down(messages, params) -> Completion:
+        raise ConnectionError("server gone")
+
+    traj = roll(our_task, gold_agent(our_task), FakeChat("fake:user", down))
+    assert traj.error["boundary"] == "model" and "user model call" in traj.error["what"]
 
 
 def test_without_a_user_model_the_scripted_turns_and_ids_stay_as_they_were(our_task) -> None:
