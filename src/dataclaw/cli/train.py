@@ -11,6 +11,10 @@ as chat messages, runs TRL's SFTTrainer on them the same way (``train/recipes/tr
 loss in ``metrics.jsonl``, ``loss_curve.png``) and writes the LLaMA-Factory config that trains the same
 export with ``llamafactory-cli train``, with the model's template. A text-only model on an export with
 images or videos is refused in one line (it would train on ``<image>`` as text).
+
+``loop`` asks whether the data teaches: verified tool tasks split by environment and seed, SFT on the train
+split's gold trajectories (then optional GRPO), the policy before and after on the held-out splits
+(composed in ``cli/_train_loop.py``; docs/training.md).
 """
 
 from __future__ import annotations
@@ -163,3 +167,73 @@ def sft(
         ),
         soft_wrap=True,  # paths stay whole, to copy
     )
+
+
+@app.command("loop")
+def loop(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Run folder (splits, SFT, policies, evals).")
+    ] = Path("runs/loop"),
+    env: Annotated[
+        list[str] | None, typer.Option("--env", help="Train environment (repeatable; default 6 archetypes).")
+    ] = None,
+    heldout_env: Annotated[
+        list[str] | None, typer.Option("--heldout-env", help="Environment never trained on (repeatable).")
+    ] = None,
+    chains: Annotated[int, typer.Option(help="Train chains sampled per environment.")] = 30,
+    heldout: Annotated[int, typer.Option(help="Held-out chains sampled per environment.")] = 10,
+    model: Annotated[
+        str, typer.Option(help="Policy: smollm2-135m (bundled GGUF), a GGUF file or a checkpoint folder.")
+    ] = "smollm2-135m",
+    epochs: Annotated[
+        float, typer.Option(help="SFT epochs over the gold trajectories (0: --sft-steps).")
+    ] = 2.0,
+    sft_steps: Annotated[int, typer.Option(help="SFT optimizer steps when --epochs is 0.")] = 1,
+    grad_accum: Annotated[int, typer.Option(help="Trajectories per SFT optimizer step.")] = 4,
+    learning_rate: Annotated[float, typer.Option(help="SFT AdamW learning rate (constant).")] = 5e-5,
+    max_length: Annotated[
+        int, typer.Option(help="Tokens per trajectory in SFT; longer ones are cut.")
+    ] = 2048,
+    grpo_steps: Annotated[int, typer.Option(help="GRPO steps after SFT (0: none).")] = 0,
+    samples: Annotated[int, typer.Option("-n", help="Rollouts per held-out task (pass^k up to n).")] = 2,
+    max_turns: Annotated[int, typer.Option(help="Model turns per rollout.")] = 8,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per model answer.")] = 160,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
+    train_python_flag: Annotated[
+        Path | None, typer.Option("--train-python", help=f"Trainer Python (default ${TRAIN_PYTHON_ENV}).")
+    ] = None,
+) -> None:
+    """Does the data teach? Tasks → train / held-out split (by environment and seed) → SFT on the train
+    split's gold trajectories → optional GRPO → the policy before and after on the held-out splits (mean
+    reward, pass^k, tool-call validity, turns). Writes OUT/summary.json (see docs/training.md)."""
+    from dataclaw.cli._train_loop import DEFAULT_HELDOUT_ENVS, DEFAULT_TRAIN_ENVS, LoopConfig, run_loop
+
+    if min(chains, heldout, samples, max_turns, grad_accum) < 1:
+        raise ConfigError("--chains, --heldout, -n, --max-turns and --grad-accum must be >= 1")
+    cfg = LoopConfig(
+        out=out,
+        train_envs=list(env or DEFAULT_TRAIN_ENVS),
+        heldout_envs=list(DEFAULT_HELDOUT_ENVS if heldout_env is None else heldout_env),
+        chains_per_env=chains,
+        heldout_per_env=heldout,
+        model=model,
+        epochs=epochs,
+        sft_steps=sft_steps,
+        grad_accum=grad_accum,
+        learning_rate=learning_rate,
+        max_length=max_length,
+        grpo_steps=grpo_steps,
+        samples=samples,
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        python=train_python_flag,
+    )
+    summary = run_loop(cfg, say=lambda line: console.print(line, soft_wrap=True))
+    for split, row in summary["eval"].items():
+        for label, fig in row.items():
+            console.print(
+                f"{split:>10} {label:>6}: mean reward {fig['mean_reward']}, pass^k {fig['pass_hat_k']}, "
+                f"tool-call validity {fig['tool_call_validity']}, turns/task {fig['turns_per_task']}"
+            )
+    console.print(f"summary: {out / 'summary.json'} ({summary['wall_s']['total']} s)")

@@ -49,6 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (D.1: 1.0)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--save", type=Path, default=None, help="save the trained checkpoint to this folder")
     return p.parse_args(argv)
 
 
@@ -144,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         callbacks=[metrics],
     )
     trainer.train()
+    if args.save is not None:  # the policy `dataclaw train loop` evaluates after training
+        trainer.save_model(str(args.save))
+        tokenizer.save_pretrained(str(args.save))
     curve = args.out / "reward_curve.png"
     plot(rows, curve, f"GRPO on {cls.__name__} ({Path(args.model).name}, G={args.num_generations})")
     summary = {

@@ -1,0 +1,120 @@
+"""Does the data teach? The embedded policy (SmolLM2-135M-Instruct) before and after training on
+dataclaw's own verified tool tasks, on tasks it has not seen (issue 30).
+
+The recipe is ``dataclaw train loop`` (``dataclaw.cli._train_loop.run_loop``): chains sampled in six
+built-in archetypes (train seed 0) and grounded with the soundness gate on, a template request each;
+the train split's gold trajectories (the observations the environment really returned) as SFT data in
+the policy's own chat template and tool-call format; TRL SFT on CPU in ``.venv-train`` (full fine-tune,
+loss on the assistant's tokens), optionally GRPO steps; then both policies served the same way
+(``recipes/serve_policy.py``) and rolled out with the rollout loop of ``tasks rollout`` (greedy, the
+same budgets and seeds) on
+
+- ``same_env``: the six archetypes' chains of another seed that no train task has (unseen tasks);
+- ``unseen_env``: two archetypes never trained on (``state_machine``, ``event_triggering``).
+
+Figures per split and policy: mean reward, pass^k (τ-bench, over ``-n`` trials), tool-call validity,
+turns per task; the SFT learning curve (loss per logged step) and, with GRPO, its reward per step; the
+wall time of each phase on this machine.
+
+Targets: ≥ 200 train tasks; after ≥ 0.3 and ≥ 5× before on ``same_env`` (a before of 0 needs after ≥ 0.3);
+after > before on ``unseen_env``. One JSON line; exit 1 on a miss (the figures are printed either way).
+
+    .venv/bin/python benchmarks/bench_learning.py [--chains 32] [--heldout 4] [--epochs 2] [-n 2]
+
+Minutes to hours on 2 cores (SFT is ~0.8 GFLOP a token; see docs/training.md for measured times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from dataclaw.cli._train_loop import DEFAULT_HELDOUT_ENVS, DEFAULT_TRAIN_ENVS, LoopConfig, run_loop
+
+MIN_TRAIN_TASKS = 200
+TARGET_AFTER = 0.3
+TARGET_GAIN = 5.0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=None, help="run folder (default: a temp dir)")
+    p.add_argument("--chains", type=int, default=32, help="train chains per environment (6 environments)")
+    p.add_argument("--heldout", type=int, default=4, help="held-out chains per environment")
+    p.add_argument("--epochs", type=float, default=2.0)
+    p.add_argument("--learning-rate", type=float, default=5e-5)
+    p.add_argument("--max-length", type=int, default=1536)
+    p.add_argument("--grpo-steps", type=int, default=0)
+    p.add_argument("-n", "--samples", type=int, default=2, help="trials per held-out task (pass^k)")
+    p.add_argument("--max-turns", type=int, default=8)
+    p.add_argument("--max-tokens", type=int, default=160)
+    p.add_argument("--device", choices=("cpu", "auto"), default="cpu", help="auto: SFT and serving on a GPU")
+    return p.parse_args(argv)
+
+
+def verdict(summary: dict) -> dict:
+    """The targets, checked on the summary's figures."""
+    ev = summary["eval"]
+    same_b = ev["same_env"]["before"]["mean_reward"] or 0.0
+    same_a = ev["same_env"]["after"]["mean_reward"] or 0.0
+    unseen_b = ev["unseen_env"]["before"]["mean_reward"] or 0.0
+    unseen_a = ev["unseen_env"]["after"]["mean_reward"] or 0.0
+    checks = {
+        "train_tasks": summary["splits"]["train"]["tasks"] >= MIN_TRAIN_TASKS,
+        "same_env_after": same_a >= TARGET_AFTER,
+        "same_env_gain": same_a >= TARGET_GAIN * same_b,
+        "unseen_env_gain": unseen_a > unseen_b,
+    }
+    return {"checks": checks, "ok": all(checks.values())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.monotonic()
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench-learning-"))
+    cfg = LoopConfig(
+        out=out,
+        train_envs=list(DEFAULT_TRAIN_ENVS),
+        heldout_envs=list(DEFAULT_HELDOUT_ENVS),
+        chains_per_env=args.chains,
+        heldout_per_env=args.heldout,
+        epochs=args.epochs,
+        learning_rate=args.learning_rate,
+        max_length=args.max_length,
+        grpo_steps=args.grpo_steps,
+        samples=args.samples,
+        max_turns=args.max_turns,
+        max_tokens=args.max_tokens,
+        device=args.device,
+    )
+    summary = run_loop(cfg, say=lambda line: print(line, file=sys.stderr, flush=True))
+    v = verdict(summary)
+    ev = summary["eval"]
+    result = {
+        "bench": "learning",
+        "train_tasks": summary["splits"]["train"]["tasks"],
+        "sft_trajectories": summary["sft_trajectories"],
+        "heldout_tasks": {k: summary["splits"][k]["tasks"] for k in ev},
+        "mean_reward": {k: {p: f["mean_reward"] for p, f in row.items()} for k, row in ev.items()},
+        "pass_hat_k": {k: {p: f["pass_hat_k"] for p, f in row.items()} for k, row in ev.items()},
+        "tool_call_validity": {
+            k: {p: f["tool_call_validity"] for p, f in row.items()} for k, row in ev.items()
+        },
+        "turns_per_task": {k: {p: f["turns_per_task"] for p, f in row.items()} for k, row in ev.items()},
+        "sft_curve": summary["sft_curve"],
+        "grpo_curve": summary["grpo_curve"],
+        "wall_s": {**summary["wall_s"], "bench": round(time.monotonic() - t0, 1)},
+        "targets": {"min_train_tasks": MIN_TRAIN_TASKS, "after": TARGET_AFTER, "gain": TARGET_GAIN},
+        **v,
+        "out": str(out),
+    }
+    print(json.dumps(result))
+    return 0 if v["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
