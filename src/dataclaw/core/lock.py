@@ -132,7 +132,7 @@ def status(root: str | os.PathLike[str]) -> dict[str, object]:
         return {"state": "free"}
     try:
         who = _holder(fd)
-        locked = Path(root).resolve() in _held or _flocked(os.fstat(fd), who.get("pid"))
+        locked = Path(root).resolve() in _held or _flocked(os.fstat(fd), who)
     finally:
         os.close(fd)
     if locked:
@@ -142,24 +142,28 @@ def status(root: str | os.PathLike[str]) -> dict[str, object]:
     return {"state": "stale", **who, "message": stale_message(root, who)}
 
 
-def _flocked(st: os.stat_result, pid: object) -> bool:
-    """Whether some process holds a flock on the file of ``st``, read from ``/proc/locks`` (trying the
-    lock ourselves could make a writer starting at that moment fail; where /proc is missing, whether
-    the named pid still runs)."""
+def _flocked(st: os.stat_result, who: dict[str, object]) -> bool:
+    """Whether the holder ``who`` named in the lock file still holds it, without trying the lock (a writer
+    starting at that moment would be refused): a flock on the file in ``/proc/locks``, or, where that
+    cannot tell (no /proc, or a filesystem such as overlayfs whose lock sits on another device's inode),
+    the named pid still running on this host. Conservative: a doubt reads as held, never as stale."""
     key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     try:
-        text = Path("/proc/locks").read_text()
+        locks = [line.split() for line in Path("/proc/locks").read_text().splitlines()]
     except OSError:
-        if not isinstance(pid, int):
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:
-            return True
+        locks = []
+    if any(f[1:2] == ["FLOCK"] and key in f for f in locks):
         return True
-    return any(line.split()[1:2] == ["FLOCK"] and key in line.split() for line in text.splitlines())
+    pid = who.get("pid")
+    if not isinstance(pid, int) or who.get("host") not in (None, socket.gethostname()):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
 
 
 def held(root: str | os.PathLike[str]) -> bool:
