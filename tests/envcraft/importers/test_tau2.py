@@ -223,6 +223,10 @@ def test_a_package_whose_side_venv_is_missing_says_how_to_get_it(tmp_path, monke
     monkeypatch.setenv("DATACLAW_TAU2_PYTHON", str(tmp_path / "nowhere" / "python"))
     with pytest.raises(PythonEnvMissing, match=r"DATACLAW_TAU2_PYTHON"):
         python_for("tau2")
+    if (SRC / "tau2").is_dir():  # the import goes on: each task a reject that says what to do
+        s = run_import("tau2", _checkout(tmp_path / "ck", "mock"), tmp_path / "run", Produces.TASKS)
+        assert (s.imported, s.rejects) == (0, {"import_error": 9, "unsupported": 1}), s.reject_messages
+        assert "$DATACLAW_TAU2_PYTHON" in s.reject_messages[0] and "not a file" in s.reject_messages[0]
     monkeypatch.delenv("DATACLAW_TAU2_PYTHON")
     monkeypatch.chdir(tmp_path)
     if not HAVE_VENV:
