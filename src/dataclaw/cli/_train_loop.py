@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -283,6 +284,8 @@ def run_loop(cfg: LoopConfig, say: Any = print) -> dict[str, Any]:
         after = Path(grpo["saved"])
     t_train = time.monotonic() - t0 - t_tasks
 
+    # the policies were trained in this run: rollouts an earlier run left here are not theirs
+    shutil.rmtree(cfg.out / "eval", ignore_errors=True)
     results: dict[str, dict[str, Any]] = {}
     stages = [("after", after)] if cfg.skip_before else [("before", before_ckpt), ("after", after)]
     for label, ckpt in stages:
