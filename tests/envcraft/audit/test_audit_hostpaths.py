@@ -39,6 +39,10 @@ HOST_READS = {
     "fstring_abs": (F + 'open(f"/home/{DATA.name}/.bash_history").read()\n', "'/home/'"),
     "absolute_join": (F + '(DATA / "/root/.docker/config.json").read_text()\n', "/root"),
     "cwd": (OS + F + "str(os.listdir(os.getcwd()))\n", "working directory"),
+    "string_climb": (
+        OS + F + 'open(os.path.dirname(__file__) + "/../../x.cfg").read()\n',
+        "climbs 2 level(s)",
+    ),
 }
 
 PACKAGE_READS = {
@@ -54,6 +58,7 @@ PACKAGE_READS = {
     "relative_data": F + 'open("data/tickets.json").read()\n',
     "slash_suffix": "BASE = str(DATA)\n\n\n" + F + 'open(BASE + "/tickets.json").read()\n',
     "up_and_back": F + '(DATA / ".." / "data" / "accounts.json").read_text()\n',
+    "string_join": OS + F + 'open(os.path.dirname(__file__) + "/data/../data/tickets.json").read()\n',
 }
 
 

@@ -86,8 +86,13 @@ class _Paths:
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and not e.args:
             if e.func.attr in _SAME_PLACE_METHODS:
                 return self.place(e.func.value)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Div | ast.Add):
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Div):
             return _join(self.place(e.left), e.right)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):  # str + "/data/x.json": "/" separates
+            right = e.right
+            if isinstance(right, ast.Constant) and isinstance(right.value, str):
+                right = ast.Constant(right.value.lstrip("/"))
+            return _join(self.place(e.left), right)
         if isinstance(e, ast.Call) and q == "os.path.join" and e.args:
             place = self.place(e.args[0])
             for part in e.args[1:]:
