@@ -59,15 +59,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def tool_dataset(rows: list[dict], tokenizer: Any, max_length: int) -> tuple[Any, int]:
-    """Tool-calling conversations (``{"messages", "tools"}``, tools as a JSON string) rendered with the
-    policy's own chat template, pre-tokenized, labels only on the assistant's tokens (its tool calls and
-    its closing reply; the tool results the environment returned are context, not targets). Returns the
-    dataset and how many rows lost every assistant token to ``max_length``."""
+def tool_dataset(
+    rows: list[dict], tokenizer: Any, max_length: int, template: str | None = None
+) -> tuple[Any, int]:
+    """Tool-calling conversations (``{"messages", "tools"}``, tools as a JSON string) rendered with
+    ``template`` (default: the policy's own chat template), pre-tokenized, labels only on the
+    assistant's tokens (its tool calls and its closing reply; the tool results the environment returned
+    are context, not targets). Returns the dataset and how many rows lost every assistant token to
+    ``max_length``."""
     from datasets import Dataset
     from trl.chat_template_utils import get_training_chat_template, has_generation_markers
 
-    template = tokenizer.chat_template
+    template = template or tokenizer.chat_template
     if not has_generation_markers(template):
         template = get_training_chat_template(tokenizer) or template
     ids, labels, cut = [], [], 0
@@ -104,9 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     tools_mode = bool(tool_rows) and "tools" in tool_rows[0]
     if tools_mode:  # tool-calling trajectories: rendered here, loss on the assistant's tokens only
         processing_class = AutoTokenizer.from_pretrained(checkpoint)
-        if args.chat_template is not None:  # saved with the trained model
-            processing_class.chat_template = args.chat_template.read_text()
-        dataset, cut = tool_dataset(tool_rows, processing_class, args.max_length)
+        # the template renders the data only: the checkpoint keeps its own, which TRL's GRPO recognises
+        # (it parses tool calls by the template); a server is given the same file
+        template = args.chat_template.read_text() if args.chat_template is not None else None
+        dataset, cut = tool_dataset(tool_rows, processing_class, args.max_length, template)
         if len(dataset) == 0:
             raise SystemExit(
                 f"error: all {cut} trajectories reach --max-length {args.max_length} tokens before the "
