@@ -332,3 +332,11 @@ def test_pass_hat_k_matches_tau2_by_hand() -> None:
     assert pass_hat_k([]) == {}
     full = [dict(r, error=None, defect=None, stop_reason="finish", turns=1) for r in recs]
     assert rollout_summary(full)["pass_hat_k"][2] == 0.6667
+
+
+def test_a_failed_model_call_counts_its_tokens_in_the_episode_usage(gold_tool_task) -> None:
+    """A call the server refused sent its prompt: the episode's usage carries it (an estimate, kept
+    apart from counted tokens), as the run's ledger does, instead of 0 tokens for a failed episode."""
+    traj, _ = _roll(lambda req: Reply.error(400, "bad request"), ToolTaskHarness(gold_tool_task))
+    assert traj.error is not None and traj.error["boundary"] == "model"
+    assert traj.usage["prompt_tokens"] == 0 and traj.usage["prompt_tokens_estimated"] > 20

@@ -329,6 +329,14 @@ class _Run:
         finally:
             self.traj.env_s += time.perf_counter() - t
 
+    def _count_failed(self, exc: ModelCallError) -> None:
+        """A failed call still sent its prompt: its tokens (estimated ones apart, as the ledger keeps
+        them) go into the trajectory's usage, so an episode's usage agrees with the run's ledger."""
+        failed = getattr(exc.__cause__, "usage", None)
+        if callable(failed):
+            for key, n in failed().items():
+                self.traj.usage[key] = self.traj.usage.get(key, 0) + n
+
     async def ask(self, tools: list[dict[str, Any]]) -> Any:
         left = self.remaining()
         t = time.perf_counter()
@@ -343,6 +351,7 @@ class _Run:
                 except ContextLengthError as exc:
                     raise ContextOverflow(f"model call at turn {self.traj.turns}", exc) from exc
         except ModelCallError as exc:
+            self._count_failed(exc)
             if isinstance(exc.__cause__, TimeoutError):  # wait_for cancelled the call in flight
                 raise BudgetSpent(
                     f"waiting for the model at turn {self.traj.turns} (budget {self.config.timeout_s:g} s)"
