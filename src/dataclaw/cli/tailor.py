@@ -18,7 +18,8 @@ from rich.table import Table
 
 from dataclaw.cli._executor import ExecutorOptions, executor_scope
 from dataclaw.cli._options import fields_of, with_options
-from dataclaw.core.errors import ConfigError, DataclawError
+from dataclaw.cli._produced import NothingProduced
+from dataclaw.core.errors import ConfigError
 from dataclaw.tailor.anchors.ocr import OcrText
 from dataclaw.tailor.anchors.shots import ShotBoundaries
 from dataclaw.tailor.mining.base import MINERS, Miner
@@ -194,10 +195,6 @@ def ingest(
         _print_summary(summary.to_dict(), "tailor ingest")
     if not summary.streams:
         raise NothingProduced(f"no stream was read from the inputs: {_reasons(summary.rejects, out)}")
-
-
-class NothingProduced(DataclawError):
-    """A command that makes records made none: exit status 1, with why in one line (after its summary)."""
 
 
 def _reasons(rejects: dict[str, int], run: Path | str, *stages: str) -> str:
