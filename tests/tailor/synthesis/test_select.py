@@ -212,3 +212,16 @@ def test_the_validate_stage_reuses_the_kept_answers_verdict_only_under_the_same_
     same = {**rec, "checks": {"version": check_version(intent, schema), "failures": fails}}
     assert [f.reason for f in recorded_failures(same, intent)] == [f["reason"] for f in fails]
     assert ValidateStage(IntentCatalog.builtin()).process(same).reason == reject.reason
+
+
+def test_a_changed_gate_makes_recorded_verdicts_stale(request_parts, monkeypatch) -> None:
+    """Verdicts recorded before a validator's code changed are not reused on resume: the check version
+    covers the validators' source, not only dataclaw's version (a gate added within a release would
+    otherwise never see the answers a resumed run already kept)."""
+    from dataclaw.tailor.validation import stage
+
+    intent, _, schema, _ = request_parts
+    before = stage.check_version(intent, schema)
+    assert stage.check_version(intent, schema) == before  # stable within one code base
+    monkeypatch.setattr(stage, "_gates_digest", lambda: "another-gate-code")
+    assert stage.check_version(intent, schema) != before

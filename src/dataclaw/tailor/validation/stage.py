@@ -8,6 +8,9 @@ lists, then the per-request bounds of the schema that was sent.
 
 from __future__ import annotations
 
+import hashlib
+from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 from dataclaw.core.errors import ConfigError
@@ -59,14 +62,26 @@ def check_answer(
     return validate_output(output, ctx, steps, intent.output_schema, sent_schema)
 
 
+@cache
+def _gates_digest() -> str:
+    """A digest of the built-in validators' source: a gate added or changed within one release makes
+    recorded verdicts stale, so a resumed run checks its answers again instead of reusing verdicts the
+    new gate never saw."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def check_version(intent: Intent, sent_schema: dict[str, Any] | None) -> str:
     """What :func:`check_answer`'s verdict on an answer depends on besides the answer and its context: the
-    intent's schema and validators, the schema sent and dataclaw's version. Synthesis records its verdict on
-    the answer it keeps under this key; the validate stage reuses it only when the key is the same."""
+    intent's schema and validators, the schema sent, dataclaw's version and the validators' own code.
+    Synthesis records its verdict on the answer it keeps under this key; the validate stage reuses it only
+    when the key is the same."""
     from dataclaw import __version__
 
     steps = [(s.name, s.params) for s in intent.validators]
-    return stable_hash([__version__, intent.id, steps, intent.output_schema, sent_schema], 16)
+    return stable_hash([__version__, _gates_digest(), intent.id, steps, intent.output_schema, sent_schema], 16)
 
 
 def recorded_failures(item: Record, intent: Intent) -> list[Failure] | None:
