@@ -81,7 +81,8 @@ def check_version(intent: Intent, sent_schema: dict[str, Any] | None) -> str:
     from dataclaw import __version__
 
     steps = [(s.name, s.params) for s in intent.validators]
-    return stable_hash([__version__, _gates_digest(), intent.id, steps, intent.output_schema, sent_schema], 16)
+    parts = [__version__, _gates_digest(), intent.id, steps, intent.output_schema, sent_schema]
+    return stable_hash(parts, 16)
 
 
 def recorded_failures(item: Record, intent: Intent) -> list[Failure] | None:
