@@ -60,7 +60,7 @@ $(VERL_VENV)/.deps-ok: pyproject.toml
 	touch $@
 
 # τ²-bench's domain code (an imported tau2 package's env worker runs on this Python, in the sandbox):
-# tau2's runtime dependencies without its LLM stack (litellm), ~40 s to install
+# tau2's runtime dependencies without its LLM stack (litellm), ~15 s to install
 $(TAU2_VENV)/.deps-ok: $(TAU2_REQS)
 	$(PY) -m venv $(TAU2_VENV)
 	$(TAU2_VENV)/bin/pip install -q --upgrade pip
