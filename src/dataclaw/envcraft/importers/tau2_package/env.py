@@ -228,6 +228,10 @@ def _params(schema: dict[str, Any]) -> tuple[Param, ...]:
     return tuple(out)
 
 
+WRITES = ("calls", "db_hash", "user_db_hash", "reward_components", "tau2_reward")
+"""What a state-mutating tool call changes in the session state."""
+
+
 def _tool(name: str, schema: dict[str, Any], mutates: bool) -> ToolSpec:
     def call(session: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         env = _live(session)
@@ -250,7 +254,7 @@ def _tool(name: str, schema: dict[str, Any], mutates: bool) -> ToolSpec:
         description=fn.get("description") or name,
         params=_params(fn.get("parameters") or {}),
         side_effect="write" if mutates else "read",
-        state_fields_affected=("calls", "db_hash", "reward_components", "tau2_reward") if mutates else (),
+        state_fields_affected=WRITES if mutates else (),
         success_keys=("result",),
     )
 
