@@ -19,8 +19,9 @@ Each rollout record carries ``reward_components: {name: {"score", "weight", "det
 * ``workplace`` — a claw task's ``verify_workplace.py`` score (its only component).
 
 An environment that scores components itself puts them in its session state (``reward_components``: an
-imported τ² domain runs τ²'s own DB check, env assertions and ``ActionEvaluator`` in its sandboxed worker):
-those replace ours of the same name, with the weights the environment gave them.
+imported τ² domain runs τ²'s own DB check and env assertions in its sandboxed worker): those replace ours
+of the same name, with the weights the environment gave them. ``actions`` (reads included) are always
+scored here, from the transcript: the runtime does not replay reads into the state.
 
 A component is **absent** when the task has nothing for it (no communicate info, no assertions, no
 required action): absent is not 1.0. The reward follows the task's **reward basis**: τ²'s
