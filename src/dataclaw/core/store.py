@@ -168,12 +168,22 @@ def iter_jsonl(
     if not path.exists():
         return
     torn_bytes, valid = _torn_tail(path)
+
+    def torn(n: int) -> None:
+        if on_torn is not None:
+            on_torn(TornLine(str(path), n, torn_bytes))
+
+    yield from _parse_lines(path, valid if torn_bytes else None, torn)
+
+
+def _parse_lines(path: Path, limit: int | None, torn: Callable[[int], None]) -> Iterator[dict[str, Any]]:
+    """The records of ``path`` up to byte ``limit`` (None: all); the line number where ``limit`` cuts is
+    handed to ``torn``. Blank lines are skipped; an unparsable line is a ConfigError naming file and line."""
     pos = 0
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, 1):
-            if torn_bytes and pos >= valid:
-                if on_torn is not None:
-                    on_torn(TornLine(str(path), n, torn_bytes))
+            if limit is not None and pos >= limit:
+                torn(n)
                 return
             pos += len(raw)
             if not raw.strip():
@@ -249,19 +259,11 @@ class StageFile:
         if not self.path.exists():
             return
         limit = self._valid_bytes if self.torn_bytes else None
-        pos = 0
-        with self.path.open("rb") as fh:
-            for n, raw in enumerate(fh, 1):
-                if limit is not None and pos >= limit:
-                    self.torn = TornLine(str(self.path), n, self.torn_bytes)
-                    break
-                pos += len(raw)
-                if not raw.strip():
-                    continue
-                try:
-                    yield json.loads(raw)
-                except ValueError as exc:
-                    raise ConfigError(f"{self.path}: line {n} is not valid JSON ({exc})") from None
+
+        def torn(n: int) -> None:
+            self.torn = TornLine(str(self.path), n, self.torn_bytes)
+
+        yield from _parse_lines(self.path, limit, torn)
 
     def current(self) -> Iterator[dict[str, Any]]:
         """Current records in file order (what every reader of the run should see)."""
