@@ -99,3 +99,27 @@ def served(site: Site) -> Iterator[Served]:
     s = Served(site)
     yield s
     s.close()
+
+
+@pytest.fixture
+def browser(tmp_path: Path):
+    """Debian's headless chromium driven by Selenium through the system chromedriver (never downloaded;
+    missing executables fail the test with the install hint)."""
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_exe = shutil.which("chromedriver")
+    if chromium is None or driver_exe is None:
+        pytest.fail(
+            "chromium and chromedriver are missing: run scripts/install-system-deps.sh (Debian packages)"
+        )
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+        opts.add_argument(arg)
+    opts.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    driver = webdriver.Chrome(service=Service(driver_exe), options=opts)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()

@@ -7,35 +7,12 @@ Chromium is never downloaded: the test uses the system executables and fails whe
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_exe = shutil.which("chromedriver")
-    if chromium is None or driver_exe is None:
-        pytest.fail(
-            "chromium and chromedriver are missing: run scripts/install-system-deps.sh (Debian packages)"
-        )
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-        opts.add_argument(arg)
-    opts.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(service=Service(driver_exe), options=opts)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 def _wait(fn, timeout: float = 45.0, step: float = 0.25):

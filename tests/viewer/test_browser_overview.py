@@ -5,7 +5,6 @@ side by side mark their differences, and the static export shows the same figure
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -25,26 +24,6 @@ FIGURES_JS = (
     "return Array.from(document.querySelectorAll('.headline [data-figure]')).map(e =>"
     " [e.dataset.figure, e.dataset.value, e.querySelector('.v').innerText])"
 )
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_exe = shutil.which("chromedriver")
-    if chromium is None or driver_exe is None:
-        pytest.fail("chromium and chromedriver are missing: run scripts/install-system-deps.sh")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-        opts.add_argument(arg)
-    opts.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(service=Service(driver_exe), options=opts)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 def _check_figures(b, root: Path) -> dict[str, str]:

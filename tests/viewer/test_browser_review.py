@@ -6,7 +6,6 @@ folder (``tmp_path/screenshots``)."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -19,28 +18,6 @@ from dataclaw.core.review import VERDICTS_FILE, read_reviews
 from dataclaw.viewer import open_site
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_exe = shutil.which("chromedriver")
-    if chromium is None or driver_exe is None:
-        pytest.fail(
-            "chromium and chromedriver are missing: run scripts/install-system-deps.sh (Debian packages)"
-        )
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-        opts.add_argument(arg)
-    opts.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(service=Service(driver_exe), options=opts)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 def _wait(fn, timeout: float = 30.0, step: float = 0.1):
