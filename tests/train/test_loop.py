@@ -166,6 +166,26 @@ def test_learning_curve_reads_the_recipe_metrics(tmp_path):
     assert learning_curve(tmp_path / "none.jsonl", "loss") == []
 
 
+def test_an_unseen_environment_that_is_also_trained_on_is_refused(tmp_path, capsys):
+    from dataclaw.cli.app import _run
+
+    code = _run(
+        [
+            "train",
+            "loop",
+            "-o",
+            str(tmp_path / "x"),
+            "--env",
+            "state_machine",
+            "--heldout-env",
+            "state_machine",
+        ]
+    )
+    assert code != 0
+    assert "--heldout-env state_machine is also a train environment" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
 PROBE = r"""
 import json, sys
 from transformers import AutoTokenizer

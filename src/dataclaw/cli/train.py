@@ -210,10 +210,14 @@ def loop(
 
     if min(chains, heldout, samples, max_turns, grad_accum) < 1:
         raise ConfigError("--chains, --heldout, -n, --max-turns and --grad-accum must be >= 1")
+    train_envs = list(env or DEFAULT_TRAIN_ENVS)
+    heldout_envs = list(DEFAULT_HELDOUT_ENVS if heldout_env is None else heldout_env)
+    if both := sorted(set(train_envs) & set(heldout_envs)):
+        raise ConfigError(f"--heldout-env {', '.join(both)} is also a train environment (--env): not unseen")
     cfg = LoopConfig(
         out=out,
-        train_envs=list(env or DEFAULT_TRAIN_ENVS),
-        heldout_envs=list(DEFAULT_HELDOUT_ENVS if heldout_env is None else heldout_env),
+        train_envs=train_envs,
+        heldout_envs=heldout_envs,
         chains_per_env=chains,
         heldout_per_env=heldout,
         model=model,
