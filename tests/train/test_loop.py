@@ -226,7 +226,7 @@ def test_loop_template_renders_calls_results_and_masks_only_the_assistant(tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # ~1.5 min on 2 quiet cores; 10+ min when the cores are shared
+@pytest.mark.timeout(1800)  # 195 s on 2 cores at load ~5; over 10 min at load 12
 @needs_trl
 def test_train_loop_runs_end_to_end_on_a_tiny_split(tmp_path, capsys):
     from dataclaw.cli.app import _run
