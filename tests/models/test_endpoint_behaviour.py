@@ -283,6 +283,21 @@ def test_the_deadline_bounds_a_request_over_all_its_retries(server):
     assert time.perf_counter() - start < 1.5 and server.request_count < 10
 
 
+def test_a_deadline_that_cuts_an_attempt_names_the_last_error_answer(server):
+    """503, 503, then an answer slower than what is left of the deadline: the error says the deadline
+    came and what the server last answered (a loaded machine cuts the last retry in flight: the user
+    still learns the server was answering 503)."""
+    server.enqueue(Reply.error(503, "loading model"), Reply.error(503, "loading model"))
+    server.default = Reply.text("late", delay=2.0)
+    model = get_model(
+        f"{server.base_url}::m?deadline=0.8&backoff=0.05&backoff_max=0.05&max_retries=50", cache=False
+    )
+    with pytest.raises(
+        ModelError, match=r"deadline of 0.8s after 3 attempt\(s\) \(the last answer: HTTP 503"
+    ):
+        _run(model.complete("x"))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # back-pressure
 

@@ -526,7 +526,7 @@ class OpenAICompatBackend(Backend):
         loop = asyncio.get_running_loop()
         used = used_capabilities(request, form)
         cap: float | None = None
-        attempt, last_text = 0, None
+        attempt, last_text, last_answer = 0, None, None
         while True:
             if attempt:
                 breaker.check()  # another request may have opened the circuit while this one waited
@@ -547,7 +547,7 @@ class OpenAICompatBackend(Backend):
                 breaker.success()
                 return resp
             except TimeoutError:
-                verdict = self._timeout(loop.time() >= cap, tries)
+                verdict = self._timeout(loop.time() >= cap, tries, last_answer)
             except HTTPStatusError as exc:
                 limiter.answered()  # an error answer is an answer: the server is alive
                 answer = exc.answer
@@ -555,13 +555,13 @@ class OpenAICompatBackend(Backend):
                 verdict = classify_status(self.model_id, answer.status, text, answer.text, used, form, tries)
                 if verdict.retry and answer.status not in GENERIC_5XX and (text == last_text or probing):
                     verdict.retry = False  # the same error word for word: deterministic, not transient
-                last_text = text
+                last_text, last_answer = text, f"HTTP {answer.status} {text}"
                 verdict.retry_after = answer.retry_after()
                 if answer.status == 404 and isinstance(verdict.error, ModelNotFoundError):
                     verdict.error = await self._not_found(verdict.error)
             except (aiohttp.ClientError, OSError) as exc:
                 verdict = classify_connection(self.model_id, self.base_url, exc, tries) or self._timeout(
-                    loop.time() >= cap, tries
+                    loop.time() >= cap, tries, last_answer
                 )
             finally:
                 limiter.release(seq, verdict.signal if verdict is not None else signal, latency)
@@ -591,14 +591,17 @@ class OpenAICompatBackend(Backend):
             raise HTTPStatusError(answer)
         return answer
 
-    def _timeout(self, past_deadline: bool, tries: str) -> Verdict:
+    def _timeout(self, past_deadline: bool, tries: str, last_answer: str | None = None) -> Verdict:
+        """A timed-out attempt; ``last_answer`` (an earlier attempt's error answer) is named, so a
+        request that kept failing says how, not only that the deadline came."""
         what = (
             f"no answer within the deadline of {self.deadline:g}s"
             if past_deadline
             else f"no answer within {self.timeout:g}s"
         )
+        last = f" (the last answer: {last_answer})" if last_answer else ""
         return Verdict(
-            ModelTimeoutError(f"model {self.model_id}: {what} {tries}", model=self.model_id),
+            ModelTimeoutError(f"model {self.model_id}: {what} {tries}{last}", model=self.model_id),
             True,
             Signal.OVERLOAD,
         )
