@@ -223,6 +223,7 @@ class SynthesizeStage(Stage):
             "intent_choice": item.get("intent_choice") or {}, "request_hash": request_hash, "seed": self.seed,
             "messages": messages, "frames": indices, "schema": schema, "context": ctx,
         }  # fmt: skip
+
         async def check(output: Any) -> list[Any]:  # the validate stage's own checks (~1-2 ms)
             return check_answer(intent, output, ctx, schema)
 
@@ -250,4 +251,3 @@ class SynthesizeStage(Stage):
             )
             return self.reject(item, SynthIssue.NOT_PERCEIVED, why, model=record["model"])
         return [record]
-
