@@ -11,8 +11,7 @@ import pytest
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.quality.soundness import Policy, SoundnessReason, run_soundness
 from dataclaw.envcraft.rollout import ToolTaskHarness, run_rollout
-from dataclaw.envcraft.tasks import GroundingError, ground_chain
-from dataclaw.envcraft.tasks.tool.initial import build_initial_state, build_verifier
+from dataclaw.envcraft.tasks.tool.initial import build_verifier
 from dataclaw.models import get_model
 from support.openai_server import OpenAIServer, ReceivedRequest, Reply
 
@@ -20,27 +19,19 @@ TICKETS = "transactional_workspace"
 
 
 @pytest.fixture(scope="module")
-def task() -> dict:
+def task(grounded: dict) -> dict:
     """login → update_ticket on a ticket the user names (a real grounded chain), with a guarded verifier."""
-    env_cls = archetypes.get(TICKETS).env_cls
-    for seed in range(40):
-        try:
-            g = ground_chain(env_cls, ["get_ticket", "update_ticket"], seed=seed)
-        except GroundingError:
-            continue
-        if g["steps"][-1]["sources"]["ticket_id"] == "user":
-            g = build_initial_state(env_cls, g, seed=seed)
-            verifier, _ = build_verifier(g, env_cls)
-            return {
-                "id": "task:t",
-                "env": TICKETS,
-                "scenario_id": g["scenario_id"],
-                "instruction": "Update the ticket.",
-                "initial_state": g["initial_state"],
-                "verifier": verifier,
-                "gold_chain": [{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
-            }
-    pytest.fail("no grounding of get_ticket → update_ticket in 40 seeds")
+    g = grounded
+    verifier, _ = build_verifier(g, archetypes.get(TICKETS).env_cls)
+    return {
+        "id": "task:t",
+        "env": TICKETS,
+        "scenario_id": g["scenario_id"],
+        "instruction": "Update the ticket.",
+        "initial_state": g["initial_state"],
+        "verifier": verifier,
+        "gold_chain": [{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
+    }
 
 
 def _figures(report) -> dict:
