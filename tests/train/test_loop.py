@@ -225,6 +225,44 @@ def test_loop_template_renders_calls_results_and_masks_only_the_assistant(tmp_pa
     assert conv["messages"][1]["content"] not in out["assistant"]
 
 
+CACHE_PROBE = r"""
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import serve_policy
+from dataclaw.train.checkpoint import plain_checkpoint
+from dataclaw.train.trainer import default_cache_dir
+policy = serve_policy.Policy(plain_checkpoint(sys.argv[4], default_cache_dir()), "p", Path(sys.argv[2]))
+conv = json.load(open(sys.argv[3]))
+body = lambda k: {"messages": conv["messages"][:k], "tools": conv["tools"], "max_tokens": 6, "temperature": 0}
+first = policy.complete(body(2))
+kept = len(policy.cached)
+second = policy.complete(body(4))  # the next turn: starts with the first request's tokens
+policy.cache, policy.cached = None, []
+fresh = policy.complete(body(4))
+print(json.dumps({"kept": kept, "prompt": first["usage"]["prompt_tokens"],
+                  "same": second["choices"] == fresh["choices"]}))
+"""
+
+
+@pytest.mark.slow
+@needs_trl
+def test_policy_server_reuses_the_shared_prefix_and_answers_as_without_it(tmp_path, splits):
+    conv = gold_conversation(splits["train"].tasks[0])
+    (tmp_path / "conv.json").write_text(json.dumps(conv))
+    recipes = REPO / "src/dataclaw/train/recipes"
+    done = subprocess.run(
+        [str(TRAIN_PY), "-c", CACHE_PROBE, str(recipes), str(COMPACT_TOOL_TEMPLATE),
+         str(tmp_path / "conv.json"), str(policy_path("smollm2-135m"))],
+        capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    # the cache holds the first prompt and what was generated after it (all but the last token)
+    assert out["kept"] >= out["prompt"]
+    assert out["same"]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # 195 s on 2 cores at load ~5; over 10 min at load 12
 @needs_trl

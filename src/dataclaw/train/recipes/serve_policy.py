@@ -13,7 +13,10 @@ comparison is fair (same template, same decoding, same parser):
   the rollout counts it as a malformed call rather than hiding it); usage counts real tokens;
 - ``GET /v1/models``: the one model.
 
-One request at a time (a lock around ``generate``): a CPU has no batch to gain. The port is written to
+One request at a time (a lock around ``generate``): a CPU has no batch to gain. The key/value cache of
+the last request is kept, and a request that starts with the same tokens (the next turn of an episode,
+or the next task's system turn and tools) computes only what follows them: a turn costs its new tokens,
+not the whole conversation again. The port is written to
 ``--port-file`` once the model is loaded, which is how the caller knows the server is ready.
 
     python serve_policy.py --model CHECKPOINT_DIR --port 0 --port-file port.txt
@@ -110,11 +113,31 @@ class Policy:
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
         self.model.eval()
         self.lock = threading.Lock()
+        self.cache: Any = None  # the last request's key/value cache
+        self.cached: list[int] = []  # the tokens it holds
         self.stop_ids = [
             i
             for i in {self.tokenizer.eos_token_id, self.tokenizer.convert_tokens_to_ids("<|im_end|>")}
             if isinstance(i, int) and i >= 0
         ]
+
+    def _prefix_cache(self, ids: list[int]) -> Any:
+        """The kept cache cut to the longest prefix it shares with ``ids`` (at least the last token of
+        ``ids`` is left to compute), or a new empty one."""
+        from transformers import DynamicCache
+
+        shared, most = 0, min(len(ids) - 1, len(self.cached))
+        while shared < most and ids[shared] == self.cached[shared]:
+            shared += 1
+        if self.cache is None or shared == 0:
+            self.cache = DynamicCache(config=self.model.config)
+            self.cached = []
+            return self.cache
+        extra = self.cache.get_seq_length() - shared
+        if extra > 0:
+            self.cache.crop(-extra)
+        self.cached = self.cached[:shared]
+        return self.cache
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """One chat completion in OpenAI's response shape."""
@@ -133,9 +156,11 @@ class Policy:
         with self.lock, torch.inference_mode():
             if body.get("seed") is not None:
                 torch.manual_seed(int(body["seed"]))
+            cache = self._prefix_cache(ids[0].tolist())
             out = self.model.generate(
                 ids,
                 attention_mask=torch.ones_like(ids),
+                cache=cache,
                 max_new_tokens=max_new,
                 do_sample=sample,
                 temperature=temperature if sample else None,
@@ -144,6 +169,7 @@ class Policy:
                 eos_token_id=self.stop_ids,
                 pad_token_id=self.stop_ids[0],
             )
+            self.cached = out[0, : cache.get_seq_length()].tolist()
         new = out[0, ids.shape[1] :].tolist()
         stopped = bool(new) and new[-1] in self.stop_ids
         text = self.tokenizer.decode(new, skip_special_tokens=True)
