@@ -270,12 +270,11 @@ def test_train_loop_runs_end_to_end_on_a_tiny_split(tmp_path, capsys):
     from dataclaw.cli.app import _run
 
     run = tmp_path / "loop"
-    code = _run(
-        ["train", "loop", "-o", str(run), "--env", "temporal_scheduling", "--heldout-env", "state_machine",
-         "--chains", "10", "--heldout", "2", "--epochs", "0", "--sft-steps", "1", "--grad-accum", "1",
-         "--max-length", "1024", "-n", "1", "--max-turns", "1", "--max-tokens", "12",
-         "--train-python", str(TRAIN_PY)]
-    )  # fmt: skip
+    argv = ["train", "loop", "-o", str(run), "--env", "temporal_scheduling", "--heldout-env", "state_machine",
+            "--chains", "10", "--heldout", "2", "--epochs", "0", "--sft-steps", "1", "--grad-accum", "1",
+            "--max-length", "1024", "-n", "1", "--max-turns", "1", "--max-tokens", "12",
+            "--train-python", str(TRAIN_PY)]  # fmt: skip
+    code = _run(argv)
     output = capsys.readouterr()
     assert code == 0, output.out[-3000:] + output.err[-3000:]
     summary = json.loads((run / "summary.json").read_text())
@@ -288,3 +287,51 @@ def test_train_loop_runs_end_to_end_on_a_tiny_split(tmp_path, capsys):
             assert fig["rollouts"] == summary["splits"][split]["tasks"] and fig["errors"] == 0
             assert 1 in fig["pass_hat_k"] or "1" in fig["pass_hat_k"]
     assert "mean reward" in output.out
+    # a rerun resumes: the same SFT data and settings reuse the saved policy, and its rollouts are read back
+    lines = {p.parent.name: p.read_text() for p in (run / "eval").glob("*/rollouts.jsonl")}
+    assert _run(argv) == 0
+    assert "SFT: reusing" in capsys.readouterr().out
+    again = json.loads((run / "summary.json").read_text())
+    assert again["eval"] == summary["eval"]
+    assert lines == {
+        p.parent.name: len(p.read_text().splitlines()) for p in (run / "eval").glob("*/rollouts.jsonl")
+    }
+
+
+def test_an_sft_run_is_reused_only_for_the_same_command_on_the_same_files(tmp_path):
+    from dataclaw.cli._train_loop import DONE_FILE, train_key, trained_before
+
+    data, saved = tmp_path / "sft.jsonl", tmp_path / "policy"
+    data.write_text('{"messages": []}\n')
+    saved.mkdir()
+    (saved / "config.json").write_text("{}")
+    argv = ["python", "trl_sft.py", "--data", str(data), "--learning-rate", "0.0001"]
+    (tmp_path / DONE_FILE).write_text(json.dumps({"key": train_key(argv), "summary": {"steps": 3}}))
+    assert trained_before(tmp_path, saved, argv) == {"steps": 3}
+    assert trained_before(tmp_path, saved, [*argv[:-1], "0.0002"]) is None  # other settings
+    data.write_text('{"messages": [1]}\n')
+    assert trained_before(tmp_path, saved, argv) is None  # other data
+    data.write_text('{"messages": []}\n')
+    (saved / "config.json").unlink()
+    assert trained_before(tmp_path, saved, argv) is None  # the policy is gone
+
+
+def test_novel_tasks_share_no_write_with_any_train_task(splits):
+    from dataclaw.cli._train_loop import novel_tasks, writes_of
+
+    train, same = splits["train"].tasks, splits["same_env"].tasks
+    novel = novel_tasks(train, same)
+    seen = {w for t in train for w in writes_of(t)}
+    for t in same:
+        assert writes_of(t)  # every kept task writes (a read-only one is gamed by doing nothing)
+        assert (t.id in novel) == (not seen & set(writes_of(t)))
+    assert novel_tasks(train, train) == set()
+
+
+def test_an_empty_chain_length_range_is_refused(tmp_path, capsys):
+    from dataclaw.cli.app import _run
+
+    code = _run(["train", "loop", "-o", str(tmp_path / "x"), "--min-len", "3", "--max-len", "2"])
+    assert code != 0
+    assert "--min-len 3 --max-len 2" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

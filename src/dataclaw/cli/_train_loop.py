@@ -8,14 +8,17 @@
    that text in ``tasks synth``; the embedded model keeps ~1 in 6 of its texts at ~7 s a chain, too few
    and too slow for hundreds of tasks on a CPU, so the loop uses the template, and says so.
 2. **Split** by environment and by seed: the train environments' chains of ``train_seed`` are the train
-   split; the same environments' chains of ``heldout_seed`` whose gold chain no train task has are the
-   ``same_env`` held-out split; the held-out environments' chains are the ``unseen_env`` split.
+   split; the same environments' chains of ``heldout_seed`` whose writes (the end state a task demands)
+   no train task has are the ``same_env`` held-out split; the held-out environments' chains are the
+   ``unseen_env`` split.
 3. **SFT data**: each train task's gold chain replayed through the rollout harness (the tools and the
    system prompt ``tasks rollout`` gives the agent, each call's observation as the environment returned
    it, the episode scored: only a gold run scoring 1.0 is kept), one conversation per task, ending on a
    plain-text reply (how the agent says it is done).
 4. **Train** in the trainer's Python: SFT (``recipes/trl_sft.py``, tool mode), then optionally GRPO steps
    on the train split's largest environment group (``trl_grpo.py``, the TRL export's environment class).
+   A rerun resumes: an SFT policy trained on the same data with the same settings is reused, and so are
+   the rollouts its evaluation recorded.
 5. **Evaluate** before and after on each held-out split with the rollout loop of ``tasks rollout``: both
    checkpoints served by ``recipes/serve_policy.py`` (same template, decoding and parser), the same
    budgets, seeds and temperature; mean reward, pass^k, tool-call validity and turns per task.
@@ -122,7 +125,8 @@ def make_tasks(run: Path, envs: list[str], n: int, seed: int, min_len: int, max_
         sample_chains(run, envs=[env], n=n, seed=seed, min_len=min_len, max_len=max_len)
     with RunStore(run) as store:
         run_stage(GroundStage(), list(store.records("chains")), store)
-        grounded = list(store.records("grounded"))
+        # by id, not in the order the workers finished: a rerun makes the same SFT data, in the same order
+        grounded = sorted(store.records("grounded"), key=lambda g: g["id"])
         split.made = {"chains": len(list(store.records("chains"))), "grounded": len(grounded)}
     for g in grounded:
         text = template_instruction(g)
@@ -134,9 +138,27 @@ def make_tasks(run: Path, envs: list[str], n: int, seed: int, min_len: int, max_
     return split
 
 
+def writes_of(task: Any) -> list[str]:
+    """The write calls of a task's gold chain (tool and arguments, as JSON): what fixes the end state
+    its verifier checks."""
+    from dataclaw.envcraft.tasks.tool.loading import record_env
+
+    tools = record_env(task).tools
+    return [
+        json.dumps([c["tool"], c["params"]], sort_keys=True, default=str)
+        for c in task.gold_chain
+        if c["tool"] not in tools or tools.get(c["tool"]).modifies_state
+    ]
+
+
 def chain_key(task: Any) -> str:
-    """A task's gold chain as a key (the same chain in two splits is the same task)."""
-    return json.dumps([[c["tool"], c["params"]] for c in task.gold_chain], sort_keys=True, default=str)
+    """What a task demands, as a key: its gold chain's writes. Two chains with the same writes and other
+    reads ask for the same end state: the same task for the verifier (a chain without a write, which
+    grounding does not keep, is keyed by all its calls)."""
+    writes = sorted(writes_of(task))
+    if not writes:
+        return json.dumps([[c["tool"], c["params"]] for c in task.gold_chain], sort_keys=True, default=str)
+    return json.dumps(writes)
 
 
 def gold_conversation(task: Any) -> dict[str, Any] | None:
@@ -219,8 +241,13 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def evaluate(model_spec: str, tasks: list[Any], out: Path, cfg: LoopConfig) -> dict[str, Any]:
-    """Roll the served policy out on ``tasks`` (``cfg.samples`` each, seeds 0…k-1) into ``out``."""
+def evaluate(
+    model_spec: str, tasks: list[Any], out: Path, cfg: LoopConfig, novel: set[str] | None = None,
+    key: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Roll the served policy out on ``tasks`` (``cfg.samples`` each, seeds 0…k-1) into ``out``, the
+    policy named ``key`` in rollout ids (a rerun reads its rollouts back); with ``novel`` (task ids), the
+    figures of those tasks alone as ``novel_writes``."""
     from dataclaw.envcraft.rollout import RolloutConfig
     from dataclaw.envcraft.rollout.run import rollout_tasks
     from dataclaw.models import get_model
@@ -235,9 +262,48 @@ def evaluate(model_spec: str, tasks: list[Any], out: Path, cfg: LoopConfig) -> d
     model = get_model(model_spec + "?timeout=600&deadline=1800", cache=False)
     with RunStore(out) as store:
         records = asyncio.run(
-            rollout_tasks(model, tasks, store, config, samples=cfg.samples, concurrency=cfg.concurrency)
+            rollout_tasks(
+                model, tasks, store, config, samples=cfg.samples, concurrency=cfg.concurrency, model_key=key
+            )
         )
-    return figures(records)
+    out_figures = figures(records)
+    if novel is not None:
+        out_figures["novel_writes"] = figures([r for r in records if r["task_id"] in novel])
+    return out_figures
+
+
+def novel_tasks(train: list[Any], heldout: list[Any]) -> set[str]:
+    """The held-out tasks none of whose writes any train task makes (not even one call in common): the
+    strictest reading of "tasks it has not seen"."""
+    seen = {w for t in train for w in writes_of(t)}
+    return {t.id for t in heldout if not seen & set(writes_of(t))}
+
+
+DONE_FILE = "done.json"
+"""Written next to an SFT run's metrics once its policy is saved: the key of what it was trained on."""
+
+
+def train_key(argv: list[str]) -> str:
+    """What a recipe run depends on: its command line and the content of every file it names."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for arg in argv:
+        h.update(arg.encode() + b"\0")
+        path = Path(arg)
+        if path.is_file() and path.suffix in (".jsonl", ".jinja", ".gguf", ".py"):
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def trained_before(out: Path, saved: Path, argv: list[str]) -> dict[str, Any] | None:
+    """The summary of an SFT run of the same command on the same files whose policy is still saved."""
+    try:
+        done = json.loads((out / DONE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = done.get("key") == train_key(argv) and (saved / "config.json").is_file()
+    return done["summary"] if ok else None
 
 
 def run_loop(cfg: LoopConfig, say: Any = print) -> dict[str, Any]:
@@ -276,24 +342,38 @@ def run_loop(cfg: LoopConfig, say: Any = print) -> dict[str, Any]:
         max_length=cfg.max_length, learning_rate=cfg.learning_rate, seed=0, epochs=cfg.epochs,
         grad_accum=cfg.grad_accum, chat_template=template, device=cfg.device, save=after,
     )  # fmt: skip
-    sft = run_recipe(argv, "SFT")
+    sft, trained = trained_before(sft_out, after, argv), False
+    if sft is None:
+        sft, trained = run_recipe(argv, "SFT"), True
+        (sft_out / DONE_FILE).write_text(json.dumps({"key": train_key(argv), "summary": sft}) + "\n")
+    else:
+        say(f"SFT: reusing {after} (trained on the same data with the same settings)")
     before_ckpt = Path(sft["checkpoint"])
     grpo: dict[str, Any] | None = None
     if cfg.grpo_steps > 0:
         grpo = run_grpo(cfg, splits["train"].tasks, py, after, cache, recipe_argv, run_recipe, GRPO_RECIPE)
-        after = Path(grpo["saved"])
+        after, trained = Path(grpo["saved"]), True
     t_train = time.monotonic() - t0 - t_tasks
 
-    # the policies were trained in this run: rollouts an earlier run left here are not theirs
-    shutil.rmtree(cfg.out / "eval", ignore_errors=True)
+    if trained:  # rollouts an earlier run left here are not this policy's
+        shutil.rmtree(cfg.out / "eval", ignore_errors=True)
     results: dict[str, dict[str, Any]] = {}
+    novel = {"same_env": novel_tasks(splits["train"].tasks, splits["same_env"].tasks)}
+    splits["same_env"].made["novel_writes"] = len(novel["same_env"])
+    # each policy by what made it (rollout ids: a rerun of the same policies reads their rollouts back)
+    keys = {"before": f"before:{before_ckpt}", "after": f"after:{train_key(argv)}:{after}"}
     stages = [("after", after)] if cfg.skip_before else [("before", before_ckpt), ("after", after)]
     for label, ckpt in stages:
         log = cfg.out / "serve" / f"{label}.log"
         with serve_policy(py, ckpt, f"policy-{label}", log, template, device=cfg.device) as spec:
             for name in (n for n in splits if n != "train"):
                 results.setdefault(name, {})[label] = evaluate(
-                    spec, splits[name].tasks, cfg.out / "eval" / f"{name}-{label}", cfg
+                    spec,
+                    splits[name].tasks,
+                    cfg.out / "eval" / f"{name}-{label}",
+                    cfg,
+                    novel.get(name),
+                    keys[label],
                 )
                 say(f"{label:>6} on {name}: {results[name][label]}")
     summary = {

@@ -182,6 +182,8 @@ def loop(
     ] = None,
     chains: Annotated[int, typer.Option(help="Train chains sampled per environment.")] = 30,
     heldout: Annotated[int, typer.Option(help="Held-out chains sampled per environment.")] = 10,
+    min_len: Annotated[int, typer.Option(help="Fewest calls in a sampled chain.")] = 2,
+    max_len: Annotated[int, typer.Option(help="Most calls in a sampled chain.")] = 4,
     model: Annotated[
         str, typer.Option(help="Policy: smollm2-135m (bundled GGUF), a GGUF file or a checkpoint folder.")
     ] = "smollm2-135m",
@@ -210,6 +212,8 @@ def loop(
 
     if min(chains, heldout, samples, max_turns, grad_accum) < 1:
         raise ConfigError("--chains, --heldout, -n, --max-turns and --grad-accum must be >= 1")
+    if not 1 <= min_len <= max_len:
+        raise ConfigError(f"--min-len {min_len} --max-len {max_len}: need 1 <= min-len <= max-len")
     train_envs = list(env or DEFAULT_TRAIN_ENVS)
     heldout_envs = list(DEFAULT_HELDOUT_ENVS if heldout_env is None else heldout_env)
     if both := sorted(set(train_envs) & set(heldout_envs)):
@@ -220,6 +224,8 @@ def loop(
         heldout_envs=heldout_envs,
         chains_per_env=chains,
         heldout_per_env=heldout,
+        min_len=min_len,
+        max_len=max_len,
         model=model,
         epochs=epochs,
         sft_steps=sft_steps,

@@ -53,8 +53,11 @@ async def rollout_tasks(
     judge: Any = None,
     user_model: Any = None,
     user_config: UserConfig | None = None,
+    model_key: str | None = None,
 ) -> list[dict[str, Any]]:
     """``samples`` rollouts per task into ``rollouts.jsonl``; finished ones are read back, not rerun.
+    ``model_key`` names the policy in rollout ids instead of its model id, where that id changes between
+    runs of the same policy (a local server on a fresh port each time).
 
     The harnesses (env sessions, sandboxed workspaces) live where the command's executor puts them
     (local: this process; ray: actors), the agent loop and the model calls stay here, so every answer
@@ -73,7 +76,7 @@ async def rollout_tasks(
     have = {r["id"]: r for r in out.read()}
     user_id = user_model.model_id if user_model is not None else None
     ids = [
-        (t, j, rollout_id(t.task_id, model.model_id, j, seeds(j), user_id))
+        (t, j, rollout_id(t.task_id, model_key or model.model_id, j, seeds(j), user_id))
         for t in tasks
         for j in range(samples)
     ]
