@@ -110,7 +110,7 @@ async def rollout_tasks(
                 )  # fmt: skip
                 traj = None
         if traj is not None:
-            rec = traj.to_record()
+            rec = {**traj.to_record(), "id": rid}  # the id asked for (``model_key`` may name the policy)
             out.append(rec)
             have[rec["id"]] = rec
         finished += 1
