@@ -104,7 +104,7 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-bench: setup $(OE_VENV)/.deps-ok
+bench: setup $(OE_VENV)/.deps-ok $(TRAIN_VENV)/.deps-ok
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; py=$(BIN)/python; \
 		[ "$$b" = benchmarks/bench_env_serve.py ] && py=$(OE_VENV)/bin/python; $$py $$b || exit 1; done
 

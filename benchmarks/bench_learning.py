@@ -24,7 +24,7 @@ after > before on ``unseen_env``. One JSON line; exit 1 on a miss (the figures a
     .venv/bin/python benchmarks/bench_learning.py [--chains 64] [--heldout 30] [--epochs 1] [-n 1]
 
 The defaults (chains of 1–3 calls, one epoch at lr 1e-4, five turns of 128 tokens) fit about an hour on 2
-cores: SFT on ~216 trajectories (~280k tokens) takes ~40 min; docs/training.md has the measured run. A
+cores: SFT on 216 trajectories (~290k tokens) took 47 min; docs/training.md has the measured runs. A
 rerun with the same ``--out`` reuses the trained policy and the rollouts recorded.
 """
 
