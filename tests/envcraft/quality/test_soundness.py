@@ -14,20 +14,9 @@ from dataclaw.envcraft.quality.soundness import (
     summarize,
 )
 from dataclaw.envcraft.tasks.tool.initial import build_verifier
+from support.tool_tasks import tool_task
 
 TICKETS = "transactional_workspace"
-
-
-def _task(g: dict, verifier: dict) -> dict:
-    return {
-        "id": "task:t",
-        "env": TICKETS,
-        "scenario_id": g["scenario_id"],
-        "instruction": "Update the ticket.",
-        "initial_state": g["initial_state"],
-        "verifier": verifier,
-        "gold_chain": [{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
-    }
 
 
 def _figures(report) -> dict:
@@ -36,7 +25,7 @@ def _figures(report) -> dict:
 
 def test_a_guarded_task_passes_every_policy_with_its_figures(grounded: dict) -> None:
     verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
-    report = run_soundness(_task(grounded, verifier))
+    report = run_soundness(tool_task(grounded, verifier))
     assert report.passed, [f.detail for f in report.figures if not f.ok]
     figs = _figures(report)
     assert list(figs) == [str(p) for p in Policy]
@@ -51,7 +40,7 @@ def test_a_guarded_task_passes_every_policy_with_its_figures(grounded: dict) -> 
         and rec["figures"]["gold"] == {"score": 1.0, "runs": 1, "ok": True}
     )
     assert all(c["passed"] for c in report.checks())
-    assert run_soundness(_task(grounded, verifier)).to_record() == rec  # seeded: the same figures again
+    assert run_soundness(tool_task(grounded, verifier)).to_record() == rec  # seeded: the same figures again
 
 
 def test_every_trial_replays_from_s0_to_its_score_in_a_fresh_file_backed_session(grounded: dict) -> None:
@@ -60,7 +49,7 @@ def test_every_trial_replays_from_s0_to_its_score_in_a_fresh_file_backed_session
     from dataclaw.envcraft.tasks.tool.stages import replay_task
 
     verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
-    task = _task(grounded, verifier)
+    task = tool_task(grounded, verifier)
     report = run_soundness(task)
     by_policy = {f.policy: f.runs for f in report.figures}
     counted = {p: sum(t.policy == p for t in report.trials) for p in by_policy}
@@ -71,7 +60,7 @@ def test_every_trial_replays_from_s0_to_its_score_in_a_fresh_file_backed_session
 
 def test_a_verifier_that_only_checks_what_must_change_is_gamed_by_collateral_writes(grounded: dict) -> None:
     legacy, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls, guard=False)
-    report = run_soundness(_task(grounded, legacy))
+    report = run_soundness(tool_task(grounded, legacy))
     assert SoundnessReason.GAMED_BY_COLLATERAL in report.reasons
     collateral = _figures(report)["collateral"]
     assert collateral.score == 1.0 and "scores 1.000" in collateral.detail
@@ -82,7 +71,7 @@ def test_a_verifier_that_only_checks_what_must_change_is_gamed_by_collateral_wri
 def test_a_verifier_that_counts_log_entries_is_gamed_by_every_policy_that_writes(grounded: dict) -> None:
     gold_log = len(grounded["final_state"]["audit_log"])
     weak = {"version": 1, "assertions": [{"path": "/audit_log", "op": "count_gte", "value": gold_log}]}
-    report = run_soundness(_task(grounded, weak))
+    report = run_soundness(tool_task(grounded, weak))
     assert SoundnessReason.GAMED_BY_COLLATERAL in report.reasons
     assert SoundnessReason.GAMED_BY_WRONG_LAST_WRITE in report.reasons
     assert SoundnessReason.GOLD_FAILS not in report.reasons
@@ -90,15 +79,15 @@ def test_a_verifier_that_counts_log_entries_is_gamed_by_every_policy_that_writes
 
 def test_doing_nothing_and_a_broken_gold_chain_are_named(grounded: dict) -> None:
     free = {"version": 1, "assertions": [{"path": "/tickets", "op": "exists"}]}
-    report = run_soundness(_task(grounded, free))
+    report = run_soundness(tool_task(grounded, free))
     assert SoundnessReason.GAMED_BY_UNTOUCHED in report.reasons
     assert SoundnessReason.GAMED_BY_RANDOM in report.reasons
     never = {"version": 1, "assertions": [{"path": "/tickets", "op": "absent"}]}
-    assert run_soundness(_task(grounded, never)).reasons[0] == SoundnessReason.GOLD_FAILS
+    assert run_soundness(tool_task(grounded, never)).reasons[0] == SoundnessReason.GOLD_FAILS
 
 
 def test_a_task_the_suite_cannot_run_is_a_reject_not_a_crash(grounded: dict) -> None:
-    task = {**_task(grounded, {"version": 1, "assertions": []}), "env": "no_such_env"}
+    task = {**tool_task(grounded, {"version": 1, "assertions": []}), "env": "no_such_env"}
     report = run_soundness(task)
     assert report.reasons == [SoundnessReason.SUITE_ERROR] and "could not run" in report.error
     assert report.checks()[0]["reason"] == "soundness_error"
@@ -112,7 +101,7 @@ def test_settings_are_checked_and_tighten_the_suite(grounded: dict) -> None:
         SoundnessSettings(random_max_mean=1.0)
     verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
     # a guard costs half the score: a margin above one half is more than it can give
-    strict = run_soundness(_task(grounded, verifier), SoundnessSettings(collateral_margin=0.6))
+    strict = run_soundness(tool_task(grounded, verifier), SoundnessSettings(collateral_margin=0.6))
     assert strict.reasons == [SoundnessReason.GAMED_BY_COLLATERAL]
 
 
@@ -125,11 +114,11 @@ def test_an_export_refuses_a_task_set_a_policy_games(grounded: dict, tmp_path) -
     legacy, _ = build_verifier(grounded, env_cls, guard=False)
     guarded, _ = build_verifier(grounded, env_cls)
     src = tmp_path / "tasks.jsonl"
-    src.write_text(json.dumps(_task(grounded, legacy)) + "\n")
+    src.write_text(json.dumps(tool_task(grounded, legacy)) + "\n")
     with pytest.raises(ExportError, match=r"fail the soundness suite: task:t \(.*gamed_by_collateral"):
         prepare(src)
     assert prepare(src, soundness=False).tasks  # the user's explicit choice
-    src.write_text(json.dumps(_task(grounded, guarded)) + "\n")
+    src.write_text(json.dumps(tool_task(grounded, guarded)) + "\n")
     assert [t.id for t in prepare(src).tasks] == ["task:t"]
 
 

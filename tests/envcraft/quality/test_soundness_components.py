@@ -14,6 +14,7 @@ from dataclaw.envcraft.rollout import ToolTaskHarness, run_rollout
 from dataclaw.envcraft.tasks.tool.initial import build_verifier
 from dataclaw.models import get_model
 from support.openai_server import OpenAIServer, ReceivedRequest, Reply
+from support.tool_tasks import tool_task
 
 TICKETS = "transactional_workspace"
 
@@ -21,17 +22,8 @@ TICKETS = "transactional_workspace"
 @pytest.fixture(scope="module")
 def task(grounded: dict) -> dict:
     """login → update_ticket on a ticket the user names (a real grounded chain), with a guarded verifier."""
-    g = grounded
-    verifier, _ = build_verifier(g, archetypes.get(TICKETS).env_cls)
-    return {
-        "id": "task:t",
-        "env": TICKETS,
-        "scenario_id": g["scenario_id"],
-        "instruction": "Update the ticket.",
-        "initial_state": g["initial_state"],
-        "verifier": verifier,
-        "gold_chain": [{"tool": s["tool"], "params": s["params"]} for s in g["steps"]],
-    }
+    verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
+    return tool_task(grounded, verifier)
 
 
 def _figures(report) -> dict:
