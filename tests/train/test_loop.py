@@ -305,13 +305,13 @@ def test_an_sft_run_is_reused_only_for_the_same_command_on_the_same_files(tmp_pa
     (saved / "config.json").write_text("{}")
     argv = ["python", "trl_sft.py", "--data", str(data), "--learning-rate", "0.0001"]
     (tmp_path / DONE_FILE).write_text(json.dumps({"key": train_key(argv), "summary": {"steps": 3}}))
-    assert trained_before(tmp_path, saved, argv) == {"steps": 3}
-    assert trained_before(tmp_path, saved, [*argv[:-1], "0.0002"]) is None  # other settings
+    assert trained_before(tmp_path, saved, train_key(argv)) == {"steps": 3}
+    assert trained_before(tmp_path, saved, train_key([*argv[:-1], "0.0002"])) is None  # other settings
     data.write_text('{"messages": [1]}\n')
-    assert trained_before(tmp_path, saved, argv) is None  # other data
+    assert trained_before(tmp_path, saved, train_key(argv)) is None  # other data
     data.write_text('{"messages": []}\n')
     (saved / "config.json").unlink()
-    assert trained_before(tmp_path, saved, argv) is None  # the policy is gone
+    assert trained_before(tmp_path, saved, train_key(argv)) is None  # the policy is gone
 
 
 def test_novel_tasks_share_no_write_with_any_train_task(splits):

@@ -296,13 +296,13 @@ def train_key(argv: list[str]) -> str:
     return h.hexdigest()
 
 
-def trained_before(out: Path, saved: Path, argv: list[str]) -> dict[str, Any] | None:
-    """The summary of an SFT run of the same command on the same files whose policy is still saved."""
+def trained_before(out: Path, saved: Path, key: str) -> dict[str, Any] | None:
+    """The summary of an SFT run of the same :func:`train_key` whose policy is still saved."""
     try:
         done = json.loads((out / DONE_FILE).read_text())
     except (OSError, ValueError):
         return None
-    ok = done.get("key") == train_key(argv) and (saved / "config.json").is_file()
+    ok = done.get("key") == key and (saved / "config.json").is_file()
     return done["summary"] if ok else None
 
 
@@ -342,10 +342,11 @@ def run_loop(cfg: LoopConfig, say: Any = print) -> dict[str, Any]:
         max_length=cfg.max_length, learning_rate=cfg.learning_rate, seed=0, epochs=cfg.epochs,
         grad_accum=cfg.grad_accum, chat_template=template, device=cfg.device, save=after,
     )  # fmt: skip
-    sft, trained = trained_before(sft_out, after, argv), False
+    sft_key = train_key(argv)  # hashes the data and the policy file: once
+    sft, trained = trained_before(sft_out, after, sft_key), False
     if sft is None:
         sft, trained = run_recipe(argv, "SFT"), True
-        (sft_out / DONE_FILE).write_text(json.dumps({"key": train_key(argv), "summary": sft}) + "\n")
+        (sft_out / DONE_FILE).write_text(json.dumps({"key": sft_key, "summary": sft}) + "\n")
     else:
         say(f"SFT: reusing {after} (trained on the same data with the same settings)")
     before_ckpt = Path(sft["checkpoint"])
@@ -361,7 +362,7 @@ def run_loop(cfg: LoopConfig, say: Any = print) -> dict[str, Any]:
     novel = {"same_env": novel_tasks(splits["train"].tasks, splits["same_env"].tasks)}
     splits["same_env"].made["novel_writes"] = len(novel["same_env"])
     # each policy by what made it (rollout ids: a rerun of the same policies reads their rollouts back)
-    keys = {"before": f"before:{before_ckpt}", "after": f"after:{train_key(argv)}:{after}"}
+    keys = {"before": f"before:{before_ckpt}", "after": f"after:{sft_key}:{after}"}
     stages = [("after", after)] if cfg.skip_before else [("before", before_ckpt), ("after", after)]
     for label, ckpt in stages:
         log = cfg.out / "serve" / f"{label}.log"
