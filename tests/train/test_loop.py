@@ -159,6 +159,42 @@ def test_figures_count_floors_apart_from_success():
     assert figures([_record("a", 0.0, calls=0)])["tool_call_validity"] is None  # no call: no validity
 
 
+def test_a_pass_counts_only_when_every_gold_write_was_made_and_accepted(splits):
+    """A run the verifier scores 1.0 without one of the gold chain's writes (steps that cancel out, a write
+    setting what a record already holds, a field the verifier does not see) is counted apart."""
+    from dataclaw.cli._train_loop import made_every_write, writes_of
+
+    task = next(t for t in splits["same_env"].tasks if len(t.gold_chain) >= 2)
+    gold = [
+        {"tool": c["tool"].replace(".", "__"), "arguments": dict(c["params"]), "ok": True}
+        for c in task.gold_chain
+    ]
+    writes = set(writes_of(task))
+    last = max(
+        i
+        for i, c in enumerate(task.gold_chain)
+        if json.dumps([c["tool"], c["params"]], sort_keys=True, default=str) in writes
+    )
+    wrong_args = [dict(s) for s in gold]
+    wrong_args[last]["arguments"] = {**wrong_args[last]["arguments"], "__extra": 1}
+    refused = [dict(s) for s in gold]
+    refused[last]["ok"] = False
+    cases = {
+        "every write": (gold, True),
+        "a write missing": (gold[:last] + gold[last + 1 :], False),
+        "other arguments": (wrong_args, False),
+        "refused": (refused, False),
+        "extra calls after": ([*gold, {**gold[0], "arguments": {}, "ok": False}], True),
+    }
+    for name, (steps, want) in cases.items():
+        assert made_every_write({"steps": steps}, task) is want, name
+    recs = [{**_record(task.id, 1.0), "steps": steps} for steps, _ in cases.values()]
+    recs.append({**_record(task.id, 0.0), "steps": gold})  # every write, but the end state is wrong
+    fig = figures(recs, {task.id: task})
+    assert fig["pass_every_write"] == round(2 / 6, 4) and fig["mean_reward"] == round(5 / 6, 4)
+    assert figures(recs)["pass_every_write"] is None  # without the tasks: not measured, not guessed
+
+
 def test_learning_curve_reads_the_recipe_metrics(tmp_path):
     m = tmp_path / "metrics.jsonl"
     m.write_text('{"step": 1, "loss": 1.5}\n{"step": 2, "loss": 0.75, "grad_norm": 2}\n{"step": 2, "x": 1}\n')
@@ -286,7 +322,8 @@ def test_train_loop_runs_end_to_end_on_a_tiny_split(tmp_path, capsys):
             fig = summary["eval"][split][label]
             assert fig["rollouts"] == summary["splits"][split]["tasks"] and fig["errors"] == 0
             assert 1 in fig["pass_hat_k"] or "1" in fig["pass_hat_k"]
-    assert "mean reward" in output.out
+            assert 0.0 <= fig["pass_every_write"] <= fig["mean_reward"]
+    assert "mean reward" in output.out and "passes making every gold write" in output.out
     # a rerun resumes: the same SFT data and settings reuse the saved policy, and its rollouts are read back
     lines = {p.parent.name: p.read_text() for p in (run / "eval").glob("*/rollouts.jsonl")}
     assert _run(argv) == 0

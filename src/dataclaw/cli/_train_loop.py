@@ -222,17 +222,44 @@ def split_tasks(cfg: LoopConfig) -> dict[str, Split]:
     return splits
 
 
-def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean reward, pass^k, tool-call validity and turns per task of one policy on one split."""
-    from dataclaw.envcraft.rollout.run import pass_hat_k
+def made_every_write(record: dict[str, Any], task: Any) -> bool:
+    """Whether a rollout made every write of its task's gold chain (tool and arguments, each call
+    accepted). The verifier scores the end state, so a run can score 1.0 without doing all that was
+    asked: where the task's steps cancel out (a record created, then deleted), where a write sets what
+    the record already holds, or where the verifier does not see what a write sets (the nested content
+    of a record the run creates). docs/training.md counts such passes in a measured run."""
+    done = {
+        json.dumps([s["tool"], s.get("arguments")], sort_keys=True, default=str)
+        for s in record.get("steps") or []
+        if s.get("ok")
+    }
+    for write in writes_of(task):
+        tool, params = json.loads(write)
+        if json.dumps([tool.replace(".", "__"), params], sort_keys=True, default=str) not in done:
+            return False
+    return True
+
+
+def figures(records: list[dict[str, Any]], tasks: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Mean reward, pass^k, tool-call validity and turns per task of one policy on one split; with the
+    ``tasks`` (by id), ``pass_every_write``: the share of rollouts that score 1.0 *and* made every write
+    of the gold chain (:func:`made_every_write`), the passes a careful reader counts."""
+    from dataclaw.envcraft.rollout.run import is_success, pass_hat_k
 
     rewards = [float(r.get("reward") or 0.0) for r in records]
     calls = sum(r["metrics"].get("tool_calls", 0) for r in records)
     invalid = sum(r["metrics"].get("invalid_calls", 0) for r in records)
+    strict = None
+    if tasks is not None and records:
+        passes = sum(
+            is_success(r.get("reward")) and made_every_write(r, tasks[r["task_id"]]) for r in records
+        )
+        strict = round(passes / len(records), 4)
     return {
         "rollouts": len(records),
         "tasks": len({r["task_id"] for r in records}),
         "mean_reward": round(sum(rewards) / len(rewards), 4) if rewards else None,
+        "pass_every_write": strict,
         "pass_hat_k": pass_hat_k(records),
         "tool_calls": calls,
         "tool_call_validity": round((calls - invalid) / calls, 4) if calls else None,
@@ -266,9 +293,10 @@ def evaluate(
                 model, tasks, store, config, samples=cfg.samples, concurrency=cfg.concurrency, model_key=key
             )
         )
-    out_figures = figures(records)
+    by_id = {t.id: t for t in tasks}
+    out_figures = figures(records, by_id)
     if novel is not None:
-        out_figures["novel_writes"] = figures([r for r in records if r["task_id"] in novel])
+        out_figures["novel_writes"] = figures([r for r in records if r["task_id"] in novel], by_id)
     return out_figures
 
 

@@ -243,7 +243,8 @@ def loop(
     for split, row in summary["eval"].items():
         for label, fig in row.items():
             console.print(
-                f"{split:>10} {label:>6}: mean reward {fig['mean_reward']}, pass^k {fig['pass_hat_k']}, "
+                f"{split:>10} {label:>6}: mean reward {fig['mean_reward']}, "
+                f"passes making every gold write {fig['pass_every_write']}, pass^k {fig['pass_hat_k']}, "
                 f"tool-call validity {fig['tool_call_validity']}, turns/task {fig['turns_per_task']}"
             )
     console.print(f"summary: {out / 'summary.json'} ({summary['wall_s']['total']} s)")
