@@ -18,14 +18,23 @@ Figures per split and policy: mean reward, pass^k (τ-bench, over ``-n`` trials)
 turns per task; the SFT learning curve (loss per logged step) and, with GRPO, its reward per step; the
 wall time of each phase on this machine.
 
-Targets: ≥ 200 train tasks; after ≥ 0.3 and ≥ 5× before on ``same_env`` (a before of 0 needs after ≥ 0.3);
-after > before on ``unseen_env``. One JSON line; exit 1 on a miss (the figures are printed either way).
+Figures per split and policy also hold ``pass_every_write``: the share of rollouts that score 1.0 and made
+every write of the gold chain (tool and arguments). The verifier scores the end state, and a run can
+reach it without doing all that was asked (steps that cancel out, a write that sets what a record already
+holds, a field the verifier does not see); such a pass is counted apart, never as success.
 
-    .venv/bin/python benchmarks/bench_learning.py [--chains 64] [--heldout 30] [--epochs 1] [-n 1]
+Targets, each on the mean reward and on ``pass_every_write``: ≥ 200 train tasks; after ≥ 0.3 and ≥ 5×
+before on ``same_env`` (a before of 0 needs after ≥ 0.3); after > before on ``unseen_env``. One JSON line;
+exit 1 on a miss (the figures are printed either way).
 
-The defaults (chains of 1–3 calls, one epoch at lr 1e-4, five turns of 128 tokens) fit about an hour on 2
-cores: SFT on 216 trajectories (~290k tokens) took 47 min; docs/training.md has the measured runs. A
-rerun with the same ``--out`` reuses the trained policy and the rollouts recorded.
+    .venv/bin/python benchmarks/bench_learning.py [--chains 64] [--heldout 40] [--epochs 2] [-n 1]
+
+The defaults (chains of 1–3 calls, two epochs at lr 1e-4, 40 held-out chains per environment, five turns
+of 128 tokens) take about an hour and three quarters on 2 quiet cores: SFT on 216 trajectories (2 × ~290k
+tokens) took 76 min, the four evaluations 22 min. One epoch is not enough: two runs of it landed at 0.38
+and 0.27 on ``same_env``, astride the target (docs/training.md has every measured run). Greedy decoding
+makes every trial of a task the same, so ``-n`` above 1 only repeats it. A rerun with the same ``--out``
+reuses the trained policy and the rollouts recorded.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dataclaw.cli._train_loop import DEFAULT_HELDOUT_ENVS, DEFAULT_TRAIN_ENVS, LoopConfig, run_loop
@@ -49,10 +59,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=None, help="run folder (default: a temp dir)")
     p.add_argument("--chains", type=int, default=64, help="train chains per environment (6 environments)")
-    p.add_argument("--heldout", type=int, default=30, help="held-out chains per environment")
+    p.add_argument("--heldout", type=int, default=40, help="held-out chains per environment")
     p.add_argument("--min-len", type=int, default=1, help="fewest calls in a sampled chain")
     p.add_argument("--max-len", type=int, default=3, help="most calls in a sampled chain")
-    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--learning-rate", type=float, default=1e-4)
     p.add_argument("--max-length", type=int, default=1536)
     p.add_argument("--grpo-steps", type=int, default=0)
@@ -66,15 +76,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def verdict(summary: dict) -> dict:
     """The targets, checked on the summary's figures."""
     ev = summary["eval"]
-    same_b = ev["same_env"]["before"]["mean_reward"] or 0.0
-    same_a = ev["same_env"]["after"]["mean_reward"] or 0.0
-    unseen_b = ev["unseen_env"]["before"]["mean_reward"] or 0.0
-    unseen_a = ev["unseen_env"]["after"]["mean_reward"] or 0.0
+
+    def holds(test: Callable[..., bool]) -> bool:
+        # each target holds for the mean reward and for the passes that made every gold write: a pass
+        # the verifier cannot tell from a run that skipped a step is not counted as success
+        fields = ("mean_reward", "pass_every_write")
+        return all(
+            test(*(ev[s][p][f] or 0.0 for s in ("same_env", "unseen_env") for p in ("before", "after")))
+            for f in fields
+        )
+
     checks = {
         "train_tasks": summary["splits"]["train"]["tasks"] >= MIN_TRAIN_TASKS,
-        "same_env_after": same_a >= TARGET_AFTER,
-        "same_env_gain": same_a > 0 and same_a >= TARGET_GAIN * same_b,  # 0 ≥ 5 × 0 is no gain
-        "unseen_env_gain": unseen_a > unseen_b,
+        "same_env_after": holds(lambda sb, sa, ub, ua: sa >= TARGET_AFTER),
+        # 0 ≥ 5 × 0 is no gain
+        "same_env_gain": holds(lambda sb, sa, ub, ua: sa > 0 and sa >= TARGET_GAIN * sb),
+        "unseen_env_gain": holds(lambda sb, sa, ub, ua: ua > ub),
     }
     return {"checks": checks, "ok": all(checks.values())}
 
@@ -110,10 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         "sft_trajectories": summary["sft_trajectories"],
         "heldout_tasks": {k: summary["splits"][k]["tasks"] for k in ev},
         "mean_reward": {k: {p: f["mean_reward"] for p, f in row.items()} for k, row in ev.items()},
+        "pass_every_write": {k: {p: f["pass_every_write"] for p, f in row.items()} for k, row in ev.items()},
         # same_env tasks none of whose writes a train task makes: the strictest reading of "unseen"
         "same_env_novel_writes": {
             "tasks": summary["splits"]["same_env"].get("novel_writes"),
             "mean_reward": {p: f["novel_writes"]["mean_reward"] for p, f in ev["same_env"].items()},
+            "pass_every_write": {p: f["novel_writes"]["pass_every_write"] for p, f in ev["same_env"].items()},
         },
         "pass_hat_k": {k: {p: f["pass_hat_k"] for p, f in row.items()} for k, row in ev.items()},
         "tool_call_validity": {

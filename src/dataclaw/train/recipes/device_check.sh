@@ -14,5 +14,5 @@ if ! "$PY" -c 'import torch, trl, sys; sys.exit(0 if torch.cuda.is_available() e
   exit 2
 fi
 "$PY" -c 'import torch; print("device:", torch.cuda.get_device_name(0))'
-timeout 540 .venv/bin/python benchmarks/bench_learning.py --device auto --chains 32 --heldout 4 \
-  --epochs 2 -n 2 --out "$OUT/loop" 2> "$OUT/loop.log" | tee "$OUT/bench_learning.json"
+timeout 540 .venv/bin/python benchmarks/bench_learning.py --device auto --out "$OUT/loop" \
+  2> "$OUT/loop.log" | tee "$OUT/bench_learning.json"
