@@ -168,6 +168,33 @@ def test_rollout_and_calibrate_report_unloadable_tasks_and_fail_when_none_loads(
         assert "unloadable: broken" in res.stdout
 
 
+def _sandboxed_descendants(pid: int) -> int:
+    """Sandboxed interpreters (``-S``, running a marshalled builder) below ``pid``: this command's own,
+    not another test's or program's on the same machine."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+
+    def below(p: int) -> bool:
+        while p > 1:
+            p = parents.get(p, 0)
+            if p == pid:
+                return True
+        return False
+
+    count = 0
+    for p in parents:
+        try:
+            cmdline = (Path("/proc") / str(p) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        count += b"\0-S\0" in cmdline and b"marshal" in cmdline and below(p)
+    return count
+
+
 def test_ctrl_c_ends_the_audits_in_flight_and_stores_none_of_them(tmp_path: Path):
     import signal
     import time
@@ -181,14 +208,8 @@ def test_ctrl_c_ends_the_audits_in_flight_and_stores_none_of_them(tmp_path: Path
     cmd = [exe, "tasks", "audit", str(root), "-o", str(run), "--workers", "2"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until sandboxed interpreters run (the builders' wall limit is 60 s)
-        running = 0
-        for c in Path("/proc").glob("*/cmdline"):
-            try:
-                running += b"\0-S\0" in c.read_bytes() and b"marshal" in c.read_bytes()
-            except OSError:
-                continue
-        if running >= 2:
+    while time.monotonic() < deadline:  # until its sandboxed interpreters run (the builders' limit is 60 s)
+        if _sandboxed_descendants(proc.pid) >= 2:
             break
         time.sleep(0.2)
     time.sleep(1)
