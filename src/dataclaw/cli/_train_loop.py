@@ -430,7 +430,9 @@ def run_grpo(
     recipe: Path,
 ) -> dict[str, Any]:  # fmt: skip
     """GRPO steps from the SFT policy on the train split's largest environment group (a TRL export holds
-    one group), through the export's environment class; the trained checkpoint saved."""
+    one group), through the export's environment class; the trained checkpoint saved. A rollout's token
+    budget is an SFT trajectory's (``max_length``): TRL drops a tool result that would pass it and ends
+    the rollout there, so a budget of a few hundred tokens ends most rollouts after their first call."""
     from collections import Counter
 
     from dataclaw.envcraft.export import export_tasks
@@ -445,8 +447,8 @@ def run_grpo(
     saved = cfg.out / "policy-grpo"
     argv = recipe_argv(
         py, recipe, export=export_dir, out=cfg.out / "grpo", model=model, cache=cache, steps=cfg.grpo_steps,
-        num_generations=2, max_completion_length=192, max_tool_calls=cfg.max_turns, learning_rate=1e-6,
-        beta=0.0, seed=0, save=saved,
+        num_generations=2, max_completion_length=cfg.max_length, max_tool_calls=cfg.max_turns,
+        learning_rate=1e-6, beta=0.0, seed=0, save=saved,
     )  # fmt: skip
     summary = run_recipe(argv, "GRPO")
     return {**summary, "group": group, "saved": str(saved)}
