@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 
@@ -25,6 +26,19 @@ def test_memory_store_writes_no_files(counter_pkg: EnvPackage, tmp_path: Path) -
     assert not (tmp_path / "state").exists()
     env.delete_session(sid)
     assert env.call(sid, "get_counter")["error"]["category"] == "session_not_found"
+
+
+def test_a_throwaway_environment_removes_its_state_folder_and_a_memory_one_makes_none(
+    counter_pkg: EnvPackage,
+) -> None:
+    env = counter_pkg.env_cls()
+    env.call(env.create_session("reach_three"), "increment", by=1)
+    root = env.state_root
+    assert root is not None and root.is_dir() and any(root.iterdir())
+    del env
+    gc.collect()
+    assert not root.exists()
+    assert counter_pkg.env_cls(memory=True).state_root is None
 
 
 def test_initial_state_has_c1_template_and_overrides(counter_env) -> None:

@@ -102,21 +102,22 @@ class Environment:
         durable: bool = False,
         memory: bool = False,
     ) -> None:
-        root = Path(state_root) if state_root is not None else _temp_root(self.name)
-        self.state_root = root
-        # memory: sessions live in this process only (no files, no cross-process locking), for throwaway
-        # sessions one caller drives, such as the soundness suite's runs
-        self.store: SessionStore | MemoryStore = (
-            MemoryStore(replay=self._replay)
-            if memory
-            else SessionStore(
-                root,
+        self.state_root = Path(state_root) if state_root is not None else None
+        self.store: SessionStore | MemoryStore
+        if memory:
+            # sessions live in this process only (no files, no cross-process locking), for throwaway
+            # sessions one caller drives, such as the soundness suite's runs
+            self.store = MemoryStore(replay=self._replay)
+        else:
+            if self.state_root is None:
+                self.state_root = _temp_root(self)
+            self.store = SessionStore(
+                self.state_root,
                 replay=self._replay,
                 lock_timeout_s=lock_timeout_s,
                 compact_every=compact_every,
                 durable=durable,
             )
-        )
         self.session_id: str | None = None  # the session bound for the harness interface
 
     # ---- package data -------------------------------------------------------------------------------
@@ -355,10 +356,14 @@ _REFERENCE_STATES: weakref.WeakKeyDictionary[type, dict[tuple[Any, ...], dict[st
 )
 
 
-def _temp_root(name: str) -> Path:
-    import tempfile  # only for throwaway in-process environments; keeps CLI start-up lean
+def _temp_root(env: object) -> Path:
+    """A throwaway state folder for an in-process environment, removed when the environment is."""
+    import shutil
+    import tempfile  # imported here: only throwaway environments need it; keeps CLI start-up lean
 
-    return Path(tempfile.mkdtemp(prefix=f"envcraft-{name}-"))
+    root = Path(tempfile.mkdtemp(prefix=f"envcraft-{getattr(env, 'name', 'env')}-"))
+    weakref.finalize(env, shutil.rmtree, root, True)
+    return root
 
 
 def _log_action(state: dict[str, Any], record: dict[str, Any]) -> None:
