@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,3 +22,17 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "SOURCES.md").is_file():
         pytest.fail(f"sample data not found at {SHARED_DATA}: the repo expects ../shared/data beside it")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_response_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Model answers cached by the run's commands go to a cache of this test run, never the user's
+    (``~/.cache/dataclaw``): keys name the fake servers' ports, which recur across runs, so an answer
+    cached by an earlier run was served instead of the fake server's (a CI machine starts empty too)."""
+    old = os.environ.get("DATACLAW_CACHE_DIR")
+    os.environ["DATACLAW_CACHE_DIR"] = str(tmp_path_factory.mktemp("response-cache"))
+    yield
+    if old is None:
+        os.environ.pop("DATACLAW_CACHE_DIR", None)
+    else:
+        os.environ["DATACLAW_CACHE_DIR"] = old
