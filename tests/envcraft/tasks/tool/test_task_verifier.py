@@ -38,6 +38,10 @@ def _v(*assertions: dict) -> dict:
         ({"path": "/tickets", "op": "match", "value": {"status": "closed", "title": "slash id"}}, True),
         ({"path": "/log", "op": "match", "value": {"action": "delete"}}, False),
         ({"path": "/log", "op": "no_match", "value": {"action": "delete"}}, True),
+        ({"path": "/tickets", "op": "match_deep", "value": {"tags": ["vpn"], "title": "VPN drops"}}, True),
+        ({"path": "/tickets", "op": "match_deep", "value": {"tags": ["vpn", "x"]}}, False),
+        ({"path": "/tickets", "op": "match_deep", "value": {"tags": []}}, True),
+        ({"path": "/tickets", "op": "match_deep", "value": {"tags": ["wifi"]}}, False),
     ],
 )
 def test_ops(assertion: dict, holds: bool) -> None:
@@ -94,6 +98,44 @@ def test_derive_skips_clock_and_generated_ids_and_untouched_fields() -> None:
     )
     assert evaluate(v, final)["score"] == 1.0
     assert evaluate(v, initial)["score"] == 0.0
+
+
+def test_a_new_record_is_matched_on_its_nested_content_too() -> None:
+    """A record a run creates (under a generated id) or appends is matched on everything any correct run
+    reproduces, nested content included: a comment's body and flag, an event's payload. A wrong value
+    there fails; clock values and generated ids at any depth are left out."""
+    initial: dict = {"tickets": {}, "events": []}
+    comment = {"comment_id": "C-7", "body": "export the logs", "internal": True, "at": "2026-03-02T09:05:00Z"}
+    final = {
+        "tickets": {"T-9": {"title": "VPN", "comments": [comment], "created_at": "2026-03-02T09:04:00Z"}},
+        "events": [{"kind": "alert", "payload": {"host": "db1", "level": 3, "seen": ["2026-03-02T09:06Z"]}}],
+    }
+    v = derive_verifier(initial, final, ["tickets", "events"])
+    got = {(a["path"], a["op"]): a.get("value") for a in v["assertions"]}
+    assert got[("/tickets", "match_deep")] == {
+        "title": "VPN",
+        "comments": [{"body": "export the logs", "internal": True}],
+    }
+    assert got[("/events", "match_deep")] == {
+        "kind": "alert",
+        "payload": {"host": "db1", "level": 3},
+    }
+    assert evaluate(v, final)["score"] == 1.0
+    # another correct run: other generated ids and clock values
+    other = {
+        "tickets": {"T-12": {**final["tickets"]["T-9"], "comments": [{**comment, "comment_id": "C-9"}]}},
+        "events": final["events"],
+    }
+    assert evaluate(v, other)["score"] == 1.0
+    flag = {
+        **other,
+        "tickets": {"T-12": {**other["tickets"]["T-12"], "comments": [{**comment, "internal": False}]}},
+    }
+    assert evaluate(v, flag)["score"] < 1.0
+    payload = {**final, "events": [{"kind": "alert", "payload": {"host": "db1"}}]}
+    assert evaluate(v, payload)["score"] < 1.0
+    extra = {**other, "tickets": {"T-12": {**other["tickets"]["T-12"], "comments": [comment, comment]}}}
+    assert evaluate(v, extra)["score"] < 1.0  # a list holds as many entries as the gold run left
 
 
 def test_a_time_the_user_states_is_asserted_a_clock_time_is_not() -> None:

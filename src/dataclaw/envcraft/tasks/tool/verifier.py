@@ -92,6 +92,26 @@ def _matches(item: Any, subset: dict[str, Any]) -> bool:
     return isinstance(item, dict) and all(item.get(k, _MISSING) == v for k, v in subset.items())
 
 
+def _holds(actual: Any, expected: Any) -> bool:
+    """``expected`` is a deep subset of ``actual``: an object's listed keys hold recursively, a list has
+    as many entries, each held by a distinct entry of ``actual`` (order free), any other value is equal."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and _holds(actual[k], v) for k, v in expected.items()
+        )
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return False
+        free = list(actual)
+        for want in expected:
+            hit = next((i for i, got in enumerate(free) if _holds(got, want)), None)
+            if hit is None:
+                return False
+            free.pop(hit)
+        return True
+    return actual == expected
+
+
 def _contains(actual: Any, expected: Any) -> bool:
     if isinstance(actual, str) and isinstance(expected, str):
         return expected.lower() in actual.lower()
@@ -114,6 +134,8 @@ OPS: dict[str, Callable[[Any, Any], bool]] = {
     "count_gte": lambda a, v: (_count(a) or 0) >= v,
     "match": lambda a, v: any(_matches(item, v) for item in _items(a)),
     "no_match": lambda a, v: not any(_matches(item, v) for item in _items(a)),
+    # ``match`` with nested content: an item holding ``v`` as a deep subset (:func:`_holds`)
+    "match_deep": lambda a, v: any(_holds(item, v) for item in _items(a)),
     "unchanged": lambda a, v: not changed_units(a, v),
 }
 
@@ -363,7 +385,7 @@ def check_verifier(verifier: Any) -> list[str]:
             problems.append(f"assertion {i}: op must be one of {', '.join(OPS)}")
         elif not isinstance(a.get("path"), str) or not (a["path"] == "" or a["path"].startswith("/")):
             problems.append(f"assertion {i}: path must be a JSON pointer")
-        elif a["op"] in ("match", "no_match") and not isinstance(a.get("value"), dict):
+        elif a["op"] in ("match", "no_match", "match_deep") and not isinstance(a.get("value"), dict):
             problems.append(f"assertion {i}: {a['op']} needs an object value")
         elif a["op"] in GUARD_OPS and not (
             isinstance(a.get("value"), dict) and isinstance(a["value"].get("units"), dict)
@@ -425,20 +447,32 @@ def _stable_fields(
     exclude_value: Any = _MISSING,
     user_keys: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """Scalar fields of a new entity that any correct solution reproduces: no clock values, and no ids
-    the run generated (an id-like value that the initial state and the user never named)."""
+    """The content of a new entity that any correct solution reproduces, nested content included: no
+    clock values, and no ids the run generated (an id-like value that the initial state and the user
+    never named)."""
 
     def generated(k: str, v: Any) -> bool:
         return (k == "id" or k.endswith("_id")) and isinstance(v, str) and v not in known
 
-    return {
-        k: v
-        for k, v in entity.items()
-        if isinstance(v, str | int | float | bool)
-        and not _volatile(k, v, user_keys)
-        and v != exclude_value
-        and not generated(k, v)
-    }
+    out: dict[str, Any] = {}
+    for k, v in entity.items():
+        if v == exclude_value or _volatile(k, v, user_keys) or generated(k, v):
+            continue
+        if isinstance(v, str | int | float | bool):
+            out[k] = v
+        elif isinstance(v, dict):
+            out[k] = _stable_fields(v, known, user_keys=user_keys)
+        elif isinstance(v, list) and not any(isinstance(x, str) and _ISO_TIME.match(x) for x in v):
+            # a list is matched entry for entry (as many entries); one holding clock values is not
+            out[k] = [_stable_fields(x, known, user_keys=user_keys) if isinstance(x, dict) else x for x in v]
+    return out
+
+
+def _match(path: list[str], fields: dict[str, Any], why: str) -> dict[str, Any]:
+    """The assertion that a created or appended entity is there: ``match`` on scalar fields, or
+    ``match_deep`` where its content nests (a comment's flags, an event's payload must hold too)."""
+    flat = all(isinstance(v, str | int | float | bool) for v in fields.values())
+    return {"path": pointer(path), "op": "match" if flat else "match_deep", "value": fields, "why": why}
 
 
 def _scalars(value: Any, out: set[str]) -> set[str]:
@@ -475,7 +509,7 @@ def _diff(
             elif isinstance(b[key], dict):  # a generated id: find the entity by its content instead
                 fields = _stable_fields(b[key], known, exclude_value=key, user_keys=user_keys)
                 if fields:
-                    out.append({"path": pointer(path), "op": "match", "value": fields, "why": "created"})
+                    out.append(_match(path, fields, "created"))
             elif not _volatile(key, b[key], user_keys):
                 out.append({"path": pointer([*path, key]), "op": "eq", "value": b[key], "why": "set"})
         for key in a:
@@ -492,7 +526,7 @@ def _diff(
         for item in new:
             fields = _stable_fields(item, known, user_keys=user_keys)
             if fields:
-                out.append({"path": pointer(path), "op": "match", "value": fields, "why": "appended"})
+                out.append(_match(path, fields, "appended"))
         return
     out.append({"path": pointer(path), "op": "eq", "value": b, "why": "changed"})
 
@@ -539,7 +573,7 @@ def derive_verifier(
         return {"version": VERIFIER_VERSION, "assertions": out[:max_assertions]}
     # a count any write satisfies (entity counts, log lengths next to the entry they must hold) pays a
     # policy for doing anything: the guard caps the counts, the entry is matched by content
-    matched = {a["path"] for a in out if a["op"] == "match"}
+    matched = {a["path"] for a in out if a["op"] in ("match", "match_deep")}
     goals = [
         a
         for a in out
