@@ -156,11 +156,16 @@ def suite_trials(tasks: list[dict[str, Any]]) -> tuple[dict[str, list[Trial]], d
 
 def figures_of(trials: list[Trial], scores: list[float]) -> dict[str, float]:
     """A task's soundness figures from its trials' scores, as the suite aggregates them (gold, untouched:
-    the score; collateral, wrong_last_write: the highest; random: the mean)."""
+    the score; collateral, wrong_last_write, skip_write: the highest; random: the mean)."""
     by: dict[str, list[float]] = {}
     for trial, score in zip(trials, scores, strict=True):
         by.setdefault(trial.policy, []).append(score)
-    agg = {"collateral": max, "wrong_last_write": max, "random": lambda xs: sum(xs) / len(xs)}
+    agg = {
+        "collateral": max,
+        "wrong_last_write": max,
+        "skip_write": max,
+        "random": lambda xs: sum(xs) / len(xs),
+    }
     return {p: round(agg.get(p, lambda xs: xs[0])(xs), 4) for p, xs in by.items()}
 
 
@@ -661,7 +666,14 @@ def test_every_trial_of_archetype_tasks_scores_the_same_through_trl_verl_and_env
     group = cross_tasks[0]["env"]
     cross = [t for t in cross_tasks if t["env"] == group]
     trials, reports = suite_trials([*tool_tasks, *cross])
-    assert _all_policies(trials) == {"gold", "untouched", "collateral", "wrong_last_write", "random"}
+    assert _all_policies(trials) == {
+        "gold",
+        "untouched",
+        "collateral",
+        "wrong_last_write",
+        "skip_write",
+        "random",
+    }
     groups = [
         (write(tool_tasks, tmp_path / "one" / "tasks.jsonl"), tool_tasks, trials),
         (write(cross, tmp_path / "cross" / "tasks.jsonl"), cross, trials),

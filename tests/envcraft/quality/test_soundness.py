@@ -150,3 +150,64 @@ def test_grounding_rejects_a_chain_whose_reward_a_policy_games_before_any_text_i
         if seen["sound"] >= 3 and seen["gamed"] >= 2:
             return
     pytest.fail(f"120 chains gave {seen}")
+
+
+def test_a_write_the_verifier_cannot_see_is_caught_by_skip_write(grounded: dict) -> None:
+    """The gold chain less each of its writes must fail: a task whose gold repeats its write (the second
+    sets what the record already holds) pays a run that skips one, and is a reject naming the policy."""
+    verifier, _ = build_verifier(grounded, archetypes.get(TICKETS).env_cls)
+    task = tool_task(grounded, verifier)
+    sound = _figures(run_soundness(task))["skip_write"]
+    assert sound.ok and sound.runs == 1 and sound.score == 0.0  # one write: skipping it is doing nothing
+    write = task["gold_chain"][-1]
+    report = run_soundness({**task, "gold_chain": [*task["gold_chain"], write]})
+    fig = _figures(report)["skip_write"]
+    assert report.reasons == [SoundnessReason.GAMED_BY_SKIP_WRITE]
+    assert (fig.runs, fig.score, fig.ok) == (2, 1.0, False) and "update_ticket" in fig.detail
+    assert (
+        _figures(
+            run_soundness({**task, "gold_chain": [*task["gold_chain"], write]}, SoundnessSettings(max_skip=0))
+        )["skip_write"].runs
+        == 0
+    )
+
+
+def test_a_comment_on_a_new_ticket_is_verified_in_full_and_every_parameter_gets_a_wrong_value() -> None:
+    """create_ticket → add_comment (a real grounding): the comment lives inside a ticket with a generated
+    id, so its body and its `internal` flag are matched as nested content; the suite's wrong last writes
+    reach the flag the gold call leaves at its default (three tries drawn from one pool went to ids)."""
+    from dataclaw.envcraft.tasks import GroundingError, ground_chain
+    from dataclaw.envcraft.tasks.tool.initial import build_initial_state
+    from dataclaw.envcraft.tasks.tool.stages import replay_task
+
+    env_cls = archetypes.get(TICKETS).env_cls
+    for seed in range(20):
+        try:
+            g = build_initial_state(
+                env_cls, ground_chain(env_cls, ["create_ticket", "add_comment"], seed=seed), seed=seed
+            )
+        except GroundingError:
+            continue
+        break
+    else:
+        pytest.fail("no grounding of create_ticket → add_comment in 20 seeds")
+    verifier, _ = build_verifier(g, env_cls)
+    assert any(a["op"] == "match_deep" and a["path"] == "/tickets" for a in verifier["assertions"])
+    task = tool_task(g, verifier)
+    gold = task["gold_chain"]
+    comment = gold[-1]["params"]
+    for wrong in ({"internal": not comment.get("internal", False)}, {"body": "Something else entirely."}):
+        assert (
+            replay_task(task, [*gold[:-1], {"tool": "add_comment", "params": {**comment, **wrong}}])["score"]
+            < 1.0
+        )
+    report = run_soundness(task)
+    assert report.passed, [f.detail for f in report.figures if not f.ok]
+    tried = {
+        k
+        for t in report.trials
+        if t.policy == "wrong_last_write"
+        for k, v in t.calls[-1]["params"].items()
+        if comment.get(k, False) != v
+    }
+    assert tried == {"ticket_id", "body", "internal"}

@@ -223,7 +223,8 @@ def soundness_summary(reports: list[Any], settings: Any = None) -> dict[str, Any
     """What the export's manifest and printed summary say of the suite it ran: tasks and tasks per reason
     (:func:`~dataclaw.envcraft.quality.soundness.summarize`), the settings, and per policy the tasks it
     scored, its runs, the tasks it found sound, and the lowest, mean and highest of the tasks' figures
-    (gold, untouched: the score; collateral, wrong_last_write: the highest run; random: the mean)."""
+    (gold, untouched: the score; collateral, wrong_last_write, skip_write: the highest run; random: the
+    mean)."""
     from dataclaw.envcraft.quality.soundness import Policy, SoundnessSettings, summarize
 
     out = {"checked": True, **summarize(reports)}

@@ -1,6 +1,6 @@
 """The soundness suite of a tool task: its reward proven against doing nothing, doing harm and doing extra.
 
-Five policies run from the task's initial state S0 in one session of its environment, each scored by the
+Six policies run from the task's initial state S0 in one session of its environment, each scored by the
 task's own verifier (:func:`dataclaw.envcraft.tasks.tool.verifier.evaluate`):
 
 * ``gold`` — the gold chain: must score 1.0 (and pass).
@@ -10,8 +10,13 @@ task's own verifier (:func:`dataclaw.envcraft.tasks.tool.verifier.evaluate`):
   chooses them); only writes that change the state beyond the runtime's bookkeeping, counters and logs
   count. Each must score at most ``1 - collateral_margin``.
 * ``wrong_last_write`` — the gold chain with its last write given another record (an id of the same
-  kind) or another allowed value (an enum member, a value the state holds under that name): each such
-  call that succeeds and ends somewhere else than gold must score below ``pass_threshold``.
+  kind) or another allowed value (an enum member, a boolean's other value, a value the state holds under
+  that name), tried for every parameter before any is tried twice: each such call that succeeds and ends
+  somewhere else than gold must score below ``pass_threshold``.
+* ``skip_write`` — the gold chain less one of its writes, each write in turn: must score below
+  ``pass_threshold``. A write the verifier cannot tell was made (steps that cancel out, such as a rule
+  created then deleted; a value the record already holds; nested content the verifier does not read)
+  pays a policy for skipping the user's request.
 * ``random`` — ``random_episodes`` seeded episodes of ``random_steps`` calls of random tools (reads and
   writes) with plausible parameters: the mean score must be at most ``random_max_mean``.
 
@@ -44,6 +49,7 @@ class Policy(StrEnum):
     UNTOUCHED = "untouched"
     COLLATERAL = "collateral"
     WRONG_LAST_WRITE = "wrong_last_write"
+    SKIP_WRITE = "skip_write"
     RANDOM = "random"
 
 
@@ -54,6 +60,7 @@ class SoundnessReason(StrEnum):
     GAMED_BY_UNTOUCHED = "gamed_by_untouched"
     GAMED_BY_COLLATERAL = "gamed_by_collateral"
     GAMED_BY_WRONG_LAST_WRITE = "gamed_by_wrong_last_write"
+    GAMED_BY_SKIP_WRITE = "gamed_by_skip_write"
     GAMED_BY_RANDOM = "gamed_by_random"
     SUITE_ERROR = "soundness_error"
 
@@ -63,6 +70,7 @@ REASONS: dict[Policy, SoundnessReason] = {
     Policy.UNTOUCHED: SoundnessReason.GAMED_BY_UNTOUCHED,
     Policy.COLLATERAL: SoundnessReason.GAMED_BY_COLLATERAL,
     Policy.WRONG_LAST_WRITE: SoundnessReason.GAMED_BY_WRONG_LAST_WRITE,
+    Policy.SKIP_WRITE: SoundnessReason.GAMED_BY_SKIP_WRITE,
     Policy.RANDOM: SoundnessReason.GAMED_BY_RANDOM,
 }
 
@@ -89,7 +97,15 @@ class SoundnessSettings:
     max_collateral: int = field(
         default=8, metadata={"help": "Soundness: collateral writes tried per task at most (seeded sample)."}
     )
-    max_wrong: int = field(default=3, metadata={"help": "Soundness: wrong last writes tried at most."})
+    max_wrong: int = field(
+        default=3,
+        metadata={
+            "help": "Soundness: wrong last writes tried at most (raised to one per parameter of the write)."
+        },
+    )
+    max_skip: int = field(
+        default=8, metadata={"help": "Soundness: gold writes left out one at a time, at most."}
+    )
     random_episodes: int = field(default=8, metadata={"help": "Soundness: seeded random episodes per task."})
     random_steps: int = field(
         default=0, metadata={"help": "Soundness: calls per random episode (0: twice the gold chain, >= 4)."}
@@ -109,7 +125,7 @@ class SoundnessSettings:
                 raise SoundnessSettingsError(
                     f"{name} must be in [0, pass_threshold), got {getattr(self, name)}"
                 )
-        for name in ("max_collateral", "max_wrong", "random_episodes", "random_steps"):
+        for name in ("max_collateral", "max_wrong", "max_skip", "random_episodes", "random_steps"):
             if getattr(self, name) < 0:
                 raise SoundnessSettingsError(f"{name} must be >= 0")
 
@@ -324,6 +340,9 @@ def _id_params(spec: Any) -> list[Any]:
     return [p for p in spec.params if id_kind(p.name) and p.schema.get("type") == "string"]
 
 
+_ABSENT = object()
+
+
 def _hashable(v: Any) -> Any:
     return (
         v if isinstance(v, str | int | float | bool) or v is None else "json:" + json.dumps(v, sort_keys=True)
@@ -364,6 +383,12 @@ class _Suite:
         self.rng = random.Random(f"{settings.seed}:{self.key}")
         self.trials: list[Trial] = []
         self._start: Any = None
+
+    def writes(self) -> list[int]:
+        """The positions of the gold chain's writes."""
+        tools = self.env_cls.tools
+        chain = self.task.gold_chain
+        return [i for i, c in enumerate(chain) if c["tool"] in tools and tools.get(c["tool"]).modifies_state]
 
     def start_values(self) -> Any:
         """What S0 holds, by key (for wrong values and random parameters)."""
@@ -447,11 +472,7 @@ class _Suite:
     def wrong_last_write(self) -> Figure:
         """The gold chain with its last write given another record or another allowed value."""
         settings, env_cls, chain = self.settings, self.env_cls, self.task.gold_chain
-        writes = [
-            i
-            for i, c in enumerate(chain)
-            if c["tool"] in env_cls.tools and env_cls.tools.get(c["tool"]).modifies_state
-        ]
+        writes = self.writes()
         if not writes:
             return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "the gold chain has no write")
         if settings.max_wrong == 0:
@@ -461,33 +482,76 @@ class _Suite:
         spec = env_cls.tools.get(chain[k]["tool"])
         params = dict(chain[k].get("params") or {})
         values = self.start_values()
-        options = []
+        by_param: list[list[tuple[str, Any]]] = []
         for p in spec.params:
-            if p.name not in params:
-                continue
-            pool = list(p.schema.get("enum") or []) + values.lookup(p.name)
-            others = [v for v in dict.fromkeys(map(_hashable, pool)) if v != _hashable(params[p.name])]
-            options += [(p.name, _unhashable(v)) for v in others]
-        self.rng.shuffle(options)
+            given = params.get(p.name, _ABSENT)
+            # a parameter the gold call leaves out is tried at its other closed values only (an enum
+            # member, a flag set): a value that is the tool's default ends as gold and is not counted
+            pool = list(p.schema.get("enum") or [])
+            if p.schema.get("type") == "boolean" or isinstance(given, bool):
+                pool += [True, False]
+            if given is not _ABSENT:
+                pool += values.lookup(p.name)
+            current = _hashable(given) if given is not _ABSENT else _ABSENT
+            others = [v for v in dict.fromkeys(map(_hashable, pool)) if v != current]
+            self.rng.shuffle(others)
+            if others:
+                by_param.append([(p.name, _unhashable(v)) for v in others])
+        self.rng.shuffle(by_param)
         base = self.views.plain(self.gold_final)
         worst: tuple[float, str] | None = None
         runs = 0
-        for name, value in options[: settings.max_wrong * 8]:
-            if runs >= settings.max_wrong:
+        tried = [0] * len(by_param)  # values tried per parameter (at most 8 each)
+
+        def counted(i: int) -> bool:
+            """Try parameter ``i``'s next values until one ends elsewhere than gold: scored, True."""
+            nonlocal worst, runs
+            while tried[i] < min(len(by_param[i]), 8):
+                name, value = by_param[i][tried[i]]
+                tried[i] += 1
+                call = {"tool": spec.name, "params": {**params, name: value}}
+                results, after = self.sess.run(before, [call, *chain[k + 1 :]])
+                if results[0].get("status") != "ok" or self.views.plain(after) == base:
+                    continue  # refused, or the same end state as gold (not a wrong write)
+                runs += 1
+                got = self.scored(Policy.WRONG_LAST_WRITE, [*chain[:k], call, *chain[k + 1 :]], after)
+                if worst is None or got > worst[0]:
+                    worst = (got, f"{spec.name}({name}={value!r})")
+                return True
+            return False
+
+        # every parameter gets a wrong value that counts before any gets a second: three tries drawn
+        # from one pool went to ids and never to the flag beside them; then more up to max_wrong
+        for i in range(len(by_param)):
+            counted(i)
+        while runs < settings.max_wrong:
+            if not any([counted(i) for i in range(len(by_param)) if runs < settings.max_wrong]):
                 break
-            call = {"tool": spec.name, "params": {**params, name: value}}
-            results, after = self.sess.run(before, [call, *chain[k + 1 :]])
-            if results[0].get("status") != "ok" or self.views.plain(after) == base:
-                continue  # refused, or the same end state as gold (not a wrong write)
-            runs += 1
-            got = self.scored(Policy.WRONG_LAST_WRITE, [*chain[:k], call, *chain[k + 1 :]], after)
-            if worst is None or got > worst[0]:
-                worst = (got, f"{spec.name}({name}={value!r})")
         if worst is None:
             return Figure(Policy.WRONG_LAST_WRITE, None, 0, True, "no other record or value accepted")
         ok = worst[0] < settings.pass_threshold
         detail = f"gold with last write {worst[1]} scores {worst[0]:.3f}"
         return Figure(Policy.WRONG_LAST_WRITE, round(worst[0], 4), runs, ok, detail)
+
+    def skip_write(self) -> Figure:
+        """The gold chain less one write, each in turn (up to ``max_skip``): a task whose verifier pays
+        that run cannot see whether the write was made."""
+        settings, chain = self.settings, self.task.gold_chain
+        writes = self.writes()
+        if not writes:
+            return Figure(Policy.SKIP_WRITE, None, 0, True, "the gold chain has no write")
+        if settings.max_skip == 0:
+            return Figure(Policy.SKIP_WRITE, None, 0, True, "not tried (max_skip 0)")
+        worst = (-1.0, "")
+        for k in writes[: settings.max_skip]:
+            calls = [*chain[:k], *chain[k + 1 :]]
+            _, after = self.sess.run(self.initial, calls)
+            got = self.scored(Policy.SKIP_WRITE, calls, after)
+            if got > worst[0]:
+                worst = (got, f"call {k + 1} ({chain[k]['tool']})")
+        ok = worst[0] < settings.pass_threshold
+        detail = f"gold without {worst[1]} scores {worst[0]:.3f}"
+        return Figure(Policy.SKIP_WRITE, round(worst[0], 4), min(len(writes), settings.max_skip), ok, detail)
 
     def random(self) -> Figure:
         """Seeded episodes of random calls whose parameters come from S0, the references and what the
@@ -545,7 +609,14 @@ def run_soundness(
         with tempfile.TemporaryDirectory(prefix="dataclaw-soundness-") as root:
             suite = _Suite(task, env_cls, root, settings)
             report.trials = suite.trials
-            policies = (suite.gold, suite.untouched, suite.collateral, suite.wrong_last_write, suite.random)
+            policies = (
+                suite.gold,
+                suite.untouched,
+                suite.collateral,
+                suite.wrong_last_write,
+                suite.skip_write,
+                suite.random,
+            )
             for policy in policies:
                 report.figures.append(policy())
     except Exception as exc:  # noqa: BLE001 - failures are data: the task is reported, the run goes on
