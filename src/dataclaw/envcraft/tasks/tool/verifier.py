@@ -50,6 +50,8 @@ _MISSING = object()
 RUNTIME_ALLOWED = ("/actions", "/meta/action_index", "/session_id")
 """What the runtime itself changes on every call (``Environment.call`` logs the call in ``actions`` and
 advances the clock's ``meta.action_index``; restoring a state rebinds ``session_id``): never guarded."""
+MATCH_OPS = frozenset({"match", "no_match", "match_deep"})
+"""Assertions whose value is an object an item of a collection must (or must not) hold."""
 GUARD_OPS = frozenset({"unchanged"})
 """Assertions that do not score by holding but cost when they fail (see :func:`evaluate`)."""
 DEFAULT_GUARD_PENALTY = 0.5
@@ -385,7 +387,7 @@ def check_verifier(verifier: Any) -> list[str]:
             problems.append(f"assertion {i}: op must be one of {', '.join(OPS)}")
         elif not isinstance(a.get("path"), str) or not (a["path"] == "" or a["path"].startswith("/")):
             problems.append(f"assertion {i}: path must be a JSON pointer")
-        elif a["op"] in ("match", "no_match", "match_deep") and not isinstance(a.get("value"), dict):
+        elif a["op"] in MATCH_OPS and not isinstance(a.get("value"), dict):
             problems.append(f"assertion {i}: {a['op']} needs an object value")
         elif a["op"] in GUARD_OPS and not (
             isinstance(a.get("value"), dict) and isinstance(a["value"].get("units"), dict)
@@ -573,7 +575,7 @@ def derive_verifier(
         return {"version": VERIFIER_VERSION, "assertions": out[:max_assertions]}
     # a count any write satisfies (entity counts, log lengths next to the entry they must hold) pays a
     # policy for doing anything: the guard caps the counts, the entry is matched by content
-    matched = {a["path"] for a in out if a["op"] in ("match", "match_deep")}
+    matched = {a["path"] for a in out if a["op"] in MATCH_OPS}
     goals = [
         a
         for a in out
