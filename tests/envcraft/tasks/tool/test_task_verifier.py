@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataclaw.envcraft.tasks.tool.verifier import OPS, check_verifier, derive_verifier, evaluate, resolve
+from dataclaw.envcraft.tasks.tool.verifier import (
+    OPS,
+    PreparedVerifier,
+    check_verifier,
+    derive_verifier,
+    evaluate,
+    resolve,
+)
 
 STATE = {
     "tickets": {
@@ -286,6 +293,37 @@ def test_the_guard_catches_every_collateral_change(harm, where) -> None:
     out = evaluate(_verifier(), _apply(harm))
     assert not out["passed"] and out["score"] == 0.5
     assert where in out["changed"]
+
+
+HARMS = [
+    lambda s: s["tickets"]["T-2"].update(status="cancelled"),
+    lambda s: s["tickets"]["T-1"].update(title="renamed"),
+    lambda s: s["tickets"].pop("T-2"),
+    lambda s: s["tickets"].update({"T-9": {"status": "open"}}),
+    lambda s: s["notes"].append({"text": "spam"}),
+    lambda s: s["meta"].update(base_time="2020-01-01T00:00:00+00:00"),
+    lambda s: None,
+]
+
+
+@pytest.mark.parametrize("harm", HARMS)
+@pytest.mark.parametrize("start", ["gold", "initial", "half"])
+def test_a_prepared_verifier_gives_every_state_the_score_evaluate_gives(harm, start) -> None:
+    """The suite's prepared verifier skips the guard when no goal holds and stops a guard at its first
+    finding: the score is the same number on gold, on the untouched state and on half the work, with
+    and without a collateral change."""
+    initial, final = _guarded_pair()
+    v = _verifier()
+    state = {"gold": final, "initial": initial, "half": {**final, "tickets": initial["tickets"]}}[start]
+    state = json_copy(state)
+    if start == "half":
+        state["tickets"]["T-1"]["status"] = final["tickets"]["T-1"]["status"]
+    harm(state)
+    prepared = PreparedVerifier(v)
+    want = evaluate(v, state)
+    assert prepared.evaluate(state) == want
+    assert prepared.score(state) == want["score"]
+    assert PreparedVerifier({"version": 1, "assertions": []}).score(state) == 0.0
 
 
 def test_a_verifier_without_a_guard_scores_as_before() -> None:

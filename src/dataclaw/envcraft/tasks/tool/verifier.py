@@ -68,9 +68,12 @@ def resolve(state: Any, path: str) -> Any:
         return state
     if not path.startswith("/"):
         raise ValueError(f"verifier path {path!r} must be a JSON pointer starting with '/'")
-    cur = state
-    for raw in path[1:].split("/"):
-        key = raw.replace("~1", "/").replace("~0", "~")
+    return _walk(state, [raw.replace("~1", "/").replace("~0", "~") for raw in path[1:].split("/")])
+
+
+def _walk(cur: Any, parts: Iterable[str]) -> Any:
+    """The value under the unescaped pointer ``parts`` or :data:`_MISSING`."""
+    for key in parts:
         if isinstance(cur, dict):
             if key not in cur:
                 return _MISSING
@@ -216,42 +219,78 @@ def _subtree(tree: dict[str, Any], parts: list[str]) -> dict[str, Any] | None:
     return node
 
 
-def _unit_value(state: Any, path: str, spec: Mapping[str, Any], tree: dict[str, Any]) -> Any:
-    value = resolve(state, path)
-    keep = (spec.get("lists") or {}).get(path)
-    if keep is not None and isinstance(value, list):
-        value = value[: keep["keep"]]
-    sub = _subtree(tree, _split(path))
-    return "<stripped>" if sub is None else _cut(value, sub)
-
-
 def changed_units(state: Any, spec: Any) -> list[str]:
     """The units of ``state`` (the guard's subtree) a guard's ``spec`` finds changed: a record or field
     whose digest differs (or is gone), a collection with more new keys than allowed, a list longer than
     allowed. Empty: nothing else changed. A malformed spec is one finding, never an exception."""
     if not isinstance(spec, Mapping) or not isinstance(spec.get("units"), Mapping):
         return ["<malformed guard>"]
-    if state is _MISSING or not isinstance(state, dict):
-        return ["<no state>"]
-    tree = _strip_tree(spec.get("strip") or [])
-    out = [p for p, d in spec["units"].items() if not _same(_unit_value(state, p, spec, tree), d)]
-    for path, new in (spec.get("collections") or {}).items():
-        coll = resolve(state, path)
-        if not isinstance(coll, dict):
-            out.append(path)
-            continue
-        prefix = path + "/"
-        tails = [p[len(prefix) :] for p in spec["units"] if p.startswith(prefix)]
-        kept = {t.replace("~1", "/").replace("~0", "~") for t in tails if "/" not in t}
-        extra = sorted(k for k in coll if k not in kept)
-        if len(extra) > int(new):
-            out.append(f"{path} (+{len(extra) - int(new)} records)")
-    for path, rule in (spec.get("lists") or {}).items():
-        value = resolve(state, path)
-        limit = rule.get("max")
-        if isinstance(value, list) and limit is not None and len(value) > int(limit):
-            out.append(f"{path} (+{len(value) - int(limit)} entries)")
-    return out
+    return _Guard(spec).changed(state)
+
+
+class _Guard:
+    """One guard's spec prepared once for many states: each unit's pointer split, its cut tree found,
+    and the collections' known keys listed (what :func:`changed_units` would redo per state)."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        tree = _strip_tree(spec.get("strip") or [])
+        lists = spec.get("lists") or {}
+        self.bad = next((p for p in spec["units"] if p not in ("", "/") and not p.startswith("/")), None)
+        # (path, parts, list rule, cut tree, expected digest); a unit cut whole compares a constant
+        self.units: list[tuple[str, list[str], Any, Any, str]] = []
+        self.stripped: list[str] = []
+        for path, expected in spec["units"].items():
+            parts = _split(path)
+            sub = _subtree(tree, parts)
+            if sub is None:
+                if not _same("<stripped>", expected):
+                    self.stripped.append(path)
+                continue
+            self.units.append((path, parts, lists.get(path), sub, expected))
+        self.order = list(spec["units"])  # findings keep the spec's order
+        self.collections: list[tuple[str, list[str], set[str], int]] = []
+        for path, new in (spec.get("collections") or {}).items():
+            prefix = path + "/"
+            tails = [p[len(prefix) :] for p in spec["units"] if p.startswith(prefix)]
+            kept = {t.replace("~1", "/").replace("~0", "~") for t in tails if "/" not in t}
+            self.collections.append((path, _split(path), kept, int(new)))
+        self.lists = [(path, _split(path), rule.get("max")) for path, rule in lists.items()]
+
+    def changed(self, state: Any, first: bool = False) -> list[str]:
+        """The findings on ``state`` (``first``: stop at the first one, all a score needs)."""
+        if state is _MISSING or not isinstance(state, dict):
+            return ["<no state>"]
+        if self.bad is not None:
+            raise ValueError(f"verifier path {self.bad!r} must be a JSON pointer starting with '/'")
+        found = set(self.stripped)
+        if first and found:
+            return sorted(found)
+        for path, parts, rule, sub, expected in self.units:
+            value = _walk(state, parts)
+            if rule is not None and isinstance(value, list):
+                value = value[: rule["keep"]]
+            if not _same(_cut(value, sub), expected):
+                found.add(path)
+                if first:
+                    return [path]
+        out = [p for p in self.order if p in found]
+        for path, parts, kept, new in self.collections:
+            coll = _walk(state, parts)
+            if not isinstance(coll, dict):
+                out.append(path)
+            elif (extra := sum(1 for k in coll if k not in kept)) > new:
+                out.append(f"{path} (+{extra - new} records)")
+            else:
+                continue
+            if first:
+                return out
+        for path, parts, limit in self.lists:
+            value = _walk(state, parts)
+            if isinstance(value, list) and limit is not None and len(value) > int(limit):
+                out.append(f"{path} (+{len(value) - int(limit)} entries)")
+                if first:
+                    return out
+        return out
 
 
 @dataclass(frozen=True)
@@ -407,32 +446,64 @@ def _penalty_ok(p: Any) -> bool:
 def evaluate(verifier: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     """Run ``verifier`` on ``state``: ``{"score", "passed", "results": [bool, ...]}``. A malformed
     verifier scores 0.0 with ``error`` set (a verifier failure is never an agent success)."""
-    problems = check_verifier(verifier)
-    if problems:
-        return {"score": 0.0, "passed": False, "results": [], "error": problems[0]}
-    assertions = verifier["assertions"]
-    results: list[bool] = []
-    changed: list[str] = []
-    factors: list[float] = []
-    for a in assertions:
-        actual = resolve(state, a["path"])
-        if a["op"] in GUARD_OPS:  # the guard's findings are its result: computed once, kept for `changed`
-            found = changed_units(actual, a.get("value"))
-            results.append(not found)
-            if found:
-                factors.append(1.0 - float(a.get("penalty", 1.0)))
-                prefix = a["path"] if a["path"] not in ("", "/") else ""
-                changed += [prefix + p for p in found]
-        else:
-            results.append(bool(OPS[a["op"]](actual, a.get("value"))))
-    goals = [r for a, r in zip(assertions, results, strict=True) if a["op"] not in GUARD_OPS]
-    score = sum(goals) / len(goals)
-    for factor in factors:
-        score *= factor
-    out: dict[str, Any] = {"score": score, "passed": score == 1.0 and all(results), "results": results}
-    if changed:
-        out["changed"] = changed
-    return out
+    return PreparedVerifier(verifier).evaluate(state)
+
+
+class PreparedVerifier:
+    """A verifier checked and its guards prepared once, to run on many states (the soundness suite
+    scores a task's verifier on some twenty states): :meth:`evaluate` is :func:`evaluate`'s result,
+    :meth:`score` the same score with only the work a score needs."""
+
+    def __init__(self, verifier: dict[str, Any]) -> None:
+        problems = check_verifier(verifier)
+        self.error = problems[0] if problems else None
+        self.assertions: list[dict[str, Any]] = [] if problems else verifier["assertions"]
+        self.guards = {i: _Guard(a["value"]) for i, a in enumerate(self.assertions) if a["op"] in GUARD_OPS}
+
+    def evaluate(self, state: dict[str, Any]) -> dict[str, Any]:
+        if self.error is not None:
+            return {"score": 0.0, "passed": False, "results": [], "error": self.error}
+        results: list[bool] = []
+        changed: list[str] = []
+        factors: list[float] = []
+        for i, a in enumerate(self.assertions):
+            actual = resolve(state, a["path"])
+            if i in self.guards:  # the guard's findings are its result: computed once, kept for `changed`
+                found = self.guards[i].changed(actual)
+                results.append(not found)
+                if found:
+                    factors.append(1.0 - float(a.get("penalty", 1.0)))
+                    prefix = a["path"] if a["path"] not in ("", "/") else ""
+                    changed += [prefix + p for p in found]
+            else:
+                results.append(bool(OPS[a["op"]](actual, a.get("value"))))
+        goals = [r for i, r in enumerate(results) if i not in self.guards]
+        score = sum(goals) / len(goals)
+        for factor in factors:
+            score *= factor
+        out: dict[str, Any] = {"score": score, "passed": score == 1.0 and all(results), "results": results}
+        if changed:
+            out["changed"] = changed
+        return out
+
+    def score(self, state: dict[str, Any]) -> float:
+        """``evaluate(state)["score"]``, the same number: no guard is read when no goal holds (the
+        score is 0 whatever they find), and a guard stops at its first finding (one costs the same)."""
+        if self.error is not None:
+            return 0.0
+        goals = [
+            bool(OPS[a["op"]](resolve(state, a["path"]), a.get("value")))
+            for i, a in enumerate(self.assertions)
+            if i not in self.guards
+        ]
+        held = sum(goals)
+        if not held:
+            return held / len(goals)
+        score = held / len(goals)
+        for i, guard in self.guards.items():
+            if guard.changed(resolve(state, self.assertions[i]["path"]), first=True):
+                score *= 1.0 - float(self.assertions[i].get("penalty", 1.0))
+        return score
 
 
 def _volatile(key: str, value: Any, user_keys: frozenset[str] = frozenset()) -> bool:
