@@ -10,7 +10,7 @@ import pytest
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.graph import ChainSampler, build_tool_graph
 from dataclaw.envcraft.tasks import GroundingError, check_text, classify, ground_chain
-from dataclaw.envcraft.tasks.tool.execute import GroundReason
+from dataclaw.envcraft.tasks.tool.execute import GroundReason, harvest
 from dataclaw.envcraft.tasks.tool.initial import build_verifier
 from dataclaw.envcraft.tasks.tool.stages import task_record
 from dataclaw.envcraft.tasks.tool.synth import (
@@ -330,3 +330,17 @@ def test_missing_values_go_to_the_turn_that_covers_their_step() -> None:
         server.enqueue(Reply.json({"message": request}), Reply.json({"messages": turns}))
         text = _write(server, rec)
     assert text["user_turns"] == [turns[0] + " Details: calendar id room-berlin-spree.", turns[1]]
+
+
+def test_harvested_values_are_found_by_name_and_suffix_as_they_grow() -> None:
+    """Lookups are remembered (the soundness suite looks a state's values up thousands of times) and
+    forgotten when a value is added; a caller's list never changes what the next lookup finds."""
+    values = harvest({"tickets": {"T-1": {"kb_article_id": "KB-1"}}, "article_id": "A-7"})
+    assert values.lookup("ticket_id") == ["T-1"]
+    found = values.lookup("article_id")
+    assert found == ["A-7", "KB-1"]
+    found.append("junk")
+    assert values.lookup("article_id") == ["A-7", "KB-1"]
+    values.add("legacy_article_id", "L-3")
+    values.add("article_id", "A-7")  # already there: nothing new
+    assert values.lookup("article_id") == ["A-7", "KB-1", "L-3"]

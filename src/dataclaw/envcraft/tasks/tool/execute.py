@@ -49,19 +49,25 @@ class Values:
     """Values by key name, harvested from a state or tool output (``ticket_id`` → [...])."""
 
     by_key: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
+    # lookups remembered until the next value is added (a state's values are looked up many times)
+    _found: dict[str, list[Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, key: str, value: Any) -> None:
         bucket = self.by_key[key]
         if len(bucket) < _MAX_VALUES and value not in bucket:
             bucket.append(value)
+            self._found.clear()
 
     def lookup(self, name: str) -> list[Any]:
         """Values under ``name`` or a key ending in ``_<name>`` (``article_id`` ← ``kb_article_id``)."""
-        out = list(self.by_key.get(name, []))
-        for key, vals in self.by_key.items():
-            if key != name and key.endswith("_" + name):
-                out.extend(v for v in vals if v not in out)
-        return out
+        found = self._found.get(name)
+        if found is None:
+            found = list(self.by_key.get(name, []))
+            for key, vals in self.by_key.items():
+                if key != name and key.endswith("_" + name):
+                    found.extend(v for v in vals if v not in found)
+            self._found[name] = found
+        return list(found)
 
 
 def harvest(value: Any, into: Values | None = None, key: str = "", depth: int = 0) -> Values:
