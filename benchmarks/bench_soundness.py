@@ -12,6 +12,9 @@ Measured on the same 200 tasks in one run, warm (one untimed replay per environm
 - ``suite``: ``run_soundness`` with the default settings — gold, untouched, collateral writes, wrong last
   writes, seeded random episodes.
 
+What the suite's time goes to: scored runs and tool calls per task (the replay: one run, the gold
+chain's calls), milliseconds per scored run, and per task by part (setup, each policy).
+
 Counts: tasks per policy that gamed them, tasks that pass (what ``tasks audit`` passes and ``tasks export``
 writes: *shipped*). To check that a shipped task is not gamed, every shipped task is run again through a
 harder suite with other seeds (seed 1, 3× the random episodes, collateral writes and wrong writes; a random
@@ -32,7 +35,7 @@ from dataclasses import replace
 
 from dataclaw.envcraft import archetypes
 from dataclaw.envcraft.graph import ChainSampler, build_env_graph, build_tool_graph
-from dataclaw.envcraft.quality.soundness import SoundnessSettings, run_soundness
+from dataclaw.envcraft.quality.soundness import Policy, SoundnessSettings, run_soundness
 from dataclaw.envcraft.tasks import GroundStage, chain_record
 from dataclaw.envcraft.tasks.tool.stages import grounded_task, replay_task
 
@@ -100,6 +103,15 @@ def main() -> int:
         "ratio": round(ratio, 2),
         "target_ratio": TARGET_RATIO,
         "runs_per_task": round(sum(len(r.trials) for r in reports) / len(tasks), 1),
+        "suite_ms_per_run": round(suite_s / sum(len(r.trials) for r in reports) * 1000, 3),
+        "calls_per_task": {
+            "gold_replay": round(sum(len(t.gold_chain) for t in tasks) / len(tasks), 1),
+            "suite": round(sum(r.calls for r in reports) / len(tasks), 1),
+        },
+        "suite_ms_per_task_by_part": {
+            part: round(sum(r.seconds.get(part, 0.0) for r in reports) / len(tasks) * 1000, 2)
+            for part in ("setup", *(str(p) for p in Policy))
+        },
         "passed": len(shipped),
         "gamed_by_policy": {k: gamed[k] for k in sorted(gamed)},
         "shipped": len(shipped),

@@ -41,6 +41,11 @@ def test_a_guarded_task_passes_every_policy_with_its_figures(grounded: dict) -> 
     )
     assert all(c["passed"] for c in report.checks())
     assert run_soundness(tool_task(grounded, verifier)).to_record() == rec  # seeded: the same figures again
+    # what it cost: every call made (the gold run's and every random step's at least), seconds per part;
+    # neither is stored with the audit record (a rerun differs)
+    steps = sum(len(t.calls) for t in report.trials if t.policy in ("gold", "random"))
+    assert report.calls >= steps and set(report.seconds) == {"setup", *map(str, Policy)}
+    assert "calls" not in rec and "seconds" not in rec
 
 
 def test_every_trial_replays_from_s0_to_its_score_in_a_fresh_file_backed_session(grounded: dict) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -153,6 +153,10 @@ class SoundnessReport:
     figures: list[Figure] = field(default_factory=list)
     error: str | None = None
     trials: list[Trial] = field(default_factory=list)  # every scored run (not stored with the audit)
+    # what it cost (not stored with the audit: a rerun differs): tool calls made, including the gold
+    # run and the tries that were refused or changed nothing; seconds per policy (setup under "setup")
+    calls: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -194,14 +198,19 @@ class SoundnessReport:
 class _Session:
     """One session of the task's environment, restored to any state before each run of calls."""
 
-    def __init__(self, env_cls: Any, scenario_id: str, root: str) -> None:
-        self.env = env_cls(root, memory=True)  # in-process sessions need no files (a worker keeps its own)
+    def __init__(self, env_cls: Any, scenario_id: str) -> None:
+        self.env = env_cls(memory=True)  # in-process sessions need no files (a worker keeps its own)
         self.sid = self.env.create_session(scenario_id, session_id="soundness")
+        self.calls = 0  # tool calls made (what the suite costs, with the states it scores)
 
     def run(self, state: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[list[dict], dict[str, Any]]:
         self.env.restore_env_state(state)
-        results = [self.env.call(self.sid, c["tool"], **(c.get("params") or {})) for c in calls]
+        results = [self.call(c["tool"], c.get("params") or {}) for c in calls]
         return results, self.env.get_session_state(self.sid)
+
+    def call(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        return self.env.call(self.sid, tool, **params)
 
 
 def _plain(value: Any, allow: Any) -> Any:
@@ -290,19 +299,19 @@ def _unnamed_ids(state: dict[str, Any], named: set[str], views: _Views) -> set[s
 
 
 class _Scorer:
-    """The task's verifier on a state, remembered by the state's content: the policies often end in the
-    same state (a random episode of refused calls ends in S0)."""
+    """The task's verifier's score on a state, remembered by the state's content: the policies often end
+    in the same state (a random episode of refused calls ends in S0)."""
 
     def __init__(self, task: ToolTask) -> None:
-        self.task = task
-        self.seen: dict[bytes, dict[str, Any]] = {}
+        from dataclaw.envcraft.tasks.tool.verifier import PreparedVerifier
 
-    def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
+        self.verifier = PreparedVerifier(task.verifier)
+        self.seen: dict[bytes, float] = {}
+
+    def __call__(self, state: dict[str, Any]) -> float:
         key = hashlib.blake2b(orjson.dumps(state, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
         if key not in self.seen:
-            from dataclaw.envcraft.tasks.tool.verifier import evaluate
-
-            self.seen[key] = evaluate(self.task.verifier, state)
+            self.seen[key] = self.verifier.score(state)
         return self.seen[key]
 
 
@@ -332,6 +341,18 @@ def _fill(spec: Any, src: Any, rng: random.Random, fixed: dict[str, Any], prefer
             continue
         params[p.name] = choice[0]
     return params
+
+
+def _valid(spec: Any, params: dict[str, Any]) -> bool:
+    """Whether ``params`` pass the tool's own parameter check (names, required, types, enums): the first
+    thing the runtime does with a call, and the same whatever the state."""
+    from dataclaw.envcraft.runtime.errors import EnvError
+
+    try:
+        spec.validate(params)
+    except EnvError:
+        return False
+    return True
 
 
 def _id_params(spec: Any) -> list[Any]:
@@ -367,12 +388,12 @@ class _Suite:
     """The policies of one task, sharing one in-memory session, one scorer and the values they draw
     parameters from (harvested once: walking the whole state is the costliest step there is)."""
 
-    def __init__(self, task: ToolTask, env_cls: Any, root: str, settings: SoundnessSettings) -> None:
+    def __init__(self, task: ToolTask, env_cls: Any, settings: SoundnessSettings) -> None:
         self.task, self.env_cls, self.settings = task, env_cls, settings
         # seeded by the grounded record a task was made from: the suite run when the chain was grounded
         # and the one the audit runs on the task draw the same writes and episodes
         self.key = task.metadata.get("grounded_id") or task.id
-        self.sess = _Session(env_cls, task.scenario_id, root)
+        self.sess = _Session(env_cls, task.scenario_id)
         _, self.initial = self.sess.run(task.initial_state, [])
         self.views = _Views(env_cls, self.initial)
         self.results, self.gold_final = self.sess.run(self.initial, task.gold_chain)
@@ -404,12 +425,12 @@ class _Suite:
         return _Sources(values, self.refs[0], self.refs[1], list(outputs), set())
 
     def scored(self, policy: Policy, calls: list[dict[str, Any]], state: dict[str, Any]) -> float:
-        got = suite_score(self.criteria, float(self.score(state)["score"]), calls)
+        got = suite_score(self.criteria, float(self.score(state)), calls)
         self.trials.append(Trial(str(policy), [dict(c) for c in calls], got))
         return got
 
     def gold(self) -> Figure:
-        gold = self.score(self.gold_final)
+        gold = self.score.verifier.evaluate(self.gold_final)
         got = suite_score(self.criteria, float(gold["score"]), self.task.gold_chain)
         self.trials.append(Trial(str(Policy.GOLD), list(self.task.gold_chain), got))
         errors = sum(r.get("status") != "ok" for r in self.results)
@@ -450,8 +471,8 @@ class _Suite:
             if runs >= settings.max_collateral:
                 break
             params = _fill(spec, src, rng, {pname: value})
-            if params is None:
-                continue
+            if params is None or not _valid(spec, params):
+                continue  # refused before it runs, whatever the state: nothing to run
             call = {"tool": spec.name, "params": params}
             (result,), after = self.sess.run(self.gold_final, [call])
             if result.get("status") != "ok" or views.plain(after) == base:
@@ -586,7 +607,7 @@ class _Suite:
             if params is None:
                 continue
             calls.append({"tool": spec.name, "params": params})
-            result = sess.env.call(sess.sid, spec.name, **params)
+            result = sess.call(spec.name, params)
             if result.get("status") == "ok" and spec.modifies_state:
                 # a read shows S0 (harvested already) or what earlier writes returned
                 outputs.append(harvest(result.get("data")))
@@ -604,23 +625,27 @@ def run_soundness(
     settings = settings or SoundnessSettings()
     task = ToolTask.of(task)
     report = SoundnessReport(task.id)
+    clock = time.perf_counter()
+    suite: _Suite | None = None
     try:
-        env_cls = env_cls or record_env(task)
-        with tempfile.TemporaryDirectory(prefix="dataclaw-soundness-") as root:
-            suite = _Suite(task, env_cls, root, settings)
-            report.trials = suite.trials
-            policies = (
-                suite.gold,
-                suite.untouched,
-                suite.collateral,
-                suite.wrong_last_write,
-                suite.skip_write,
-                suite.random,
-            )
-            for policy in policies:
-                report.figures.append(policy())
+        suite = _Suite(task, env_cls or record_env(task), settings)
+        report.trials = suite.trials
+        report.seconds["setup"] = time.perf_counter() - clock
+        policies = (
+            suite.gold,
+            suite.untouched,
+            suite.collateral,
+            suite.wrong_last_write,
+            suite.skip_write,
+            suite.random,
+        )
+        for policy in policies:
+            clock = time.perf_counter()
+            report.figures.append(policy())
+            report.seconds[str(report.figures[-1].policy)] = time.perf_counter() - clock
     except Exception as exc:  # noqa: BLE001 - failures are data: the task is reported, the run goes on
         report.error = f"the soundness suite could not run: {type(exc).__name__}: {str(exc)[:200]}"
+    report.calls = suite.sess.calls if suite is not None else 0
     return report
 
 

@@ -34,9 +34,11 @@ class EnvGroup:
     tools: ClassVar[ToolSet]
     DEFAULT_STATE: ClassVar[dict[str, Any]]
 
-    def __init__(self, state_root: str | Path, **options: Any) -> None:
-        root = Path(state_root)
-        self.envs = {env: cls(root / env, **options) for env, cls in self.members.items()}
+    def __init__(self, state_root: str | Path | None = None, **options: Any) -> None:
+        root = Path(state_root) if state_root is not None else None  # None: each member's own default
+        self.envs = {
+            env: cls(root / env if root is not None else None, **options) for env, cls in self.members.items()
+        }
         self.session_id: str | None = None
 
     @classmethod
