@@ -192,6 +192,29 @@ def test_forking_in_a_tool_is_a_violation(hostile, bystander):
     _bystander_fine(bystander)
 
 
+def test_a_run_with_a_contained_call_is_made_again_call_by_call(hostile, bystander):
+    """A run of calls in one request stops at a call that trips a containment; the host makes the run
+    again a request per call, so the envelopes and the incident (named by its call) are exactly those of
+    the calls made one at a time."""
+    env = hostile.env_cls(memory=True)
+    sid = env.create_session("reach_three", session_id="run")
+    start = env.get_session_state(sid)
+    steps = [{"tool": "increment"}, {"tool": "phone_home"}, {"tool": "increment"}]
+    seen = len(hostile.worker.incidents)
+    envelopes, state = env.run_from(start, steps)
+    assert [e["status"] for e in envelopes] == ["ok", "error", "ok"]
+    assert envelopes[1]["error"]["category"] == "infrastructure"
+    assert state["counter"]["value"] == start["counter"]["value"] + 2
+    incidents = list(hostile.worker.incidents)[seen:]
+    assert [(i.op, i.tool, i.status, i.resource) for i in incidents] == [
+        ("call", "phone_home", "violation", "network")
+    ]
+    env.restore_env_state(start)
+    one_by_one = [env.call(sid, s["tool"]) for s in steps]
+    assert one_by_one == envelopes and env.get_session_state(sid) == state
+    _bystander_fine(bystander)
+
+
 @pytest.mark.parametrize(
     ("name", "at_import", "status", "resource"),
     [

@@ -90,3 +90,27 @@ def test_grounding_a_chain_gives_the_same_task(pair):
     here = ground_chain(local, steps, seed=7)
     there = ground_chain(handle.env_cls, steps, seed=7)
     assert there == here
+
+
+def test_a_run_of_calls_is_one_round_trip_and_gives_what_the_calls_give_one_at_a_time(pair):
+    """``run_from`` (the soundness suite's runs): restore, calls, state in one request to the worker,
+    the same envelopes and state as in-process; an instance made ``memory=True`` writes no files."""
+    from dataclaw.envcraft.worker.client import STATE_DIR
+
+    local, handle = pair
+    scenario_id = sorted(local.scenarios())[0]
+    sc = local.scenario(scenario_id)
+    steps = [*sc.reference_solution, *sc.forbidden_actions, {"tool": "no_such_tool"}]
+    runs = {}
+    for name, cls in (("local", local), ("remote", handle.env_cls)):
+        env = cls(memory=True)
+        env.create_session(scenario_id, session_id="parity")
+        start = env.get_session_state("parity")
+        before = handle.worker._next_id
+        runs[name] = env.run_from(start, steps), env.run_from(start, [])
+        if name == "remote":
+            assert handle.worker._next_id - before == 2  # one request per run
+            assert not (handle.worker._tmp / STATE_DIR / env.inst).exists()
+    assert runs["remote"] == runs["local"]
+    envelopes = runs["local"][0][0]
+    assert {e["status"] for e in envelopes} == {"ok", "error"}

@@ -204,9 +204,9 @@ class _Session:
         self.calls = 0  # tool calls made (what the suite costs, with the states it scores)
 
     def run(self, state: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[list[dict], dict[str, Any]]:
-        self.env.restore_env_state(state)
-        results = [self.call(c["tool"], c.get("params") or {}) for c in calls]
-        return results, self.env.get_session_state(self.sid)
+        """``calls`` from ``state`` (one round trip to an environment in a worker)."""
+        self.calls += len(calls)
+        return self.env.run_from(state, calls)
 
     def call(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
         self.calls += 1

@@ -272,6 +272,12 @@ class Environment:
         with self.store.transaction(sid) as txn:
             txn.replace(restored)
 
+    def run_from(
+        self, state: dict[str, Any], calls: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """:func:`run_from` in the bound session."""
+        return run_from(self, state, calls)
+
     # ---- tool calls (agent side) --------------------------------------------------------------------
 
     def call(self, session_id: str, tool: str, /, **params: Any) -> dict[str, Any]:
@@ -349,6 +355,18 @@ class Environment:
                     f"replaying action {record.get('index')} ({record.get('tool')}) failed"
                 ) from exc
         _log_action(state, record)
+
+
+def run_from(
+    env: Any, state: dict[str, Any], calls: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Restore ``state`` into ``env``'s bound session, make ``calls`` (``{tool, params}``) in order: each
+    call's envelope and the state they reach (a copy). What any instance-side environment does call by
+    call; an environment in a worker does it in one round trip."""
+    env.restore_env_state(state)
+    sid = env.session_id
+    results = [env.call(sid, c["tool"], **(c.get("params") or {})) for c in calls]
+    return results, env.get_session_state(sid)
 
 
 _REFERENCE_STATES: weakref.WeakKeyDictionary[type, dict[tuple[Any, ...], dict[str, Any]]] = (

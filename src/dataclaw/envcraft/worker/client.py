@@ -292,9 +292,10 @@ class EnvWorker:
 
     # ---- requests --------------------------------------------------------------------------------------
 
-    def request(self, op: Op, **args: Any) -> Any:
+    def request(self, op: Op, steps: int = 1, **args: Any) -> Any:
         """Send one request and return its value; raises EnvError (the environment's own error, as
-        in-process) or WorkerError (failure, incident, lost worker)."""
+        in-process) or WorkerError (failure, incident, lost worker). ``steps``: how many calls' time
+        limits the request may take (a run of calls: one each, as one at a time)."""
         with self._lock:
             self._ensure()
             assert self._sock is not None and self._reader is not None
@@ -303,7 +304,7 @@ class EnvWorker:
                 self._ensure()  # a drop that lost the worker left no connection
             self._next_id += 1
             rid = self._next_id
-            timeout = self.options.call_timeout_s + GRACE_S
+            timeout = steps * self.options.call_timeout_s + GRACE_S
             self._sock.settimeout(timeout)
             try:
                 send_frame(self._sock, {"id": rid, "op": str(op), **args})

@@ -35,6 +35,7 @@ class Op(StrEnum):
     STATE = "state"
     RESTORE = "restore"
     CALL = "call"
+    RUN = "run"
     EVALUATE = "evaluate"
     DROP = "drop"
     PING = "ping"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from dataclaw.envcraft.runtime.environment import Scenario
-from dataclaw.envcraft.runtime.errors import invalid_reference
+from dataclaw.envcraft.runtime.environment import Scenario, run_from
+from dataclaw.envcraft.runtime.errors import EnvError, invalid_reference
 from dataclaw.envcraft.runtime.tools import Param, ToolSet, ToolSpec
 from dataclaw.envcraft.worker.client import EnvWorker, WorkerError
 from dataclaw.envcraft.worker.protocol import Op
@@ -88,12 +88,16 @@ class RemoteEnvironment:
         self.inst = key or uuid.uuid4().hex
         self.session_id: str | None = None
         self.store = _Store(self)
+        # ``memory=True`` as in-process: the worker keeps this instance's sessions in memory, no files
+        self.memory = bool(_options.get("memory"))
         # the worker keeps this instance's sessions until the instance is gone (a caller's temp folder)
         if key is None:  # a named instance (persistent_env) keeps its sessions: its owner exports them
             weakref.finalize(self, _drop, self.worker, self.inst)
 
-    def _req(self, op: Op, **args: Any) -> Any:
-        return self.worker.request(op, inst=self.inst, **args)
+    def _req(self, op: Op, steps: int = 1, **args: Any) -> Any:
+        if self.memory:
+            args["mem"] = True  # read by the worker when the request makes the instance
+        return self.worker.request(op, steps=steps, inst=self.inst, **args)
 
     # ---- class side ------------------------------------------------------------------------------------
 
@@ -163,6 +167,23 @@ class RemoteEnvironment:
         """One tool call in the worker; never raises: the environment's envelope, or an agent-safe error
         when the call was contained (timeout, crash, limit)."""
         return self.worker.call_tool(self.inst, session_id, tool, params)
+
+    def run_from(
+        self, state: dict[str, Any], calls: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """:func:`~dataclaw.envcraft.runtime.environment.run_from` in one round trip (restore, calls,
+        state), not one per step. A run the worker does not finish cleanly (an error, a call that trips a
+        containment, a timeout, a lost worker) is made again a request per step: its envelopes, state and
+        incidents are then exactly those of the calls made one at a time."""
+        if self.session_id is not None:
+            plain = [{"tool": c["tool"], "params": dict(c.get("params") or {})} for c in calls]
+            try:
+                value = self._req(Op.RUN, steps=len(plain) + 2, sid=self.session_id, state=state, calls=plain)
+            except (EnvError, WorkerError):
+                pass
+            else:
+                return [dict(e) for e in value["envelopes"]], dict(value["state"])
+        return run_from(self, state, calls)
 
 
 def _drop(worker: EnvWorker, inst: str) -> None:

@@ -58,6 +58,10 @@ class _Watch:
         self.raised = None
 
 
+class RunStopped(Exception):
+    """A run of calls (``Op.RUN``) stopped at a call that tripped a containment."""
+
+
 def _incident(status: str, resource: str | None, message: str) -> dict[str, Any]:
     return {"status": status, "resource": resource, "message": message}
 
@@ -82,6 +86,7 @@ class Server:
             Op.STATE: lambda r: self.env(r).get_session_state(r["sid"]),
             Op.RESTORE: self.restore,
             Op.CALL: self.call,
+            Op.RUN: self.run,
             Op.EVALUATE: lambda r: self.env(r).evaluate_session(r["sid"]),
             Op.DROP: self.drop,
             Op.PING: lambda r: "pong",
@@ -165,7 +170,8 @@ class Server:
         if env is None:
             if not key.isalnum():
                 raise ValueError(f"bad instance key {key!r}")
-            env = self.envs[key] = self.env_cls(self.state_dir / key)
+            # an instance asked for in memory (the soundness suite's throwaway runs) writes no files
+            env = self.envs[key] = self.env_cls(self.state_dir / key, memory=bool(req.get("mem")))
         return env
 
     def describe(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +214,23 @@ class Server:
 
     def call(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"envelope": self.env(req).call(req["sid"], req["tool"], **dict(req.get("params") or {}))}
+
+    def run(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Restore, calls, state: one request for a run of calls. A call that trips a containment stops
+        the run (an error the host answers by making the run again a request per call, where each
+        incident is reported with its own call)."""
+        env, sid = self.env(req), req["sid"]
+        env.session_id = sid
+        env.restore_env_state(req["state"])
+        envelopes = []
+        for c in req["calls"]:
+            self.watch.clear()
+            signal.setitimer(signal.ITIMER_REAL, self.timeout_s)  # each call its own limit, as alone
+            envelopes.append(env.call(sid, c["tool"], **dict(c.get("params") or {})))
+            if self.classify(self.watch.raised) is not None:
+                self.watch.clear()  # reported by the call made alone, not twice
+                raise RunStopped(f"{c['tool']} tripped a containment")
+        return {"envelopes": envelopes, "state": env.get_session_state(sid)}
 
     def drop(self, req: dict[str, Any]) -> None:
         key = str(req["inst"])

@@ -19,7 +19,7 @@ import itertools
 from pathlib import Path
 from typing import Any, ClassVar
 
-from dataclaw.envcraft.runtime.environment import Scenario
+from dataclaw.envcraft.runtime.environment import Scenario, run_from
 from dataclaw.envcraft.runtime.tools import ToolSet
 
 SEP = "."
@@ -71,6 +71,12 @@ class EnvGroup:
     def restore_env_state(self, state: dict[str, Any]) -> None:
         for env, e in self.envs.items():
             e.restore_env_state(state[env])
+
+    def run_from(
+        self, state: dict[str, Any], calls: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """:func:`~dataclaw.envcraft.runtime.environment.run_from` in the group's session."""
+        return run_from(self, state, calls)
 
     def delete_session(self, session_id: str) -> None:
         for e in self.envs.values():
