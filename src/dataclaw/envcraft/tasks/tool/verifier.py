@@ -236,18 +236,14 @@ class _Guard:
         tree = _strip_tree(spec.get("strip") or [])
         lists = spec.get("lists") or {}
         self.bad = next((p for p in spec["units"] if p not in ("", "/") and not p.startswith("/")), None)
-        # (path, parts, list rule, cut tree, expected digest); a unit cut whole compares a constant
-        self.units: list[tuple[str, list[str], Any, Any, str]] = []
-        self.stripped: list[str] = []
+        # (path, parts, list rule, cut tree, expected digest, verdict): a unit cut whole compares a
+        # constant, so its verdict is decided here; any other unit's (None) on each state
+        self.units: list[tuple[str, list[str], Any, Any, str, bool | None]] = []
         for path, expected in spec["units"].items():
             parts = _split(path)
             sub = _subtree(tree, parts)
-            if sub is None:
-                if not _same("<stripped>", expected):
-                    self.stripped.append(path)
-                continue
-            self.units.append((path, parts, lists.get(path), sub, expected))
-        self.order = list(spec["units"])  # findings keep the spec's order
+            verdict = None if sub is not None else not _same("<stripped>", expected)
+            self.units.append((path, parts, lists.get(path), sub, expected, verdict))
         self.collections: list[tuple[str, list[str], set[str], int]] = []
         for path, new in (spec.get("collections") or {}).items():
             prefix = path + "/"
@@ -257,39 +253,33 @@ class _Guard:
         self.lists = [(path, _split(path), rule.get("max")) for path, rule in lists.items()]
 
     def changed(self, state: Any, first: bool = False) -> list[str]:
-        """The findings on ``state`` (``first``: stop at the first one, all a score needs)."""
+        """The findings on ``state`` (``first``: stop at the first changed unit; a score needs only
+        whether there is a finding)."""
         if state is _MISSING or not isinstance(state, dict):
             return ["<no state>"]
         if self.bad is not None:
             raise ValueError(f"verifier path {self.bad!r} must be a JSON pointer starting with '/'")
-        found = set(self.stripped)
-        if first and found:
-            return sorted(found)
-        for path, parts, rule, sub, expected in self.units:
-            value = _walk(state, parts)
-            if rule is not None and isinstance(value, list):
-                value = value[: rule["keep"]]
-            if not _same(_cut(value, sub), expected):
-                found.add(path)
+        out: list[str] = []
+        for path, parts, rule, sub, expected, stale in self.units:
+            if stale is None:
+                value = _walk(state, parts)
+                if rule is not None and isinstance(value, list):
+                    value = value[: rule["keep"]]
+                stale = not _same(_cut(value, sub), expected)
+            if stale:
+                out.append(path)
                 if first:
-                    return [path]
-        out = [p for p in self.order if p in found]
+                    return out
         for path, parts, kept, new in self.collections:
             coll = _walk(state, parts)
             if not isinstance(coll, dict):
                 out.append(path)
             elif (extra := sum(1 for k in coll if k not in kept)) > new:
                 out.append(f"{path} (+{extra - new} records)")
-            else:
-                continue
-            if first:
-                return out
         for path, parts, limit in self.lists:
             value = _walk(state, parts)
             if isinstance(value, list) and limit is not None and len(value) > int(limit):
                 out.append(f"{path} (+{len(value) - int(limit)} entries)")
-                if first:
-                    return out
         return out
 
 
@@ -496,10 +486,9 @@ class PreparedVerifier:
             for i, a in enumerate(self.assertions)
             if i not in self.guards
         ]
-        held = sum(goals)
-        if not held:
-            return held / len(goals)
-        score = held / len(goals)
+        score = sum(goals) / len(goals)
+        if not score:
+            return score
         for i, guard in self.guards.items():
             if guard.changed(resolve(state, self.assertions[i]["path"]), first=True):
                 score *= 1.0 - float(self.assertions[i].get("penalty", 1.0))
